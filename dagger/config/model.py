@@ -1,0 +1,533 @@
+"""Typed model of a Dagger job config.
+
+Keys are Raystack Dagger's (``STREAMS``, ``FLINK_SQL_QUERY``, ``SINK_KAFKA_*`` ...), so a Dagger job config
+loads unchanged; Spark-specific settings have their own ``SPARK_*`` keys. Values may be native JSON or
+Dagger's JSON-in-a-string (``"STREAMS": "[{...}]"``); numbers and booleans may be strings, as in a
+``.properties`` file. Every model forbids unknown keys: a typo is an error that names the closest key.
+
+The markdown config reference (``docs/config.md``) is generated from this module by
+:func:`dagger.config.docs.render_reference`; the ``description`` of each field is its documentation.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+
+
+def _json_in_string(value: Any) -> Any:
+    """Accept Dagger's JSON-in-a-string form for structured values."""
+    if isinstance(value, str):
+        text = value.strip()
+        if text == "":
+            return None
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"is not valid JSON ({exc.msg} at character {exc.pos})") from None
+    return value
+
+
+def _comma_list(value: Any) -> Any:
+    if isinstance(value, str):
+        return [part.strip() for part in value.split(",") if part.strip()]
+    return value
+
+
+Json = BeforeValidator(_json_in_string)
+CommaList = BeforeValidator(_comma_list)
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=False)
+
+
+# --------------------------------------------------------------------------------------------------
+# Streams
+# --------------------------------------------------------------------------------------------------
+
+SourceName = Literal["KAFKA_SOURCE", "KAFKA_CONSUMER", "PARQUET_SOURCE"]
+SourceType = Literal["BOUNDED", "UNBOUNDED"]
+VALID_SOURCE_DETAILS = {
+    ("KAFKA_SOURCE", "UNBOUNDED"),
+    ("KAFKA_CONSUMER", "UNBOUNDED"),
+    ("PARQUET_SOURCE", "BOUNDED"),
+}
+StoreType = Literal["JKS", "PKCS12", "PEM"]
+
+
+class SourceDetail(_Strict):
+    """One element of a stream's ``SOURCE_DETAILS``."""
+
+    SOURCE_NAME: SourceName = Field(description="Which source reads the stream.")
+    SOURCE_TYPE: SourceType = Field(description="BOUNDED (Parquet) or UNBOUNDED (Kafka).")
+
+
+class StreamConfig(_Strict):
+    """One entry of ``STREAMS``: a source, its schema and the SQL table it becomes."""
+
+    INPUT_SCHEMA_TABLE: str = Field(description="Name of the SQL view this stream is registered as.")
+    INPUT_SCHEMA_PROTO_CLASS: str | None = Field(
+        None, description="Fully qualified protobuf message name of the records, e.g. `pkg.BookingLogMessage`."
+    )
+    INPUT_SCHEMA_EVENT_TIMESTAMP_FIELD_INDEX: int | None = Field(
+        None,
+        description="Proto field *number* (not position) of the `google.protobuf.Timestamp` field that "
+        "becomes the rowtime column.",
+    )
+    INPUT_DATATYPE: Literal["PROTO", "JSON"] = Field(
+        "PROTO", description="Record encoding. Only PROTO is implemented so far; JSON is rejected at start."
+    )
+    INPUT_SCHEMA_JSON_SCHEMA: str | None = Field(None, description="JSON Schema of JSON records (JSON input).")
+    INPUT_SCHEMA_JSON_EVENT_TIMESTAMP_FIELD_NAME: str | None = Field(
+        None, description="Field used as rowtime for JSON input."
+    )
+    SOURCE_DETAILS: Annotated[list[SourceDetail], Json] = Field(
+        default_factory=lambda: [SourceDetail(SOURCE_NAME="KAFKA_CONSUMER", SOURCE_TYPE="UNBOUNDED")],
+        description="Exactly one `{SOURCE_NAME, SOURCE_TYPE}`; valid pairs are KAFKA_SOURCE/UNBOUNDED, "
+        "KAFKA_CONSUMER/UNBOUNDED and PARQUET_SOURCE/BOUNDED. Both Kafka names use the same Spark source.",
+    )
+    SOURCE_KAFKA_TOPIC_NAMES: str | None = Field(
+        None,
+        description="Regular expression matched against whole topic names (`a|b`, `events-.*`). Topics "
+        "and partitions that appear while the job runs are picked up.",
+    )
+    SOURCE_KAFKA_NAME: str | None = Field(None, description="Logical cluster name, used in telemetry.")
+    SOURCE_KAFKA_CONSUMER_CONFIG_BOOTSTRAP_SERVERS: str | None = Field(
+        None, description="Kafka `bootstrap.servers` of this stream."
+    )
+    SOURCE_KAFKA_CONSUMER_CONFIG_GROUP_ID: str | None = Field(
+        None,
+        description="Consumer group. The job starts from this group's committed offsets and commits the "
+        "offsets of every finished micro-batch to it, so lag tools see the job. Default: "
+        "`dagger-<FLINK_JOB_ID>-<INPUT_SCHEMA_TABLE>`.",
+    )
+    SOURCE_KAFKA_CONSUMER_CONFIG_AUTO_OFFSET_RESET: Literal["latest", "earliest"] = Field(
+        "latest", description="Where to start when the group has no committed offset."
+    )
+    SOURCE_KAFKA_CONSUMER_CONFIG_AUTO_COMMIT_ENABLE: bool | None = Field(
+        None, description="Accepted for compatibility; offsets are committed after each micro-batch anyway."
+    )
+    SOURCE_KAFKA_CONSUMER_CONFIG_SECURITY_PROTOCOL: Literal["SASL_PLAINTEXT", "SASL_SSL", "SSL", "PLAINTEXT"] | None = (
+        Field(None, description="`security.protocol`.")
+    )
+    SOURCE_KAFKA_CONSUMER_CONFIG_SASL_MECHANISM: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] | None = Field(
+        None, description="`sasl.mechanism`."
+    )
+    SOURCE_KAFKA_CONSUMER_CONFIG_SASL_JAAS_CONFIG: str | None = Field(
+        None,
+        description="Java JAAS line; its `username` and `password` become librdkafka's `sasl.username` and "
+        "`sasl.password`.",
+    )
+    SOURCE_KAFKA_CONSUMER_CONFIG_SSL_PROTOCOL: (
+        Literal["TLS", "TLSv1.1", "TLSv1.2", "TLSv1.3", "SSL", "SSLv2", "SSLv3"] | None
+    ) = Field(None, description="Accepted for compatibility; librdkafka negotiates the TLS version itself.")
+    SOURCE_KAFKA_CONSUMER_CONFIG_SSL_KEY_PASSWORD: str | None = Field(None, description="`ssl.key.password`.")
+    SOURCE_KAFKA_CONSUMER_CONFIG_SSL_KEYSTORE_LOCATION: str | None = Field(
+        None, description="Client certificate store (PKCS12 or PEM; JKS must be converted)."
+    )
+    SOURCE_KAFKA_CONSUMER_CONFIG_SSL_KEYSTORE_PASSWORD: str | None = Field(None, description="Keystore password.")
+    SOURCE_KAFKA_CONSUMER_CONFIG_SSL_KEYSTORE_TYPE: StoreType | None = Field(None, description="Keystore format.")
+    SOURCE_KAFKA_CONSUMER_CONFIG_SSL_TRUSTSTORE_LOCATION: str | None = Field(
+        None, description="CA certificates (PEM) that `ssl.ca.location` points to."
+    )
+    SOURCE_KAFKA_CONSUMER_CONFIG_SSL_TRUSTSTORE_PASSWORD: str | None = Field(None, description="Truststore password.")
+    SOURCE_KAFKA_CONSUMER_CONFIG_SSL_TRUSTSTORE_TYPE: StoreType | None = Field(None, description="Truststore format.")
+    SOURCE_KAFKA_CONSUMER_ADDITIONAL_CONFIGURATIONS: Annotated[dict[str, str], Json] = Field(
+        default_factory=dict,
+        description="Extra librdkafka consumer properties, passed as they are (as in the GoTo fork).",
+    )
+    SOURCE_KAFKA_INVALID_RECORD_POLICY: Literal["fail", "drop", "dead-letter"] = Field(
+        "fail",
+        description="What happens to a record that cannot be decoded: `fail` stops the query with an error "
+        "naming topic, partition and offset (Dagger's behaviour); `drop` skips and counts it; `dead-letter` "
+        "writes its raw bytes with the reason and coordinates to `SOURCE_KAFKA_DEAD_LETTER_TOPIC`.",
+    )
+    SOURCE_KAFKA_DEAD_LETTER_TOPIC: str | None = Field(
+        None, description="Topic that receives undecodable records under the `dead-letter` policy."
+    )
+    SOURCE_KAFKA_DEAD_LETTER_BROKERS: str | None = Field(
+        None, description="Bootstrap servers of the dead-letter topic. Default: the stream's own."
+    )
+    SOURCE_PARQUET_FILE_PATHS: Annotated[list[str], Json] | None = Field(
+        None, description="Parquet files or directories (searched recursively)."
+    )
+    SOURCE_PARQUET_READ_ORDER_STRATEGY: Literal["EARLIEST_TIME_URL_FIRST", "EARLIEST_INDEX_FIRST"] = Field(
+        "EARLIEST_TIME_URL_FIRST", description="Order in which Parquet files are read."
+    )
+    SOURCE_PARQUET_FILE_DATE_RANGE: str | None = Field(
+        None, description="`start,end;start,end` inclusive UTC ranges of `dt=`/`hr=` partitions to read."
+    )
+    SOURCE_PARQUET_SCHEMA_MATCH_STRATEGY: (
+        Literal["SAME_SCHEMA_WITH_FAIL_ON_MISMATCH", "BACKWARD_COMPATIBLE_SCHEMA_WITH_FAIL_ON_TYPE_MISMATCH"] | None
+    ) = Field(None, description="Accepted for compatibility (unused by Dagger too).")
+
+    @model_validator(mode="after")
+    def _check_source(self) -> StreamConfig:
+        table = self.INPUT_SCHEMA_TABLE
+        if len(self.SOURCE_DETAILS) != 1:
+            raise ValueError(
+                f"SOURCE_DETAILS of stream '{table}' must hold exactly one element, got {len(self.SOURCE_DETAILS)}"
+            )
+        detail = self.SOURCE_DETAILS[0]
+        pair = (detail.SOURCE_NAME, detail.SOURCE_TYPE)
+        if pair not in VALID_SOURCE_DETAILS:
+            accepted = ", ".join(f"{n}+{t}" for n, t in sorted(VALID_SOURCE_DETAILS))
+            raise ValueError(
+                f"SOURCE_DETAILS of stream '{table}' combines SOURCE_NAME={pair[0]} with SOURCE_TYPE={pair[1]}, "
+                f"which no source supports; accepted: {accepted}"
+            )
+        if self.is_kafka:
+            for key in (
+                "SOURCE_KAFKA_TOPIC_NAMES",
+                "SOURCE_KAFKA_CONSUMER_CONFIG_BOOTSTRAP_SERVERS",
+                "INPUT_SCHEMA_PROTO_CLASS",
+                "INPUT_SCHEMA_EVENT_TIMESTAMP_FIELD_INDEX",
+            ):
+                if getattr(self, key) in (None, ""):
+                    raise ValueError(f"{key} is required for Kafka stream '{table}'")
+            if self.SOURCE_KAFKA_INVALID_RECORD_POLICY == "dead-letter" and not self.SOURCE_KAFKA_DEAD_LETTER_TOPIC:
+                raise ValueError(
+                    f"SOURCE_KAFKA_DEAD_LETTER_TOPIC is required for stream '{table}' because "
+                    "SOURCE_KAFKA_INVALID_RECORD_POLICY is 'dead-letter'"
+                )
+        else:
+            if not self.SOURCE_PARQUET_FILE_PATHS:
+                raise ValueError(f"SOURCE_PARQUET_FILE_PATHS is required for Parquet stream '{table}'")
+        return self
+
+    @property
+    def is_kafka(self) -> bool:
+        """True for KAFKA_SOURCE and KAFKA_CONSUMER streams."""
+        return self.SOURCE_DETAILS[0].SOURCE_NAME in ("KAFKA_SOURCE", "KAFKA_CONSUMER")
+
+    @property
+    def source_name(self) -> str:
+        """The ``SOURCE_NAME`` users wrote; the key of the source registry."""
+        return self.SOURCE_DETAILS[0].SOURCE_NAME
+
+
+# --------------------------------------------------------------------------------------------------
+# Processors (shape only; the processors themselves live in dagger.processors)
+# --------------------------------------------------------------------------------------------------
+
+
+class TransformerConfig(_Strict):
+    """One transformer: a class name (short or Dagger's qualified name) and its arguments."""
+
+    transformation_class: str = Field(description="Transformer name, e.g. `DeDuplicationTransformer`.")
+    transformation_arguments: Annotated[dict[str, Any], Json] = Field(
+        default_factory=dict, description="Arguments passed to the transformer."
+    )
+
+    @model_validator(mode="after")
+    def _reserved(self) -> TransformerConfig:
+        if "table_name" in self.transformation_arguments:
+            raise ValueError(
+                "transformation_arguments must not set 'table_name': it is reserved and filled in by Dagger"
+            )
+        return self
+
+
+class TableTransformers(_Strict):
+    table_name: str = Field(description="INPUT_SCHEMA_TABLE of the stream the transformers apply to.")
+    transformers: list[TransformerConfig] = Field(description="Transformers, run in order.")
+
+
+class PreProcessorConfig(_Strict):
+    table_transformers: list[TableTransformers] = Field(default_factory=list, description="Per-table chains.")
+
+
+class OutputPath(_Strict):
+    path: str = Field(description="JSONPath into the response.")
+
+
+class _ExternalCommon(_Strict):
+    stream_timeout: int = Field(description="Async timeout in ms.")
+    capacity: int = Field(description="Requests in flight.")
+    fail_on_errors: bool = Field(False, description="Fail the batch on an error instead of passing the row on.")
+    type: str | None = Field(None, description="Output proto used to type the response.")
+    retain_response_type: bool = Field(False, description="Keep the raw JSON type of the response.")
+    metricId: str | None = Field(None, description="Metric id of this source.")
+
+
+class HttpSourceConfig(_ExternalCommon):
+    endpoint: str
+    endpoint_variables: str | None = None
+    verb: Literal["get", "post", "put", "GET", "POST", "PUT", "Get", "Post", "Put"]
+    request_pattern: str
+    request_variables: str | None = None
+    header_pattern: str | None = None
+    header_variables: str | None = None
+    headers: dict[str, str] = Field(default_factory=dict)
+    connect_timeout: int
+    output_mapping: dict[str, OutputPath]
+
+
+class EsSourceConfig(_ExternalCommon):
+    host: str
+    port: int
+    user: str | None = None
+    password: str | None = None
+    endpoint_pattern: str
+    endpoint_variables: str | None = None
+    connect_timeout: int
+    socket_timeout: int
+    retry_timeout: int
+    output_mapping: dict[str, OutputPath]
+
+
+class PgSourceConfig(_ExternalCommon):
+    host: str
+    port: int
+    user: str
+    password: str
+    database: str
+    query_pattern: str
+    query_variables: str | None = None
+    connect_timeout: int
+    idle_timeout: int
+    output_mapping: dict[str, str]
+
+
+class GrpcSourceConfig(_ExternalCommon):
+    endpoint: str
+    service_port: int
+    grpc_method_url: str
+    grpc_request_proto_schema: str
+    grpc_response_proto_schema: str
+    grpc_stencil_url: str | None = None
+    request_pattern: str
+    request_variables: str | None = None
+    headers: dict[str, str] = Field(default_factory=dict)
+    connect_timeout: int | None = None
+    output_mapping: dict[str, OutputPath]
+
+
+class ExternalSources(_Strict):
+    http: list[HttpSourceConfig] = Field(default_factory=list)
+    es: list[EsSourceConfig] = Field(default_factory=list)
+    pg: list[PgSourceConfig] = Field(default_factory=list)
+    grpc: list[GrpcSourceConfig] = Field(default_factory=list)
+
+
+class InternalSourceConfig(_Strict):
+    output_field: str
+    type: Literal["sql", "constant", "function"]
+    value: str
+    internal_processor_config: dict[str, Any] | None = None
+
+
+class PostProcessorConfig(_Strict):
+    external_source: ExternalSources = Field(default_factory=ExternalSources)
+    internal_source: list[InternalSourceConfig] = Field(default_factory=list)
+    transformers: list[TransformerConfig] = Field(default_factory=list)
+
+
+class PythonUdfConfig(_Strict):
+    PYTHON_FILES: Annotated[list[str], CommaList] = Field(description="`.py` or `.zip` files, comma separated.")
+    PYTHON_ARCHIVES: str | None = None
+    PYTHON_REQUIREMENTS: str | None = None
+    PYTHON_FN_EXECUTION_ARROW_BATCH_SIZE: int = 10000
+    PYTHON_FN_EXECUTION_BUNDLE_SIZE: int = 100000
+    PYTHON_FN_EXECUTION_BUNDLE_TIME: int = 1000
+
+
+# --------------------------------------------------------------------------------------------------
+# The job
+# --------------------------------------------------------------------------------------------------
+
+SINK_TYPES = ("log", "kafka", "influx", "bigquery")
+
+
+class JobConfig(_Strict):
+    """A whole Dagger job: streams, SQL, sink and the settings around them."""
+
+    # --- job and SQL -------------------------------------------------------------------------------
+    FLINK_SQL_QUERY: str = Field(
+        validation_alias="FLINK_SQL_QUERY",
+        description="The query over the stream tables, in Spark SQL. Dagger's `TUMBLE`/`HOP` group windows "
+        "and `TUMBLE_START/END`, `HOP_START/END` are rewritten to Spark windows. Alias: `SQL_QUERY`.",
+    )
+    FLINK_JOB_ID: str = Field("SQL Flink job", description="Job name; the Spark query name and a metric tag.")
+    FLINK_ROWTIME_ATTRIBUTE_NAME: str = Field("rowtime", description="Name of the event-time column of every table.")
+    FLINK_WATERMARK_DELAY_MS: int = Field(
+        10000, ge=0, description="Bounded out-of-orderness: the watermark trails the max rowtime by this much."
+    )
+    FLINK_WATERMARK_INTERVAL_MS: int = Field(10000, description="Accepted for compatibility; Spark advances the watermark every micro-batch.")
+    FLINK_WATERMARK_PER_PARTITION_ENABLE: bool = Field(False, description="Accepted for compatibility; Spark keeps one watermark per query.")
+    FLINK_PARALLELISM: int = Field(1, description="Accepted for compatibility; Spark parallelism follows Kafka partitions and cores.")
+    FLINK_PARALLELISM_MAX: int = Field(50, description="Accepted for compatibility.")
+    FLINK_CHECKPOINT_INTERVAL_MS: int = Field(30000, description="Accepted for compatibility; Spark checkpoints every micro-batch.")
+    FLINK_CHECKPOINT_TIMEOUT_MS: int = Field(900000, description="Accepted for compatibility.")
+    FLINK_CHECKPOINT_MIN_PAUSE_MS: int = Field(5000, description="Accepted for compatibility.")
+    FLINK_CHECKPOINT_MAX_CONCURRENT: int = Field(1, description="Accepted for compatibility.")
+    FLINK_RETENTION_IDLE_STATE_MINUTE: int = Field(10, description="Accepted for compatibility; state is bounded by the watermark.")
+    FLINK_RETENTION_MIN_IDLE_STATE_HOUR: int | None = Field(None, description="Documented Dagger key; accepted.")
+    FLINK_RETENTION_MAX_IDLE_STATE_HOUR: int | None = Field(None, description="Documented Dagger key; accepted.")
+    FUNCTION_FACTORY_CLASSES: Annotated[list[str], CommaList] = Field(
+        default_factory=list, description="Python modules (or `module:attribute`) whose UDFs are registered."
+    )
+
+    # --- streams ----------------------------------------------------------------------------------
+    STREAMS: Annotated[list[StreamConfig], Json] = Field(description="The input streams (JSON array).")
+    SOURCE_KAFKA_CONSUME_LARGE_MESSAGE_ENABLE: bool = Field(
+        False, description="Raise the consumer's per-partition fetch size to 5 MiB."
+    )
+
+    # --- sinks ------------------------------------------------------------------------------------
+    SINK_TYPE: Literal["log", "kafka", "influx", "bigquery"] = Field(
+        "log", description="Where results go. Unlike Dagger, an unknown value is an error, not Influx."
+    )
+    SINK_KAFKA_BROKERS: str | None = Field(None, description="Bootstrap servers of the output cluster.")
+    SINK_KAFKA_TOPIC: str | None = Field(None, description="Output topic.")
+    SINK_KAFKA_PROTO_MESSAGE: str | None = Field(None, description="Output value message (fully qualified name).")
+    SINK_KAFKA_PROTO_KEY: str | None = Field(None, description="Output key message; no key when unset.")
+    SINK_KAFKA_STREAM: str | None = Field(None, description="Logical output cluster name (telemetry).")
+    SINK_KAFKA_DATA_TYPE: Literal["PROTO", "JSON"] = Field("PROTO", description="PROTO, or JSON (one object per row).")
+    SINK_KAFKA_JSON_SCHEMA: str | None = Field(None, description="Accepted for compatibility with JSON mode.")
+    SINK_KAFKA_PRODUCE_LARGE_MESSAGE_ENABLE: bool = Field(
+        False, description="Allow 20 MiB messages and compress with snappy."
+    )
+    SINK_KAFKA_LINGER_MS: int = Field(0, ge=0, description="Producer `linger.ms`.")
+    SINK_KAFKA_PRODUCER_CONFIG: Annotated[dict[str, str], Json] = Field(
+        default_factory=dict, description="Extra librdkafka producer properties."
+    )
+    SINK_INFLUX_URL: str | None = Field(None, description="InfluxDB URL.")
+    SINK_INFLUX_USERNAME: str | None = None
+    SINK_INFLUX_PASSWORD: str | None = None
+    SINK_INFLUX_DB_NAME: str | None = None
+    SINK_INFLUX_MEASUREMENT_NAME: str | None = None
+    SINK_INFLUX_RETENTION_POLICY: str | None = None
+    SINK_INFLUX_BATCH_SIZE: int = 0
+    SINK_INFLUX_FLUSH_DURATION_MS: int = 0
+    SINK_BIGQUERY_BATCH_SIZE: int = 500
+    SINK_ERROR_TYPES_FOR_FAILURE: str | None = None
+    SINK_CONNECTOR_SCHEMA_PROTO_MESSAGE_CLASS: str | None = None
+    SINK_CONNECTOR_SCHEMA_PROTO_KEY_CLASS: str | None = None
+    SINK_CONNECTOR_SCHEMA_DATA_TYPE: str | None = None
+    SINK_CONNECTOR_SCHEMA_MESSAGE_MODE: str | None = None
+    SINK_CONNECTOR_SCHEMA_PROTO_ALLOW_UNKNOWN_FIELDS_ENABLE: bool | None = None
+    SINK_BIGQUERY_GOOGLE_CLOUD_PROJECT_ID: str | None = None
+    SINK_BIGQUERY_DATASET_NAME: str | None = None
+    SINK_BIGQUERY_TABLE_NAME: str | None = None
+    SINK_BIGQUERY_DATASET_LABELS: str | None = None
+    SINK_BIGQUERY_TABLE_LABELS: str | None = None
+    SINK_BIGQUERY_TABLE_PARTITIONING_ENABLE: bool | None = None
+    SINK_BIGQUERY_TABLE_PARTITION_KEY: str | None = None
+    SINK_BIGQUERY_ROW_INSERT_ID_ENABLE: bool | None = None
+    SINK_BIGQUERY_CREDENTIAL_PATH: str | None = None
+    SINK_BIGQUERY_METADATA_NAMESPACE: str | None = None
+    SINK_BIGQUERY_DATASET_LOCATION: str | None = None
+    SINK_BIGQUERY_TABLE_PARTITION_EXPIRY_MS: int | None = None
+    SINK_BIGQUERY_CLIENT_READ_TIMEOUT_MS: int | None = None
+    SINK_BIGQUERY_CLIENT_CONNECT_TIMEOUT_MS: int | None = None
+
+    # --- schema registry --------------------------------------------------------------------------
+    SCHEMA_REGISTRY_STENCIL_ENABLE: bool = Field(
+        True,
+        description="Fetch descriptors from `SCHEMA_REGISTRY_STENCIL_URLS`. (Dagger's `false` meant compiled "
+        "Java classes; here descriptors always come from descriptor sets.)",
+    )
+    SCHEMA_REGISTRY_STENCIL_URLS: Annotated[list[str], CommaList] = Field(
+        default_factory=list,
+        description="Comma-separated FileDescriptorSet locations: http(s) URLs, `file://` URLs or paths.",
+    )
+    SCHEMA_REGISTRY_STENCIL_FETCH_TIMEOUT_MS: int = Field(10000, gt=0, description="Per-request timeout.")
+    SCHEMA_REGISTRY_STENCIL_FETCH_HEADERS: str | None = Field(None, description="`Key:Value,Key2:Value2` headers.")
+    SCHEMA_REGISTRY_STENCIL_CACHE_AUTO_REFRESH: bool = Field(False, description="Re-fetch descriptors after the TTL.")
+    SCHEMA_REGISTRY_STENCIL_CACHE_TTL_MS: int = Field(900000, gt=0, description="Descriptor cache TTL.")
+    SCHEMA_REGISTRY_STENCIL_REFRESH_STRATEGY: str = Field("LONG_POLLING", description="LONG_POLLING (re-fetch after TTL).")
+    SCHEMA_REGISTRY_STENCIL_FETCH_BACKOFF_MIN_MS: int = Field(60000, ge=0, description="First retry delay; doubles per retry.")
+    SCHEMA_REGISTRY_STENCIL_FETCH_RETRIES: int = Field(4, ge=0, description="Retries after a failed fetch.")
+
+    # --- processors and UDFs ----------------------------------------------------------------------
+    PROCESSOR_PREPROCESSOR_ENABLE: bool = False
+    PROCESSOR_PREPROCESSOR_CONFIG: Annotated[PreProcessorConfig | None, Json] = None
+    PROCESSOR_POSTPROCESSOR_ENABLE: bool = False
+    PROCESSOR_POSTPROCESSOR_CONFIG: Annotated[PostProcessorConfig | None, Json] = None
+    PROCESSOR_LONGBOW_ASYNC_TIMEOUT: int = 15000
+    PROCESSOR_LONGBOW_THREAD_CAPACITY: int = 30
+    PROCESSOR_LONGBOW_GCP_PROJECT_ID: str | None = None
+    PROCESSOR_LONGBOW_GCP_INSTANCE_ID: str | None = None
+    PROCESSOR_LONGBOW_GCP_TABLE_ID: str | None = None
+    PROCESSOR_LONGBOW_DOCUMENT_DURATION: str = "90d"
+    UDF_DART_GCS_PROJECT_ID: str | None = None
+    UDF_DART_GCS_BUCKET_ID: str | None = None
+    PYTHON_UDF_ENABLE: bool = False
+    PYTHON_UDF_CONFIG: Annotated[PythonUdfConfig | None, Json] = None
+
+    # --- telemetry --------------------------------------------------------------------------------
+    METRIC_TELEMETRY_ENABLE: bool = Field(True, description="Publish job telemetry.")
+    METRIC_TELEMETRY_SHUTDOWN_PERIOD_MS: int = Field(10000, description="Delay before failing after a fatal error.")
+
+    # --- Spark ------------------------------------------------------------------------------------
+    SPARK_MASTER: str = Field("local[*]", description="Spark master when run by `dagger run` (spark-submit sets its own).")
+    SPARK_CHECKPOINT_LOCATION: str | None = Field(
+        None,
+        description="Checkpoint directory (offsets, state, descriptor digest). Default: "
+        "`./checkpoints/<FLINK_JOB_ID>`. `dagger run --checkpoint-dir` overrides it.",
+    )
+    SPARK_TRIGGER_INTERVAL_MS: int = Field(
+        0, ge=0, description="Micro-batch trigger interval; 0 starts the next batch as soon as one ends."
+    )
+    SPARK_MAX_RECORDS_PER_TRIGGER: int | None = Field(
+        1_000_000, gt=0, description="Admission control: at most this many Kafka records per micro-batch, per stream."
+    )
+    SPARK_KAFKA_READ_BATCH_SIZE: int = Field(
+        50_000, gt=0, description="Records per Arrow batch produced by the Kafka reader."
+    )
+    SPARK_CONF: Annotated[dict[str, str], Json] = Field(
+        default_factory=dict, description="Extra Spark configuration, e.g. `{\"spark.sql.shuffle.partitions\": \"4\"}`."
+    )
+    SPARK_OUTPUT_MODE: Literal["auto", "append", "update", "complete"] = Field(
+        "auto",
+        description="`auto` uses append where Spark allows it and update otherwise (Dagger emits every update "
+        "of a non-windowed aggregation).",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _aliases(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "SQL_QUERY" in data:
+            data = dict(data)
+            sql = data.pop("SQL_QUERY")
+            data.setdefault("FLINK_SQL_QUERY", sql)
+        return data
+
+    @model_validator(mode="after")
+    def _check(self) -> JobConfig:
+        if not self.FLINK_SQL_QUERY.strip():
+            raise ValueError("FLINK_SQL_QUERY (or SQL_QUERY) is required and must not be empty")
+        if not self.STREAMS:
+            raise ValueError("STREAMS must list at least one stream")
+        tables = [s.INPUT_SCHEMA_TABLE for s in self.STREAMS]
+        dupes = sorted({t for t in tables if tables.count(t) > 1})
+        if dupes:
+            raise ValueError(f"INPUT_SCHEMA_TABLE must be unique across STREAMS; repeated: {', '.join(dupes)}")
+        if self.SINK_TYPE == "kafka":
+            required = ["SINK_KAFKA_BROKERS", "SINK_KAFKA_TOPIC"]
+            if self.SINK_KAFKA_DATA_TYPE == "PROTO":
+                required.append("SINK_KAFKA_PROTO_MESSAGE")
+            for key in required:
+                if not getattr(self, key):
+                    raise ValueError(f"{key} is required when SINK_TYPE is 'kafka'")
+        if self.PROCESSOR_PREPROCESSOR_ENABLE and self.PROCESSOR_PREPROCESSOR_CONFIG is None:
+            raise ValueError("PROCESSOR_PREPROCESSOR_CONFIG is required when PROCESSOR_PREPROCESSOR_ENABLE is true")
+        if self.PROCESSOR_POSTPROCESSOR_ENABLE and self.PROCESSOR_POSTPROCESSOR_CONFIG is None:
+            raise ValueError("PROCESSOR_POSTPROCESSOR_CONFIG is required when PROCESSOR_POSTPROCESSOR_ENABLE is true")
+        if self.PYTHON_UDF_ENABLE and self.PYTHON_UDF_CONFIG is None:
+            raise ValueError("PYTHON_UDF_CONFIG is required when PYTHON_UDF_ENABLE is true")
+        return self
+
+    @property
+    def sql(self) -> str:
+        """The configured query (``FLINK_SQL_QUERY`` / ``SQL_QUERY``)."""
+        return self.FLINK_SQL_QUERY
+
+    @property
+    def job_slug(self) -> str:
+        """``FLINK_JOB_ID`` made safe for paths and group ids."""
+        return "".join(c if c.isalnum() or c in "-_." else "-" for c in self.FLINK_JOB_ID).strip("-") or "job"
