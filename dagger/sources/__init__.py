@@ -1,0 +1,76 @@
+"""Sources, registered by the ``SOURCE_NAME`` users write in a stream's ``SOURCE_DETAILS``.
+
+A source builder takes ``(spark, stream, job_config, descriptors, options)`` and returns a streaming
+DataFrame with the table's columns (message fields, ``__internal_validation_field__``, rowtime).
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from dagger.errors import DaggerConfigError
+
+
+@dataclass
+class SourceOptions:
+    """Run-wide source settings that are not part of a stream's own config."""
+
+    commit_offsets: bool = True
+
+
+def kafka_stream(spark: Any, stream: Any, config: Any, descriptors: Any, options: SourceOptions) -> Any:
+    """A KAFKA_SOURCE / KAFKA_CONSUMER stream read by the ``dagger-kafka`` Python data source."""
+    from dagger.sources.kafka import SOURCE_FORMAT, KafkaSourceSpec, client_config
+
+    descriptors.find_message(stream.INPUT_SCHEMA_PROTO_CLASS)
+    conf = client_config(stream, config.job_slug, config.SOURCE_KAFKA_CONSUME_LARGE_MESSAGE_ENABLE)
+    dead_letter = {}
+    if stream.SOURCE_KAFKA_INVALID_RECORD_POLICY == "dead-letter":
+        dead_letter = {k: v for k, v in conf.items() if k.startswith(("security.", "sasl.", "ssl."))}
+        dead_letter["bootstrap.servers"] = stream.SOURCE_KAFKA_DEAD_LETTER_BROKERS or conf["bootstrap.servers"]
+    spec = KafkaSourceSpec(
+        table=stream.INPUT_SCHEMA_TABLE,
+        topic_pattern=stream.SOURCE_KAFKA_TOPIC_NAMES,
+        client_config=conf,
+        descriptor_set_b64=base64.b64encode(descriptors.serialized).decode(),
+        message_name=stream.INPUT_SCHEMA_PROTO_CLASS,
+        rowtime_field_number=stream.INPUT_SCHEMA_EVENT_TIMESTAMP_FIELD_INDEX,
+        rowtime=config.FLINK_ROWTIME_ATTRIBUTE_NAME,
+        invalid_policy=stream.SOURCE_KAFKA_INVALID_RECORD_POLICY,
+        dead_letter_topic=stream.SOURCE_KAFKA_DEAD_LETTER_TOPIC,
+        dead_letter_config=dead_letter,
+        max_records_per_trigger=config.SPARK_MAX_RECORDS_PER_TRIGGER,
+        read_batch_size=config.SPARK_KAFKA_READ_BATCH_SIZE,
+        commit_offsets=options.commit_offsets,
+    )
+    return spark.readStream.format(SOURCE_FORMAT).option("spec", spec.to_option()).load()
+
+
+def _not_available(name: str) -> Callable[..., Any]:
+    def build(spark: Any, stream: Any, *_: Any) -> Any:
+        raise DaggerConfigError(
+            f"STREAMS[{stream.INPUT_SCHEMA_TABLE}].SOURCE_DETAILS: SOURCE_NAME {name} is not available in this "
+            f"version; available: {', '.join(sorted(k for k, v in SOURCES.items() if v is not build))}"
+        )
+
+    return build
+
+
+#: SOURCE_NAME → builder. Both Kafka names map to the same Spark source.
+SOURCES: dict[str, Callable[..., Any]] = {
+    "KAFKA_SOURCE": kafka_stream,
+    "KAFKA_CONSUMER": kafka_stream,
+}
+SOURCES["PARQUET_SOURCE"] = _not_available("PARQUET_SOURCE")
+
+
+def register_data_sources(spark: Any) -> None:
+    """Register the Python data sources (Kafka reader, fan-out sink writer) with a Spark session."""
+    from dagger.sinks.spark_writer import SinkDataSource
+    from dagger.sources.kafka import KafkaDataSource
+
+    spark.dataSource.register(KafkaDataSource)
+    spark.dataSource.register(SinkDataSource)

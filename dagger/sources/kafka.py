@@ -1,0 +1,470 @@
+"""Kafka source: a PySpark Python streaming data source on librdkafka, decoding protobuf with ptars.
+
+Spark cannot load its JVM Kafka connector here, so the source is a
+:class:`pyspark.sql.datasource.DataSourceStreamReader` (registered as ``dagger-kafka``):
+
+* **Offsets** are ``{"<topic>:<partition>": next_offset}`` dicts kept in Spark's checkpoint. A new query
+  starts from the consumer group's committed offsets, else from ``auto.offset.reset``. Topics are matched
+  against ``SOURCE_KAFKA_TOPIC_NAMES`` as a whole-name regular expression every trigger, so topics and
+  partitions that appear while the job runs are read from their beginning.
+* **Admission control**: ``latestOffset(start, limit)`` honours ``ReadMaxRows`` (from
+  ``SPARK_MAX_RECORDS_PER_TRIGGER``), split across partitions in proportion to their backlog, and
+  ``ReadAllAvailable``. ``--available-now`` (``SupportsTriggerAvailableNow``) pins the end offsets at start.
+* **Reading** (on executors): one input partition per Kafka topic-partition range; librdkafka
+  ``consume(n)`` asks for at most the records left in the range and stops at the range end or at
+  partition EOF, never waiting out a timeout. Values are decoded into Arrow record batches in Rust.
+* **Commit**: after every finished micro-batch, the processed offsets are committed to the consumer group,
+  so ``kafka-consumer-groups`` and lag exporters see the job.
+* **Invalid records** follow ``SOURCE_KAFKA_INVALID_RECORD_POLICY``: ``fail`` raises an error naming topic,
+  partition and offset; ``drop`` and ``dead-letter`` emit the row with ``__internal_validation_field__ =
+  false`` (counted and filtered out by the stream manager); ``dead-letter`` first writes the raw record with
+  its reason and coordinates to ``SOURCE_KAFKA_DEAD_LETTER_TOPIC`` (at-least-once).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import re
+import time
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
+from pyspark.sql.types import StructType
+
+from dagger.errors import DaggerConfigError, InvalidRecordError
+
+log = logging.getLogger(__name__)
+
+SOURCE_FORMAT = "dagger-kafka"
+_JAAS = re.compile(r'(username|password)\s*=\s*"([^"]*)"')
+_STALL_SECONDS = 120.0
+
+
+@dataclass
+class KafkaSourceSpec:
+    """Everything a reader needs, serialisable to the single ``spec`` option of the data source."""
+
+    table: str
+    topic_pattern: str
+    client_config: dict[str, str]
+    descriptor_set_b64: str
+    message_name: str
+    rowtime_field_number: int | None
+    rowtime: str = "rowtime"
+    invalid_policy: str = "fail"
+    dead_letter_topic: str | None = None
+    dead_letter_config: dict[str, str] = field(default_factory=dict)
+    max_records_per_trigger: int | None = None
+    read_batch_size: int = 50_000
+    commit_offsets: bool = True
+
+    def to_option(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_option(cls, text: str) -> KafkaSourceSpec:
+        return cls(**json.loads(text))
+
+    @property
+    def group_id(self) -> str:
+        return self.client_config["group.id"]
+
+
+def client_config(stream: Any, job_slug: str, large_messages: bool = False) -> dict[str, str]:
+    """librdkafka consumer settings from a stream's ``SOURCE_KAFKA_CONSUMER_CONFIG_*`` keys."""
+    conf: dict[str, str] = {
+        "bootstrap.servers": stream.SOURCE_KAFKA_CONSUMER_CONFIG_BOOTSTRAP_SERVERS,
+        "group.id": stream.SOURCE_KAFKA_CONSUMER_CONFIG_GROUP_ID or f"dagger-{job_slug}-{stream.INPUT_SCHEMA_TABLE}",
+        "auto.offset.reset": stream.SOURCE_KAFKA_CONSUMER_CONFIG_AUTO_OFFSET_RESET,
+    }
+    table = stream.INPUT_SCHEMA_TABLE
+    if stream.SOURCE_KAFKA_CONSUMER_CONFIG_SECURITY_PROTOCOL:
+        conf["security.protocol"] = stream.SOURCE_KAFKA_CONSUMER_CONFIG_SECURITY_PROTOCOL
+    if stream.SOURCE_KAFKA_CONSUMER_CONFIG_SASL_MECHANISM:
+        conf["sasl.mechanism"] = stream.SOURCE_KAFKA_CONSUMER_CONFIG_SASL_MECHANISM
+    if stream.SOURCE_KAFKA_CONSUMER_CONFIG_SASL_JAAS_CONFIG:
+        found = dict(_JAAS.findall(stream.SOURCE_KAFKA_CONSUMER_CONFIG_SASL_JAAS_CONFIG))
+        if "username" not in found or "password" not in found:
+            raise DaggerConfigError(
+                f"STREAMS[{table}].SOURCE_KAFKA_CONSUMER_CONFIG_SASL_JAAS_CONFIG must contain "
+                'username="..." and password="..." (e.g. org.apache.kafka.common.security.plain.PlainLoginModule '
+                'required username="u" password="p";)'
+            )
+        conf["sasl.username"] = found["username"]
+        conf["sasl.password"] = found["password"]
+    if stream.SOURCE_KAFKA_CONSUMER_CONFIG_SSL_KEY_PASSWORD:
+        conf["ssl.key.password"] = stream.SOURCE_KAFKA_CONSUMER_CONFIG_SSL_KEY_PASSWORD
+    keystore = stream.SOURCE_KAFKA_CONSUMER_CONFIG_SSL_KEYSTORE_LOCATION
+    if keystore:
+        kind = stream.SOURCE_KAFKA_CONSUMER_CONFIG_SSL_KEYSTORE_TYPE or "PKCS12"
+        if kind == "JKS":
+            raise DaggerConfigError(
+                f"STREAMS[{table}].SOURCE_KAFKA_CONSUMER_CONFIG_SSL_KEYSTORE_TYPE: JKS is a Java format that "
+                "librdkafka cannot read; convert it with `keytool -importkeystore -deststoretype PKCS12` and set "
+                "the type to PKCS12 (or PEM)"
+            )
+        if kind == "PKCS12":
+            conf["ssl.keystore.location"] = keystore
+            if stream.SOURCE_KAFKA_CONSUMER_CONFIG_SSL_KEYSTORE_PASSWORD:
+                conf["ssl.keystore.password"] = stream.SOURCE_KAFKA_CONSUMER_CONFIG_SSL_KEYSTORE_PASSWORD
+        else:
+            conf["ssl.certificate.location"] = keystore
+            conf["ssl.key.location"] = keystore
+    truststore = stream.SOURCE_KAFKA_CONSUMER_CONFIG_SSL_TRUSTSTORE_LOCATION
+    if truststore:
+        kind = stream.SOURCE_KAFKA_CONSUMER_CONFIG_SSL_TRUSTSTORE_TYPE or "PEM"
+        if kind != "PEM":
+            raise DaggerConfigError(
+                f"STREAMS[{table}].SOURCE_KAFKA_CONSUMER_CONFIG_SSL_TRUSTSTORE_TYPE: librdkafka reads CA "
+                f"certificates as PEM only, got {kind}; export them with `keytool -exportcert -rfc` and set PEM"
+            )
+        conf["ssl.ca.location"] = truststore
+    if large_messages:
+        conf["max.partition.fetch.bytes"] = "5242880"
+    conf.update({k: str(v) for k, v in stream.SOURCE_KAFKA_CONSUMER_ADDITIONAL_CONFIGURATIONS.items()})
+    return conf
+
+
+def _key(topic: str, partition: int) -> str:
+    return f"{topic}:{partition}"
+
+
+def _split(key: str) -> tuple[str, int]:
+    topic, _, partition = key.rpartition(":")
+    return topic, int(partition)
+
+
+class KafkaPartition(InputPartition):
+    """One Kafka topic-partition offset range ``[start, end)`` read by one Spark task."""
+
+    def __init__(self, topic: str, partition: int, start: int, end: int):
+        super().__init__((topic, partition, start, end))
+        self.topic, self.partition, self.start, self.end = topic, partition, start, end
+
+
+class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """Driver-side planning (offsets, partitions, commits) and executor-side reading."""
+
+    def __init__(self, spec: KafkaSourceSpec):
+        self.spec = spec
+        self._pattern = re.compile(spec.topic_pattern)
+        self._consumer = None
+        self._available_now_end: dict[str, int] | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_consumer"] = None  # librdkafka handles do not travel to executors
+        return state
+
+    # -- driver side ------------------------------------------------------------------------------------
+
+    def _admin(self):  # noqa: ANN202
+        if self._consumer is None:
+            from confluent_kafka import Consumer
+
+            conf = dict(self.spec.client_config)
+            conf["enable.auto.commit"] = "false"
+            self._consumer = Consumer(conf)
+        return self._consumer
+
+    def _topic_partitions(self) -> list[tuple[str, int]]:
+        from confluent_kafka import KafkaException
+
+        try:
+            metadata = self._admin().list_topics(timeout=30)
+        except KafkaException as exc:
+            raise InvalidRecordError(
+                f"stream '{self.spec.table}': cannot list topics on {self.spec.client_config['bootstrap.servers']}: "
+                f"{exc}"
+            ) from None
+        found = []
+        for name, topic in metadata.topics.items():
+            if name.startswith("__") or not self._pattern.fullmatch(name) or topic.error is not None:
+                continue
+            found.extend((name, p) for p in topic.partitions)
+        return sorted(found)
+
+    def _watermarks(self, tps: list[tuple[str, int]]) -> dict[str, tuple[int, int]]:
+        from confluent_kafka import TopicPartition
+
+        consumer = self._admin()
+        out = {}
+        for topic, partition in tps:
+            low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=30, cached=False)
+            out[_key(topic, partition)] = (max(low, 0), max(high, 0))
+        return out
+
+    def initialOffset(self) -> dict:
+        """The group's committed offsets, else the ``auto.offset.reset`` position, per partition."""
+        from confluent_kafka import TopicPartition
+
+        tps = self._topic_partitions()
+        if not tps:
+            log.warning(
+                "stream '%s': no topic matches SOURCE_KAFKA_TOPIC_NAMES=%r yet; waiting for one to appear",
+                self.spec.table,
+                self.spec.topic_pattern,
+            )
+            return {}
+        marks = self._watermarks(tps)
+        committed = self._admin().committed([TopicPartition(t, p) for t, p in tps], timeout=30)
+        reset = self.spec.client_config.get("auto.offset.reset", "latest")
+        offsets = {}
+        for tp in committed:
+            key = _key(tp.topic, tp.partition)
+            low, high = marks[key]
+            if tp.offset >= 0:
+                offsets[key] = min(max(tp.offset, low), high)
+            else:
+                offsets[key] = low if reset == "earliest" else high
+        log.info("stream '%s' starts at %s (group %s)", self.spec.table, offsets, self.spec.group_id)
+        return offsets
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        """Pin the end offsets: an ``--available-now`` run reads up to here and stops."""
+        tps = self._topic_partitions()
+        self._available_now_end = {k: high for k, (_, high) in self._watermarks(tps).items()}
+        log.info("stream '%s': available-now target %s", self.spec.table, self._available_now_end)
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        if self.spec.max_records_per_trigger:
+            return ReadMaxRows(self.spec.max_records_per_trigger)
+        return ReadAllAvailable()
+
+    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+        """End offsets of the next micro-batch: everything available, capped by the read limit."""
+        if self._available_now_end is not None:
+            latest = dict(self._available_now_end)
+            starts = {k: start.get(k, 0) for k in latest}
+        else:
+            tps = self._topic_partitions()
+            marks = self._watermarks(tps)
+            latest = {k: high for k, (_, high) in marks.items()}
+            # partitions that appeared after the query started are read from their beginning
+            starts = {k: start[k] if k in start else marks[k][0] for k in latest}
+        for k, v in start.items():
+            latest.setdefault(k, v)  # a partition that vanished keeps its position
+            starts.setdefault(k, v)
+        end = {k: max(latest[k], starts[k]) for k in latest}
+        if isinstance(limit, ReadMaxRows):
+            end = _cap(starts, end, limit.max_rows)
+        return end
+
+    def reportLatestOffset(self) -> dict | None:
+        try:
+            return {k: high for k, (_, high) in self._watermarks(self._topic_partitions()).items()}
+        except Exception:  # noqa: BLE001 - progress reporting must never fail the query
+            return None
+
+    def partitions(self, start: dict, end: dict) -> list[KafkaPartition]:
+        parts = []
+        for key, stop in sorted(end.items()):
+            begin = start.get(key)
+            if begin is None:
+                begin = self._low(key)
+            if stop > begin:
+                topic, partition = _split(key)
+                parts.append(KafkaPartition(topic, partition, begin, stop))
+        return parts
+
+    def _low(self, key: str) -> int:
+        topic, partition = _split(key)
+        return self._watermarks([(topic, partition)])[key][0]
+
+    def commit(self, end: dict) -> None:
+        """Commit the processed offsets to the consumer group (failures are logged, never fatal)."""
+        if not self.spec.commit_offsets or not end:
+            return
+        from confluent_kafka import KafkaException, TopicPartition
+
+        offsets = [TopicPartition(*_split(k), v) for k, v in end.items()]
+        try:
+            self._admin().commit(offsets=offsets, asynchronous=False)
+        except KafkaException as exc:
+            log.warning("stream '%s': committing offsets to group %s failed: %s", self.spec.table, self.spec.group_id, exc)
+
+    def stop(self) -> None:
+        if self._consumer is not None:
+            self._consumer.close()
+            self._consumer = None
+
+    # -- executor side ------------------------------------------------------------------------------------
+
+    def read(self, partition: KafkaPartition) -> Iterator[Any]:
+        """Consume ``[start, end)`` of one partition and yield decoded Arrow record batches."""
+        yield from read_partition(self.spec, partition)
+
+
+def _cap(start: dict[str, int], end: dict[str, int], max_rows: int) -> dict[str, int]:
+    """Split a record budget across partitions in proportion to their backlog (as Spark's Kafka source)."""
+    backlog = {k: end[k] - start[k] for k in end}
+    total = sum(backlog.values())
+    if total <= max_rows:
+        return end
+    capped = {}
+    remaining = max_rows
+    keys = sorted(backlog, key=lambda k: -backlog[k])
+    for i, k in enumerate(keys):
+        share = backlog[k] * max_rows // total if i < len(keys) - 1 else remaining
+        share = min(share, backlog[k], remaining)
+        capped[k] = start[k] + share
+        remaining -= share
+    if remaining > 0:  # rounding leftovers go to whoever still has backlog
+        for k in keys:
+            extra = min(remaining, end[k] - capped[k])
+            capped[k] += extra
+            remaining -= extra
+    return capped
+
+
+_DECODERS: dict[str, Any] = {}
+
+
+def _decoder(spec: KafkaSourceSpec):  # noqa: ANN202
+    """One decoder per (descriptor, message) per Python worker; workers are reused across tasks."""
+    cache_key = f"{spec.message_name}|{spec.rowtime_field_number}|{spec.rowtime}|{hash(spec.descriptor_set_b64)}"
+    decoder = _DECODERS.get(cache_key)
+    if decoder is None:
+        from google.protobuf import descriptor_pb2
+
+        from dagger.schema.registry import build_pool
+        from dagger.serde.decode import ProtoDecoder
+
+        fds = descriptor_pb2.FileDescriptorSet.FromString(base64.b64decode(spec.descriptor_set_b64))
+        descriptor = build_pool(fds).FindMessageTypeByName(spec.message_name)
+        decoder = ProtoDecoder(descriptor, spec.rowtime_field_number, spec.rowtime)
+        _DECODERS[cache_key] = decoder
+    return decoder
+
+
+def read_partition(spec: KafkaSourceSpec, part: KafkaPartition) -> Iterator[Any]:
+    """Read one offset range, decode it and apply the invalid-record policy."""
+    from confluent_kafka import Consumer, KafkaError, TopicPartition
+
+    decoder = _decoder(spec)
+    conf = dict(spec.client_config)
+    conf.update(
+        {
+            "enable.auto.commit": "false",
+            "enable.auto.offset.store": "false",
+            "enable.partition.eof": "true",
+            "fetch.wait.max.ms": "50",
+        }
+    )
+    conf.setdefault("queued.max.messages.kbytes", "262144")
+    consumer = Consumer(conf)
+    dead_letters = _DeadLetterWriter(spec) if spec.invalid_policy == "dead-letter" else None
+    try:
+        consumer.assign([TopicPartition(part.topic, part.partition, part.start)])
+        position = part.start
+        last_progress = time.monotonic()
+        while position < part.end:
+            want = min(spec.read_batch_size, part.end - position)
+            messages = consumer.consume(want, timeout=1.0)
+            chunk = []
+            eof = False
+            for m in messages:
+                err = m.error()
+                if err is not None:
+                    if err.code() == KafkaError._PARTITION_EOF:
+                        eof = True
+                        continue
+                    raise InvalidRecordError(
+                        f"stream '{spec.table}': reading {part.topic}[{part.partition}] at offset {position} failed: {err}"
+                    )
+                if m.offset() >= part.end:
+                    continue
+                chunk.append(m)
+            if chunk:
+                position = chunk[-1].offset() + 1
+                last_progress = time.monotonic()
+                yield _decode_chunk(spec, decoder, part, chunk, dead_letters)
+            if eof and not chunk:
+                break  # the range ends early (compaction, transaction markers); nothing more will come
+            if not chunk and time.monotonic() - last_progress > _STALL_SECONDS:
+                raise InvalidRecordError(
+                    f"stream '{spec.table}': no records from {part.topic}[{part.partition}] for {_STALL_SECONDS:.0f}s "
+                    f"while offsets {position}..{part.end - 1} were expected; is the broker reachable?"
+                )
+        if dead_letters is not None:
+            dead_letters.flush()
+    finally:
+        consumer.close()
+
+
+def _decode_chunk(spec: KafkaSourceSpec, decoder: Any, part: KafkaPartition, chunk: list, dead_letters: Any) -> Any:
+    values = [m.value() for m in chunk]
+    result = decoder.decode(values)
+    if result.invalid:
+        if spec.invalid_policy == "fail":
+            first = result.invalid[0]
+            m = chunk[first]
+            raise InvalidRecordError(
+                f"stream '{spec.table}': record at topic {m.topic()} partition {m.partition()} offset {m.offset()} "
+                f"cannot be decoded: {result.reasons[0]}. Set SOURCE_KAFKA_INVALID_RECORD_POLICY to 'drop' or "
+                f"'dead-letter' to keep the job running past undecodable records."
+            )
+        if dead_letters is not None:
+            for index, reason in zip(result.invalid, result.reasons, strict=True):
+                dead_letters.write(chunk[index], reason)
+    return result.batch
+
+
+class _DeadLetterWriter:
+    """Raw undecodable records, with their reason and coordinates in headers, to a Kafka topic."""
+
+    def __init__(self, spec: KafkaSourceSpec):
+        from confluent_kafka import Producer
+
+        self.spec = spec
+        self.errors: list[str] = []
+        self.producer = Producer({"linger.ms": "5", **spec.dead_letter_config})
+
+    def _delivered(self, err: Any, _msg: Any) -> None:
+        if err is not None:
+            self.errors.append(str(err))
+
+    def write(self, message: Any, reason: str) -> None:
+        headers = [
+            ("dagger.reason", reason.encode()),
+            ("dagger.source", b"kafka"),
+            ("dagger.stream", self.spec.table.encode()),
+            ("dagger.topic", message.topic().encode()),
+            ("dagger.partition", str(message.partition()).encode()),
+            ("dagger.offset", str(message.offset()).encode()),
+            ("dagger.message", self.spec.message_name.encode()),
+        ]
+        self.producer.produce(
+            self.spec.dead_letter_topic, value=message.value(), key=message.key(), headers=headers, on_delivery=self._delivered
+        )
+        self.producer.poll(0)
+
+    def flush(self) -> None:
+        remaining = self.producer.flush(60)
+        if remaining or self.errors:
+            raise InvalidRecordError(
+                f"stream '{self.spec.table}': writing to dead-letter topic {self.spec.dead_letter_topic} failed "
+                f"({remaining} undelivered): {'; '.join(self.errors[:3]) or 'timeout'}"
+            )
+
+
+class KafkaDataSource(DataSource):
+    """The ``dagger-kafka`` Spark data source. Its one option, ``spec``, is a :class:`KafkaSourceSpec`."""
+
+    @classmethod
+    def name(cls) -> str:
+        return SOURCE_FORMAT
+
+    def _spec(self) -> KafkaSourceSpec:
+        return KafkaSourceSpec.from_option(self.options["spec"])
+
+    def schema(self) -> StructType:
+        return _decoder(self._spec()).spark_schema
+
+    def streamReader(self, schema: StructType) -> KafkaStreamReader:
+        return KafkaStreamReader(self._spec())

@@ -1,0 +1,133 @@
+"""Rewrite Dagger's (Flink's) group-window SQL into Spark SQL, on the sqlglot syntax tree.
+
+==================================================  ==============================================
+Dagger / Flink SQL                                   Spark SQL
+==================================================  ==============================================
+``GROUP BY TUMBLE(rowtime, INTERVAL '30' SECOND)``   ``GROUP BY window(rowtime, '30 seconds')``
+``TUMBLE_START(rowtime, INTERVAL '30' SECOND)``      ``window(rowtime, '30 seconds').start``
+``TUMBLE_END(rowtime, INTERVAL '30' SECOND)``        ``window(rowtime, '30 seconds').end``
+``TUMBLE_ROWTIME(...)``                              ``window_time(window(rowtime, '30 seconds'))``
+``HOP(rowtime, slide, size)``                        ``window(rowtime, size, slide)``
+``HOP_START`` / ``HOP_END`` / ``HOP_ROWTIME``         as for TUMBLE, with the same argument swap
+==================================================  ==============================================
+
+Spark resolves identical ``window(...)`` expressions in SELECT and GROUP BY to one window column, so
+``.start``/``.end`` in the select list refer to the grouped window. Everything else is left alone (Spark SQL
+accepts backticks and ``INTERVAL '5' MINUTE`` literals as they are). No regular expressions touch the SQL.
+"""
+
+from __future__ import annotations
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import ParseError
+
+from dagger.errors import SqlError
+
+_UNITS = {
+    "SECOND": "seconds",
+    "SECONDS": "seconds",
+    "MINUTE": "minutes",
+    "MINUTES": "minutes",
+    "HOUR": "hours",
+    "HOURS": "hours",
+    "DAY": "days",
+    "DAYS": "days",
+    "MILLISECOND": "milliseconds",
+    "MILLISECONDS": "milliseconds",
+    "WEEK": "weeks",
+}
+_GROUP_FUNCS = {"TUMBLE", "HOP"}
+_AUX = {
+    "TUMBLE_START": ("TUMBLE", "start"),
+    "TUMBLE_END": ("TUMBLE", "end"),
+    "TUMBLE_ROWTIME": ("TUMBLE", "rowtime"),
+    "TUMBLE_PROCTIME": ("TUMBLE", "rowtime"),
+    "HOP_START": ("HOP", "start"),
+    "HOP_END": ("HOP", "end"),
+    "HOP_ROWTIME": ("HOP", "rowtime"),
+    "HOP_PROCTIME": ("HOP", "rowtime"),
+}
+
+
+def _duration(node: exp.Expression, func: str) -> exp.Literal:
+    """``INTERVAL '30' SECOND`` → ``'30 seconds'`` (Spark's window duration string)."""
+    if isinstance(node, exp.Interval):
+        amount = node.this.name if isinstance(node.this, exp.Literal) else node.this.sql()
+        unit = node.args.get("unit")
+        unit_name = unit.name.upper() if unit is not None else ""
+        if not unit_name:  # INTERVAL '30 SECOND'
+            parts = amount.split()
+            if len(parts) == 2:
+                amount, unit_name = parts[0], parts[1].upper()
+        if unit_name in _UNITS:
+            return exp.Literal.string(f"{amount} {_UNITS[unit_name]}")
+        raise SqlError(f"{func}: unsupported interval unit {unit_name or '?'} in {node.sql()}; use SECOND, MINUTE, HOUR or DAY")
+    if isinstance(node, exp.Literal) and node.is_string:
+        return node
+    raise SqlError(f"{func}: expected an INTERVAL literal such as INTERVAL '1' MINUTE, got {node.sql()}")
+
+
+def _window(func: str, args: list[exp.Expression]) -> exp.Expression:
+    """The Spark ``window(time, duration[, slide])`` call for a TUMBLE/HOP argument list."""
+    if func == "TUMBLE":
+        if len(args) != 2:
+            raise SqlError(f"TUMBLE takes (time_attribute, INTERVAL size), got {len(args)} argument(s)")
+        return exp.Anonymous(this="window", expressions=[args[0].copy(), _duration(args[1], func)])
+    if len(args) != 3:
+        raise SqlError(f"HOP takes (time_attribute, INTERVAL slide, INTERVAL size), got {len(args)} argument(s)")
+    slide, size = _duration(args[1], func), _duration(args[2], func)
+    return exp.Anonymous(this="window", expressions=[args[0].copy(), size, slide])
+
+
+def _name(node: exp.Expression) -> str | None:
+    if isinstance(node, exp.Anonymous):
+        return str(node.this).upper()
+    return None
+
+
+def rewrite_sql(sql: str) -> str:
+    """Return ``sql`` with Flink group windows replaced by Spark windows (unchanged when it has none)."""
+    try:
+        statements = sqlglot.parse(sql, read="spark")
+    except ParseError as exc:
+        errors = getattr(exc, "errors", None) or [{}]
+        first = errors[0]
+        where = f" at line {first.get('line')}, column {first.get('col')}" if first.get("line") else ""
+        raise SqlError(f"FLINK_SQL_QUERY cannot be parsed{where}: {first.get('description') or exc}") from None
+    statements = [s for s in statements if s is not None]
+    if len(statements) != 1:
+        raise SqlError(f"FLINK_SQL_QUERY must hold exactly one query, found {len(statements)} statements")
+    tree = statements[0]
+    if not any(_name(n) in _GROUP_FUNCS or _name(n) in _AUX for n in tree.find_all(exp.Anonymous)):
+        return sql
+
+    def transform(node: exp.Expression) -> exp.Expression:
+        name = _name(node)
+        if name in _GROUP_FUNCS:
+            return _window(name, list(node.expressions))
+        if name in _AUX:
+            func, part = _AUX[name]
+            window = _window(func, list(node.expressions))
+            if part == "rowtime":
+                return exp.Anonymous(this="window_time", expressions=[window])
+            return exp.Dot(this=window, expression=exp.to_identifier(part))
+        return node
+
+    return tree.transform(transform).sql(dialect="spark")
+
+
+def referenced_columns(sql: str) -> set[str] | None:
+    """Column names the query mentions, or ``None`` when it selects ``*`` (everything is used)."""
+    try:
+        tree = sqlglot.parse_one(sql, read="spark")
+    except ParseError:
+        return None
+    if any(True for _ in tree.find_all(exp.Star)):
+        return None
+    names = set()
+    for column in tree.find_all(exp.Column):
+        names.add(column.name)
+        for part in column.parts:
+            names.add(part.name)
+    return names

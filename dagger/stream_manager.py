@@ -1,0 +1,301 @@
+"""StreamManager: turns a job config into a running Spark structured-streaming query.
+
+Stages, in Dagger's order:
+
+1. load descriptors (:mod:`dagger.schema.registry`) and check them against the checkpoint;
+2. for each stream: build the source DataFrame, count and remove invalid rows (``drop`` / ``dead-letter``
+   policies; observed as ``invalid_records_<table>``), watermark it on rowtime by
+   ``FLINK_WATERMARK_DELAY_MS`` and register it as a temporary view named ``INPUT_SCHEMA_TABLE``;
+3. rewrite Dagger's group windows (:mod:`dagger.sql.rewrite`) and run the SQL;
+4. pick the output mode: append where Spark allows it, else update (Dagger emits every update of a
+   non-windowed aggregation);
+5. write each micro-batch to every sink through the ``dagger-sink`` writer.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dagger.config.model import JobConfig
+from dagger.errors import DaggerConfigError, SqlError
+from dagger.serde.types import VALIDITY_COLUMN
+
+log = logging.getLogger("dagger")
+
+
+@dataclass
+class Plan:
+    """What a job will run: used by ``dagger validate`` and by :meth:`StreamManager.start`."""
+
+    sql: str
+    rewritten_sql: str
+    tables: dict[str, Any]
+    output_schema: Any = None
+    output_mode: str = "append"
+    sinks: list[Any] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    dataframe: Any = None
+
+
+class StreamManager:
+    """Build and run one job.
+
+    Parameters
+    ----------
+    config:
+        The validated job config.
+    checkpoint_dir:
+        Overrides ``SPARK_CHECKPOINT_LOCATION``.
+    available_now:
+        Process what the sources hold now, emit every window the watermark closes, and stop.
+    spark:
+        An existing session (tests); by default one is created from the config.
+    """
+
+    def __init__(
+        self,
+        config: JobConfig,
+        checkpoint_dir: str | None = None,
+        available_now: bool = False,
+        spark: Any = None,
+        commit_offsets: bool = True,
+    ):
+        self.config = config
+        self.available_now = available_now
+        self.checkpoint = checkpoint_dir or config.SPARK_CHECKPOINT_LOCATION or str(
+            Path("checkpoints") / config.job_slug
+        )
+        self._spark = spark
+        self._descriptors = None
+        self._commit_offsets = commit_offsets
+        self._stop_requested = threading.Event()
+        self.query = None
+
+    # -- building ----------------------------------------------------------------------------------------
+
+    @property
+    def spark(self) -> Any:
+        if self._spark is None:
+            from dagger.spark import get_session
+
+            self._spark = get_session(self.config)
+        return self._spark
+
+    @property
+    def descriptors(self) -> Any:
+        if self._descriptors is None:
+            from dagger.schema.registry import SchemaRegistry, StencilSettings
+
+            self._descriptors = SchemaRegistry(StencilSettings.from_config(self.config)).get()
+        return self._descriptors
+
+    def check_descriptors(self) -> None:
+        """Resolve every message and the rowtime fields before Spark starts (config errors → exit 2)."""
+        from dagger.serde.types import timestamp_field
+
+        for stream in self.config.STREAMS:
+            if stream.INPUT_DATATYPE == "JSON":
+                raise DaggerConfigError(
+                    f"STREAMS[{stream.INPUT_SCHEMA_TABLE}].INPUT_DATATYPE: JSON input is not available in this "
+                    "version; accepted: PROTO"
+                )
+            if stream.INPUT_SCHEMA_PROTO_CLASS:
+                d = self.descriptors.find_message(stream.INPUT_SCHEMA_PROTO_CLASS)
+                if stream.INPUT_SCHEMA_EVENT_TIMESTAMP_FIELD_INDEX is not None:
+                    timestamp_field(
+                        d,
+                        stream.INPUT_SCHEMA_EVENT_TIMESTAMP_FIELD_INDEX,
+                        f"STREAMS[{stream.INPUT_SCHEMA_TABLE}].INPUT_SCHEMA_EVENT_TIMESTAMP_FIELD_INDEX",
+                    )
+        if self.config.SINK_TYPE == "kafka" and self.config.SINK_KAFKA_DATA_TYPE == "PROTO":
+            self.descriptors.find_message(self.config.SINK_KAFKA_PROTO_MESSAGE, "SINK_KAFKA_PROTO_MESSAGE")
+            if self.config.SINK_KAFKA_PROTO_KEY:
+                self.descriptors.find_message(self.config.SINK_KAFKA_PROTO_KEY, "SINK_KAFKA_PROTO_KEY")
+
+    def register_streams(self) -> dict[str, Any]:
+        """Create, clean, watermark and register every stream; returns table → schema."""
+        from pyspark.sql import functions as F
+
+        from dagger.sources import SOURCES, SourceOptions, register_data_sources
+
+        register_data_sources(self.spark)
+        options = SourceOptions(commit_offsets=self._commit_offsets)
+        delay = f"{self.config.FLINK_WATERMARK_DELAY_MS} milliseconds"
+        rowtime = self.config.FLINK_ROWTIME_ATTRIBUTE_NAME
+        tables = {}
+        for stream in self.config.STREAMS:
+            df = SOURCES[stream.source_name](self.spark, stream, self.config, self.descriptors, options)
+            tables[stream.INPUT_SCHEMA_TABLE] = df.schema
+            if stream.SOURCE_KAFKA_INVALID_RECORD_POLICY in ("drop", "dead-letter"):
+                name = f"invalid_records_{stream.INPUT_SCHEMA_TABLE}"
+                df = df.observe(name, F.count(F.when(~F.col(VALIDITY_COLUMN), 1)).alias("count"))
+                df = df.where(F.col(VALIDITY_COLUMN))
+            df = df.withWatermark(rowtime, delay)
+            df.createOrReplaceTempView(stream.INPUT_SCHEMA_TABLE)
+        return tables
+
+    def plan(self) -> Plan:
+        """Everything short of starting the query: streams, SQL, output schema, mode, sink checks."""
+        from pyspark.errors import AnalysisException, ParseException
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        from dagger.sinks import build_sinks
+        from dagger.sql.rewrite import rewrite_sql
+
+        self.check_descriptors()
+        rewritten = rewrite_sql(self.config.sql)
+        tables = self.register_streams()
+        try:
+            df = self.spark.sql(rewritten)
+        except (AnalysisException, ParseException) as exc:
+            raise SqlError(f"FLINK_SQL_QUERY is not valid Spark SQL: {_first_line(exc)}\nquery as run: {rewritten}") from None
+        plan = Plan(self.config.sql, rewritten, tables, df.schema, dataframe=df)
+        plan.output_mode = self._output_mode(df)
+        plan.sinks = build_sinks(self.config, self.descriptors)
+        arrow_schema = to_arrow_schema(df.schema, timezone="UTC")
+        for sink in plan.sinks:
+            plan.problems.extend(sink.check(arrow_schema))
+        return plan
+
+    def _output_mode(self, df: Any) -> str:
+        if self.config.SPARK_OUTPUT_MODE != "auto":
+            return self.config.SPARK_OUTPUT_MODE
+        jvm = self.spark._jvm
+        checker = jvm.org.apache.spark.sql.catalyst.analysis.UnsupportedOperationChecker
+        plan = df._jdf.queryExecution().analyzed()
+        try:
+            checker.checkForStreaming(plan, jvm.org.apache.spark.sql.streaming.OutputMode.Append())
+            return "append"
+        except Exception:  # noqa: BLE001 - py4j wraps the AnalysisException
+            pass
+        try:
+            checker.checkForStreaming(plan, jvm.org.apache.spark.sql.streaming.OutputMode.Update())
+            return "update"
+        except Exception as exc:  # noqa: BLE001
+            raise SqlError(f"Spark cannot run this query as a stream: {_first_line(exc)}") from None
+
+    # -- running -----------------------------------------------------------------------------------------
+
+    def start(self, plan: Plan | None = None) -> Any:
+        """Start the streaming query and return it."""
+        from dagger.schema.compat import check_and_record, snapshot
+        from dagger.sinks.spark_writer import SINK_FORMAT, encode_sinks
+        from dagger.sql.rewrite import referenced_columns
+
+        plan = plan or self.plan()
+        if plan.problems:
+            raise DaggerConfigError("the SQL output does not fit the sink:\n  - " + "\n  - ".join(plan.problems))
+        check_and_record(
+            self.checkpoint, snapshot(self.descriptors.sha256, plan.tables), referenced_columns(plan.rewritten_sql)
+        )
+        writer = (
+            plan.dataframe.writeStream.format(SINK_FORMAT)
+            .option("sinks", encode_sinks(plan.sinks))
+            .option("checkpointLocation", self.checkpoint)
+            .outputMode(plan.output_mode)
+            .queryName(self.config.job_slug)
+        )
+        if self.available_now:
+            writer = writer.trigger(availableNow=True)
+        else:
+            writer = writer.trigger(processingTime=f"{self.config.SPARK_TRIGGER_INTERVAL_MS} milliseconds")
+        log.info(
+            "starting %r: %d stream(s) -> %s, output mode %s, checkpoint %s, descriptors sha256 %s",
+            self.config.FLINK_JOB_ID,
+            len(plan.tables),
+            "; ".join(s.describe() for s in plan.sinks),
+            plan.output_mode,
+            self.checkpoint,
+            self.descriptors.sha256[:12],
+        )
+        self.query = writer.start()
+        return self.query
+
+    def request_stop(self) -> None:
+        """Ask for a clean stop: the running micro-batch finishes, then the query stops."""
+        self._stop_requested.set()
+
+    def run(self, progress_interval: float = 10.0) -> int:
+        """Start the query and wait for it; returns the process exit code (0 on a clean end)."""
+        from pyspark.errors import StreamingQueryException
+
+        query = self.start()
+        self._install_signal_handlers()
+        last_report = time.monotonic()
+        try:
+            while query.isActive:
+                if self._stop_requested.is_set():
+                    self._stop_between_batches(query)
+                    break
+                try:
+                    query.awaitTermination(0.5)
+                except StreamingQueryException:
+                    break  # reported below from query.exception()
+                if time.monotonic() - last_report >= progress_interval:
+                    self._report(query)
+                    last_report = time.monotonic()
+        finally:
+            self._report(query, final=True)
+        exc = query.exception()
+        if exc is not None:
+            log.error("query failed: %s", _root_message(exc))
+            return 1
+        return 0
+
+    def _stop_between_batches(self, query: Any, timeout: float = 120.0) -> None:
+        deadline = time.monotonic() + timeout
+        while query.isActive and query.status.get("isTriggerActive") and time.monotonic() < deadline:
+            time.sleep(0.05)
+        log.info("stopping %r after the last finished micro-batch", self.config.FLINK_JOB_ID)
+        query.stop()
+
+    def _install_signal_handlers(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return
+
+        def handler(signum: int, _frame: Any) -> None:
+            log.info("received %s: finishing the current micro-batch, then stopping", signal.Signals(signum).name)
+            self.request_stop()
+
+        signal.signal(signal.SIGINT, handler)
+        signal.signal(signal.SIGTERM, handler)
+
+    def _report(self, query: Any, final: bool = False) -> None:
+        progress = query.lastProgress
+        if not progress:
+            return
+        invalid = {
+            k.removeprefix("invalid_records_"): v.get("count")
+            for k, v in (progress.get("observedMetrics") or {}).items()
+            if k.startswith("invalid_records_")
+        }
+        log.info(
+            "%sbatch %s: %s input rows (%.0f rows/s), watermark %s%s",
+            "final " if final else "",
+            progress.get("batchId"),
+            progress.get("numInputRows"),
+            progress.get("processedRowsPerSecond") or 0.0,
+            (progress.get("eventTime") or {}).get("watermark", "-"),
+            f", invalid records dropped {invalid}" if any(invalid.values()) else "",
+        )
+
+
+def _first_line(exc: BaseException) -> str:
+    text = getattr(exc, "getMessage", lambda: str(exc))() if hasattr(exc, "getMessage") else str(exc)
+    return str(text).strip().splitlines()[0] if str(text).strip() else type(exc).__name__
+
+
+def _root_message(exc: BaseException) -> str:
+    """The most specific line of a (possibly JVM-wrapped) streaming failure."""
+    text = str(exc)
+    for marker in ("InvalidRecordError:", "SinkError:", "SchemaRegistryError:", "DaggerError:"):
+        if marker in text:
+            tail = text.split(marker, 1)[1].strip().splitlines()[0]
+            return f"{marker[:-1]}: {tail}"
+    return text.strip().splitlines()[0] if text.strip() else type(exc).__name__
