@@ -185,7 +185,7 @@ class StreamManager:
     def start(self, plan: Plan | None = None) -> Any:
         """Start the streaming query and return it."""
         from dagger.schema.compat import check_and_record, snapshot
-        from dagger.sinks.spark_writer import SINK_FORMAT, encode_sinks
+        from dagger.sinks.spark_writer import SINK_FORMAT, encode_sinks, write_micro_batch
         from dagger.sql.rewrite import referenced_columns
 
         plan = plan or self.plan()
@@ -194,13 +194,13 @@ class StreamManager:
         check_and_record(
             self.checkpoint, snapshot(self.descriptors.sha256, plan.tables), referenced_columns(plan.rewritten_sql)
         )
-        writer = (
-            plan.dataframe.writeStream.format(SINK_FORMAT)
-            .option("sinks", encode_sinks(plan.sinks))
-            .option("checkpointLocation", self.checkpoint)
-            .outputMode(plan.output_mode)
-            .queryName(self.config.job_slug)
-        )
+        sinks = encode_sinks(plan.sinks)
+        writer = plan.dataframe.writeStream.option("checkpointLocation", self.checkpoint).outputMode(plan.output_mode)
+        writer = writer.queryName(self.config.job_slug)
+        if plan.output_mode == "append":
+            writer = writer.format(SINK_FORMAT).option("sinks", sinks)
+        else:  # Python streaming writers are append-only; update/complete go through foreachBatch
+            writer = writer.foreachBatch(write_micro_batch(sinks))
         if self.available_now:
             writer = writer.trigger(availableNow=True)
         else:
@@ -216,6 +216,40 @@ class StreamManager:
         )
         self.query = writer.start()
         return self.query
+
+    def commit_final_offsets(self, query: Any) -> None:
+        """Commit the last processed offsets of each Kafka stream to its group.
+
+        Spark calls a source's ``commit`` only when it plans the next micro-batch, so the offsets of the
+        final batch of a run would never reach the consumer group without this.
+        """
+        import json
+        import re
+
+        from dagger.sources.kafka import commit_offsets
+
+        if not self._commit_offsets or query.exception() is not None:
+            return
+        progress = query.lastProgress or {}
+        for source in progress.get("sources", []):
+            end = source.get("endOffset")
+            if isinstance(end, str):
+                try:
+                    end = json.loads(end)
+                except ValueError:
+                    continue
+            if not isinstance(end, dict) or not end:
+                continue
+            for stream in self.config.STREAMS:
+                if not stream.is_kafka:
+                    continue
+                pattern = re.compile(stream.SOURCE_KAFKA_TOPIC_NAMES)
+                mine = {k: v for k, v in end.items() if pattern.fullmatch(k.rpartition(":")[0])}
+                if mine:
+                    from dagger.sources.kafka import client_config
+
+                    conf = client_config(stream, self.config.job_slug, self.config.SOURCE_KAFKA_CONSUME_LARGE_MESSAGE_ENABLE)
+                    commit_offsets(conf, mine, stream.INPUT_SCHEMA_TABLE)
 
     def request_stop(self) -> None:
         """Ask for a clean stop: the running micro-batch finishes, then the query stops."""
@@ -242,6 +276,7 @@ class StreamManager:
                     last_report = time.monotonic()
         finally:
             self._report(query, final=True)
+        self.commit_final_offsets(query)
         exc = query.exception()
         if exc is not None:
             log.error("query failed: %s", _root_message(exc))

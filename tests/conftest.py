@@ -111,6 +111,7 @@ def run_job(spark, data: dict, checkpoint: Path, available_now: bool = True):
         query.awaitTermination(300)
     except Exception:  # noqa: BLE001 - callers inspect query.exception()
         pass
+    manager.commit_final_offsets(query)
     return manager, query
 
 

@@ -55,30 +55,31 @@ def produce(
 
 
 def consume_all(bootstrap: str, topic: str, expected: int | None = None, idle_seconds: float = 5.0, timeout: float = 120.0) -> list:
-    """Read a topic from the beginning until ``expected`` records arrived or it stays idle."""
+    """Read every partition of a topic from the beginning until ``expected`` records arrived (plus a short
+    grace period that would catch duplicates) or it stays idle. Uses assign, not a consumer group."""
     import time
     import uuid
 
-    from confluent_kafka import Consumer
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
     consumer = Consumer(
         {
             "bootstrap.servers": bootstrap,
             "group.id": f"reader-{uuid.uuid4()}",
-            "auto.offset.reset": "earliest",
             "enable.auto.commit": "false",
+            "fetch.wait.max.ms": "50",
         }
     )
-    consumer.subscribe([topic])
+    metadata = consumer.list_topics(topic, timeout=10).topics[topic]
+    consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in metadata.partitions])
     out = []
     deadline = time.monotonic() + timeout
     last = time.monotonic()
     try:
         while time.monotonic() < deadline:
             if expected is not None and len(out) >= expected:
-                # keep reading briefly to catch duplicates beyond the expected count
-                idle_seconds = min(idle_seconds, 2.0)
-            batch = consumer.consume(1000, timeout=0.5)
+                idle_seconds = min(idle_seconds, 1.5)
+            batch = consumer.consume(1000, timeout=0.2)
             got = [m for m in batch if m.error() is None]
             out.extend(got)
             if got:

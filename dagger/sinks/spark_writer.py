@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from pyspark import cloudpickle
-from pyspark.sql.datasource import DataSource, DataSourceStreamArrowWriter, WriterCommitMessage
+from pyspark.sql.datasource import DataSource, DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
 
 from dagger.sinks.base import Sink
@@ -60,6 +60,21 @@ class FanOutWriter(DataSourceStreamArrowWriter):
         return None
 
 
+class FanOutBatchWriter(DataSourceArrowWriter):
+    """The same fan-out for one micro-batch written from ``foreachBatch`` (update/complete modes, which
+    Python streaming writers do not support); the batch id comes in the ``batch_id`` option."""
+
+    def __init__(self, sinks: list[Sink], batch_id: int):
+        self.stream_writer = FanOutWriter(sinks)
+        self.batch_id = batch_id
+
+    def write(self, iterator: Iterator[Any]) -> SinkCommit:
+        return self.stream_writer.write(iterator)
+
+    def commit(self, messages: list[SinkCommit | None]) -> None:
+        self.stream_writer.commit(messages, self.batch_id)
+
+
 class SinkDataSource(DataSource):
     @classmethod
     def name(cls) -> str:
@@ -67,3 +82,15 @@ class SinkDataSource(DataSource):
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> FanOutWriter:
         return FanOutWriter(decode_sinks(self.options["sinks"]))
+
+    def writer(self, schema: StructType, overwrite: bool) -> FanOutBatchWriter:
+        return FanOutBatchWriter(decode_sinks(self.options["sinks"]), int(self.options.get("batch_id", "-1")))
+
+
+def write_micro_batch(sinks_option: str):  # noqa: ANN201
+    """A ``foreachBatch`` function writing each micro-batch to the sinks through the batch writer."""
+
+    def write(df: Any, batch_id: int) -> None:
+        df.write.format(SINK_FORMAT).option("sinks", sinks_option).option("batch_id", str(batch_id)).mode("append").save()
+
+    return write

@@ -280,13 +280,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         """Commit the processed offsets to the consumer group (failures are logged, never fatal)."""
         if not self.spec.commit_offsets or not end:
             return
-        from confluent_kafka import KafkaException, TopicPartition
-
-        offsets = [TopicPartition(*_split(k), v) for k, v in end.items()]
-        try:
-            self._admin().commit(offsets=offsets, asynchronous=False)
-        except KafkaException as exc:
-            log.warning("stream '%s': committing offsets to group %s failed: %s", self.spec.table, self.spec.group_id, exc)
+        _commit(self._admin(), end, self.spec.table, self.spec.group_id)
 
     def stop(self) -> None:
         if self._consumer is not None:
@@ -298,6 +292,27 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def read(self, partition: KafkaPartition) -> Iterator[Any]:
         """Consume ``[start, end)`` of one partition and yield decoded Arrow record batches."""
         yield from read_partition(self.spec, partition)
+
+
+def _commit(consumer: Any, end: dict[str, int], table: str, group: str) -> None:
+    from confluent_kafka import KafkaException, TopicPartition
+
+    offsets = [TopicPartition(*_split(k), v) for k, v in end.items()]
+    try:
+        consumer.commit(offsets=offsets, asynchronous=False)
+    except KafkaException as exc:
+        log.warning("stream '%s': committing offsets to group %s failed: %s", table, group, exc)
+
+
+def commit_offsets(client_config: dict[str, str], end: dict[str, int], table: str) -> None:
+    """Commit ``end`` (``{"topic:partition": offset}``) to the group of ``client_config``."""
+    from confluent_kafka import Consumer
+
+    consumer = Consumer({**client_config, "enable.auto.commit": "false"})
+    try:
+        _commit(consumer, end, table, client_config["group.id"])
+    finally:
+        consumer.close()
 
 
 def _cap(start: dict[str, int], end: dict[str, int], max_rows: int) -> dict[str, int]:

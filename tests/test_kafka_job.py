@@ -1,0 +1,176 @@
+"""End-to-end jobs on the real tansu broker and a real Spark session (no mocks of either)."""
+
+from __future__ import annotations
+
+import collections
+import datetime as dt
+
+import pytest
+from confluent_kafka import Consumer, TopicPartition
+
+from dagger.devtools.produce import consume_all, produce
+from dagger.devtools.samples import AREAS, bookings, message_class
+from tests.conftest import START, job, kafka_sink, kafka_stream, run_job
+
+pytestmark = pytest.mark.integration
+Count = message_class("dagger.examples.BookingCountMessage")
+Summary = message_class("dagger.examples.BookingSummaryMessage")
+Booking = message_class("dagger.examples.BookingLogMessage")
+
+
+def test_tumbling_window_in_dagger_syntax_gives_exact_counts(spark, broker, stencil, topic, tmp_path):
+    source, out = topic("bookings", partitions=2), topic("counts")
+    produce(broker.bootstrap, source, ((None, v) for v in bookings(360, START, step_seconds=0.5)), partitions=2)
+    sql = (
+        "SELECT service_area_id, count(1) AS booking_count, TUMBLE_END(rowtime, INTERVAL '1' MINUTE) AS window_timestamp "
+        "FROM `data_stream_0` GROUP BY service_area_id, TUMBLE(rowtime, INTERVAL '1' MINUTE)"
+    )
+    data = job(stencil, [kafka_stream(broker, source)], sql, **kafka_sink(broker, out, "dagger.examples.BookingCountMessage"))
+    _, query = run_job(spark, data, tmp_path / "cp")
+    assert query.exception() is None
+    rows = [Count.FromString(m.value()) for m in consume_all(broker.bootstrap, out, expected=6)]
+    got = sorted((r.service_area_id, r.window_timestamp.ToDatetime(dt.timezone.utc).minute, r.booking_count) for r in rows)
+    # 3 minutes of events; the watermark (max - 10 s) closes the windows ending 10:01 and 10:02 only
+    assert got == sorted((area, minute, 40) for area in AREAS for minute in (1, 2))
+
+
+def test_topics_by_regex_over_several_partitions_and_committed_offsets(spark, broker, stencil, topic, tmp_path):
+    a, b, other, out = topic("rx-a", 3), topic("rx-b", 2), topic("zz-other", 1), topic("rx-out")
+    prefix = a.split("-")[0] + "-" + a.split("-")[1]  # "rx-a" -> matches "rx-a-…" only, so use an alternation
+    produce(broker.bootstrap, a, ((None, v) for v in bookings(90, START)), partitions=3)
+    produce(broker.bootstrap, b, ((None, v) for v in bookings(40, START)), partitions=2)
+    produce(broker.bootstrap, other, ((None, v) for v in bookings(7, START)), partitions=1)
+    stream = kafka_stream(broker, f"{a}|{b}")
+    sql = "SELECT order_number, customer_id FROM data_stream_0"
+    data = job(stencil, [stream], sql, **kafka_sink(broker, out, "dagger.examples.BookingSummaryMessage"))
+    _, query = run_job(spark, data, tmp_path / "cp")
+    assert query.exception() is None
+    assert prefix
+    rows = [Summary.FromString(m.value()) for m in consume_all(broker.bootstrap, out, expected=130)]
+    assert len(rows) == 130
+    assert collections.Counter(r.order_number for r in rows) == collections.Counter(
+        [f"order-{i}" for i in range(90)] + [f"order-{i}" for i in range(40)]
+    )
+    # the processed offsets are committed to the group, visible to any Kafka admin tool
+    reader = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": stream["SOURCE_KAFKA_CONSUMER_CONFIG_GROUP_ID"]})
+    committed = reader.committed([TopicPartition(a, p) for p in range(3)] + [TopicPartition(b, p) for p in range(2)], timeout=10)
+    reader.close()
+    assert sorted((tp.topic, tp.partition, tp.offset) for tp in committed) == sorted(
+        [(a, p, 30) for p in range(3)] + [(b, p, 20) for p in range(2)]
+    )
+
+
+def test_nested_enum_map_and_repeated_fields_in_sql_reach_nested_output_fields(spark, broker, stencil, topic, tmp_path):
+    source, out = topic("nested"), topic("nested-out")
+    produce(broker.bootstrap, source, ((None, v) for v in bookings(12, START)))
+    sql = (
+        "SELECT order_number, service_type, driver_pickup_location.name AS `pickup.name`, "
+        "driver_pickup_location.latitude AS `pickup.latitude`, metadata['parity'] AS customer_id, "
+        "filter(item_tags, t -> t != 'all') AS item_tags, map('n', order_number) AS metadata, rowtime AS event_timestamp "
+        "FROM data_stream_0 WHERE service_type = 'GO_SEND' AND size(item_tags) = 2"
+    )
+    data = job(stencil, [kafka_stream(broker, source)], sql, **kafka_sink(broker, out, "dagger.examples.BookingSummaryMessage"))
+    _, query = run_job(spark, data, tmp_path / "cp")
+    assert query.exception() is None
+    rows = sorted((Summary.FromString(m.value()) for m in consume_all(broker.bootstrap, out, expected=4)), key=lambda r: r.order_number)
+    assert [r.order_number for r in rows] == ["order-1", "order-10", "order-4", "order-7"]
+    first = rows[0]
+    assert first.service_type == 2  # GO_SEND, written back by name
+    assert first.pickup.name == "pickup-1" and first.pickup.latitude == pytest.approx(-6.199)
+    assert first.customer_id == "odd" and list(first.item_tags) == ["tag1"] and dict(first.metadata) == {"n": "order-1"}
+    assert first.event_timestamp.ToDatetime(dt.timezone.utc) == START + dt.timedelta(seconds=1)
+
+
+def test_two_stream_join(spark, broker, stencil, topic, tmp_path):
+    left, right, out = topic("join-bookings"), topic("join-customers"), topic("join-out")
+    produce(broker.bootstrap, left, ((None, v) for v in bookings(20, START)))
+    Customer = message_class("dagger.examples.CustomerLogMessage")
+    customers = []
+    for i in range(3):  # only customers c0..c2 exist; bookings of c3 and c4 find no match
+        c = Customer(customer_id=f"c{i}", name=f"name-{i}")
+        c.event_timestamp.FromDatetime(START)
+        customers.append(c.SerializeToString())
+    produce(broker.bootstrap, right, ((None, v) for v in customers))
+    streams = [
+        kafka_stream(broker, left, table="bookings"),
+        kafka_stream(broker, right, table="customers", proto="dagger.examples.CustomerLogMessage", ts=4),
+    ]
+    sql = (
+        "SELECT b.order_number, c.name AS customer_id FROM bookings b JOIN customers c ON b.customer_id = c.customer_id "
+        "AND b.rowtime BETWEEN c.rowtime AND c.rowtime + INTERVAL '5' MINUTE"
+    )
+    data = job(stencil, streams, sql, **kafka_sink(broker, out, "dagger.examples.BookingSummaryMessage"))
+    _, query = run_job(spark, data, tmp_path / "cp")
+    assert query.exception() is None
+    rows = [Summary.FromString(m.value()) for m in consume_all(broker.bootstrap, out, expected=12)]
+    expected = sorted((f"order-{i}", f"name-{i % 5}") for i in range(20) if i % 5 < 3)
+    assert sorted((r.order_number, r.customer_id) for r in rows) == expected
+
+
+def _with_malformed(count: int) -> list[bytes]:
+    values = bookings(count, START)
+    values.insert(3, b"\xff\xff\xff not a booking")
+    return values
+
+
+def test_invalid_record_policy_fail_names_topic_partition_and_offset(spark, broker, stencil, topic, tmp_path):
+    source = topic("bad-fail")
+    produce(broker.bootstrap, source, ((None, v) for v in _with_malformed(8)))
+    data = job(stencil, [kafka_stream(broker, source)], "SELECT order_number FROM data_stream_0")
+    _, query = run_job(spark, data, tmp_path / "cp")
+    error = str(query.exception())
+    assert f"record at topic {source} partition 0 offset 3 cannot be decoded" in error
+    assert "SOURCE_KAFKA_INVALID_RECORD_POLICY" in error
+
+
+def test_invalid_record_policy_drop_counts_and_keeps_every_good_record(spark, broker, stencil, topic, tmp_path):
+    source, out = topic("bad-drop"), topic("bad-drop-out")
+    produce(broker.bootstrap, source, ((None, v) for v in _with_malformed(8)))
+    stream = kafka_stream(broker, source, SOURCE_KAFKA_INVALID_RECORD_POLICY="drop")
+    data = job(stencil, [stream], "SELECT order_number FROM data_stream_0", **kafka_sink(broker, out, "dagger.examples.BookingSummaryMessage"))
+    _, query = run_job(spark, data, tmp_path / "cp")
+    assert query.exception() is None
+    rows = [Summary.FromString(m.value()).order_number for m in consume_all(broker.bootstrap, out, expected=8)]
+    assert sorted(rows) == sorted(f"order-{i}" for i in range(8))
+    dropped = sum(p["observedMetrics"]["invalid_records_data_stream_0"]["count"] for p in query.recentProgress if p.get("observedMetrics"))
+    assert dropped == 1
+
+
+def test_invalid_record_policy_dead_letter_writes_raw_bytes_with_reason_and_coordinates(spark, broker, stencil, topic, tmp_path):
+    source, out, dlq = topic("bad-dlq"), topic("bad-dlq-out"), topic("bad-dlq-dead")
+    produce(broker.bootstrap, source, ((None, v) for v in _with_malformed(8)))
+    stream = kafka_stream(broker, source, SOURCE_KAFKA_INVALID_RECORD_POLICY="dead-letter", SOURCE_KAFKA_DEAD_LETTER_TOPIC=dlq)
+    data = job(stencil, [stream], "SELECT order_number FROM data_stream_0", **kafka_sink(broker, out, "dagger.examples.BookingSummaryMessage"))
+    _, query = run_job(spark, data, tmp_path / "cp")
+    assert query.exception() is None
+    assert len(consume_all(broker.bootstrap, out, expected=8)) == 8
+    dead = consume_all(broker.bootstrap, dlq, expected=1)
+    assert len(dead) == 1
+    assert dead[0].value() == b"\xff\xff\xff not a booking"
+    headers = {k: v.decode() for k, v in dead[0].headers()}
+    assert headers["dagger.topic"] == source and headers["dagger.partition"] == "0" and headers["dagger.offset"] == "3"
+    assert "not a valid dagger.examples.BookingLogMessage" in headers["dagger.reason"]
+
+
+def test_sql_that_does_not_fit_the_sink_message_is_refused_before_start(spark, broker, stencil, topic, tmp_path):
+    from dagger.config import load_config
+    from dagger.stream_manager import StreamManager
+
+    source = topic("misfit")
+    sql = "SELECT item_tags AS order_number FROM data_stream_0"
+    data = job(stencil, [kafka_stream(broker, source)], sql, **kafka_sink(broker, "unused", "dagger.examples.BookingSummaryMessage"))
+    plan = StreamManager(load_config(data=data), checkpoint_dir=str(tmp_path), spark=spark).plan()
+    assert any("column 'order_number' (ARRAY<STRING>) cannot be written to field 'order_number'" in p for p in plan.problems)
+    assert plan.output_mode == "append"
+    assert not list(tmp_path.iterdir())  # nothing started, nothing checkpointed
+
+
+def test_non_windowed_aggregation_runs_in_update_mode(spark, broker, stencil, topic, tmp_path):
+    source, out = topic("upd"), topic("upd-out")
+    produce(broker.bootstrap, source, ((None, v) for v in bookings(9, START)))
+    sql = "SELECT service_area_id, count(1) AS booking_count FROM data_stream_0 GROUP BY service_area_id"
+    data = job(stencil, [kafka_stream(broker, source)], sql, **kafka_sink(broker, out, "dagger.examples.BookingCountMessage"))
+    manager, query = run_job(spark, data, tmp_path / "cp")
+    assert query.exception() is None
+    rows = [Count.FromString(m.value()) for m in consume_all(broker.bootstrap, out, expected=3)]
+    assert sorted((r.service_area_id, r.booking_count) for r in rows) == [(a, 3) for a in sorted(AREAS)]
