@@ -60,7 +60,9 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="process everything the sources hold now, emit every event-time window the watermark closes, exit 0",
     )
-    run.add_argument("--checkpoint-dir", metavar="DIR", help="checkpoint directory (overrides SPARK_CHECKPOINT_LOCATION)")
+    run.add_argument(
+        "--checkpoint-dir", metavar="DIR", help="checkpoint directory (overrides SPARK_CHECKPOINT_LOCATION)"
+    )
     run.add_argument("--progress-interval", type=float, default=10.0, metavar="SECONDS", help="status line period")
 
     validate = sub.add_parser(

@@ -68,8 +68,8 @@ class StreamManager:
     ):
         self.config = config
         self.available_now = available_now
-        self.checkpoint = checkpoint_dir or config.SPARK_CHECKPOINT_LOCATION or str(
-            Path("checkpoints") / config.job_slug
+        self.checkpoint = (
+            checkpoint_dir or config.SPARK_CHECKPOINT_LOCATION or str(Path("checkpoints") / config.job_slug)
         )
         self._spark = spark
         self._descriptors = None
@@ -154,7 +154,9 @@ class StreamManager:
         try:
             df = self.spark.sql(rewritten)
         except (AnalysisException, ParseException) as exc:
-            raise SqlError(f"FLINK_SQL_QUERY is not valid Spark SQL: {_first_line(exc)}\nquery as run: {rewritten}") from None
+            raise SqlError(
+                f"FLINK_SQL_QUERY is not valid Spark SQL: {_first_line(exc)}\nquery as run: {rewritten}"
+            ) from None
         plan = Plan(self.config.sql, rewritten, tables, df.schema, dataframe=df)
         plan.output_mode = self._output_mode(df)
         plan.sinks = build_sinks(self.config, self.descriptors)
@@ -248,7 +250,9 @@ class StreamManager:
                 if mine:
                     from dagger.sources.kafka import client_config
 
-                    conf = client_config(stream, self.config.job_slug, self.config.SOURCE_KAFKA_CONSUME_LARGE_MESSAGE_ENABLE)
+                    conf = client_config(
+                        stream, self.config.job_slug, self.config.SOURCE_KAFKA_CONSUME_LARGE_MESSAGE_ENABLE
+                    )
                     commit_offsets(conf, mine, stream.INPUT_SCHEMA_TABLE)
 
     def request_stop(self) -> None:

@@ -13,7 +13,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 DESCRIPTORS = ROOT / "descriptors"
-START = dt.datetime(2026, 11, 22, 10, 0, tzinfo=dt.timezone.utc)
+START = dt.datetime(2026, 11, 22, 10, 0, tzinfo=dt.UTC)
 
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("TZ", "UTC")
@@ -70,7 +70,14 @@ def topic(broker):
     return make
 
 
-def kafka_stream(broker, topic_pattern: str, table: str = "data_stream_0", proto: str = "dagger.examples.BookingLogMessage", ts: int = 5, **extra) -> dict:
+def kafka_stream(
+    broker,
+    topic_pattern: str,
+    table: str = "data_stream_0",
+    proto: str = "dagger.examples.BookingLogMessage",
+    ts: int = 5,
+    **extra,
+) -> dict:
     stream = {
         "SOURCE_KAFKA_TOPIC_NAMES": topic_pattern,
         "INPUT_SCHEMA_TABLE": table,

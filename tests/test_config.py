@@ -42,7 +42,9 @@ def test_native_json_and_json_in_a_string_load_the_same():
 
 def test_properties_file_loads(tmp_path):
     path = tmp_path / "local.properties"
-    path.write_text(f"FLINK_SQL_QUERY=SELECT 1 FROM bookings\nSTREAMS={json.dumps([STREAM])}\n# comment\nSINK_TYPE=log\n")
+    path.write_text(
+        f"FLINK_SQL_QUERY=SELECT 1 FROM bookings\nSTREAMS={json.dumps([STREAM])}\n# comment\nSINK_TYPE=log\n"
+    )
     config = load_config(path)
     assert config.sql == "SELECT 1 FROM bookings"
     assert config.SINK_TYPE == "log"
@@ -58,8 +60,16 @@ def test_env_substitution_and_default():
 
 
 def test_set_overrides_top_level_and_stream_keys():
-    config = load_config(data=BASE, overrides=["SINK_TYPE=kafka", "SINK_KAFKA_BROKERS=b:1", "SINK_KAFKA_TOPIC=o",
-                                               "SINK_KAFKA_PROTO_MESSAGE=x.Y", "STREAMS[0].SOURCE_KAFKA_TOPIC_NAMES=other"])
+    config = load_config(
+        data=BASE,
+        overrides=[
+            "SINK_TYPE=kafka",
+            "SINK_KAFKA_BROKERS=b:1",
+            "SINK_KAFKA_TOPIC=o",
+            "SINK_KAFKA_PROTO_MESSAGE=x.Y",
+            "STREAMS[0].SOURCE_KAFKA_TOPIC_NAMES=other",
+        ],
+    )
     assert config.SINK_TYPE == "kafka"
     assert config.STREAMS[0].SOURCE_KAFKA_TOPIC_NAMES == "other"
     with pytest.raises(DaggerConfigError, match="must look like KEY=VALUE"):
@@ -90,7 +100,9 @@ def test_wrong_type_and_invalid_enum():
 
 
 def test_invalid_source_details_combination():
-    message = error_of(STREAMS=[{**STREAM, "SOURCE_DETAILS": [{"SOURCE_NAME": "KAFKA_SOURCE", "SOURCE_TYPE": "BOUNDED"}]}])
+    message = error_of(
+        STREAMS=[{**STREAM, "SOURCE_DETAILS": [{"SOURCE_NAME": "KAFKA_SOURCE", "SOURCE_TYPE": "BOUNDED"}]}]
+    )
     assert "combines SOURCE_NAME=KAFKA_SOURCE with SOURCE_TYPE=BOUNDED" in message
     assert "accepted: KAFKA_CONSUMER+UNBOUNDED, KAFKA_SOURCE+UNBOUNDED, PARQUET_SOURCE+BOUNDED" in message
     two = [{"SOURCE_NAME": "KAFKA_SOURCE", "SOURCE_TYPE": "UNBOUNDED"}] * 2
@@ -101,9 +113,22 @@ def test_processor_shapes_are_validated_before_the_features_exist():
     bad = {"internal_source": [{"output_field": "*", "type": "sqll", "value": "*"}]}
     message = error_of(PROCESSOR_POSTPROCESSOR_ENABLE="true", PROCESSOR_POSTPROCESSOR_CONFIG=json.dumps(bad))
     assert "PROCESSOR_POSTPROCESSOR_CONFIG.internal_source[0].type: 'sqll' is not accepted" in message
-    reserved = {"table_transformers": [{"table_name": "bookings", "transformers": [
-        {"transformation_class": "InvalidRecordFilterTransformer", "transformation_arguments": {"table_name": "x"}}]}]}
-    assert "'table_name': it is reserved" in error_of(PROCESSOR_PREPROCESSOR_ENABLE=True, PROCESSOR_PREPROCESSOR_CONFIG=reserved)
+    reserved = {
+        "table_transformers": [
+            {
+                "table_name": "bookings",
+                "transformers": [
+                    {
+                        "transformation_class": "InvalidRecordFilterTransformer",
+                        "transformation_arguments": {"table_name": "x"},
+                    }
+                ],
+            }
+        ]
+    }
+    assert "'table_name': it is reserved" in error_of(
+        PROCESSOR_PREPROCESSOR_ENABLE=True, PROCESSOR_PREPROCESSOR_CONFIG=reserved
+    )
 
 
 def test_kafka_sink_requires_its_keys_and_dead_letter_needs_a_topic():
@@ -116,7 +141,9 @@ def test_cli_exits_2_on_a_bad_config_without_starting_spark(tmp_path):
     path = tmp_path / "bad.json"
     path.write_text(json.dumps({**BASE, "SINK_TPYE": "log"}))
     started = time.monotonic()
-    result = subprocess.run([sys.executable, "-m", "dagger", "run", str(path)], capture_output=True, text=True, cwd=ROOT)
+    result = subprocess.run(
+        [sys.executable, "-m", "dagger", "run", str(path)], capture_output=True, text=True, cwd=ROOT
+    )
     assert result.returncode == 2
     assert "did you mean SINK_TYPE?" in result.stderr
     assert "SparkContext" not in result.stderr and "log4j" not in result.stderr
@@ -126,8 +153,12 @@ def test_cli_exits_2_on_a_bad_config_without_starting_spark(tmp_path):
 def test_cli_exits_2_on_an_unknown_message(tmp_path):
     path = tmp_path / "job.json"
     stream = {**STREAM, "INPUT_SCHEMA_PROTO_CLASS": "dagger.examples.BookingLog"}
-    path.write_text(json.dumps({**BASE, "STREAMS": [stream], "SCHEMA_REGISTRY_STENCIL_URLS": "descriptors/examples.desc"}))
-    result = subprocess.run([sys.executable, "-m", "dagger", "run", str(path)], capture_output=True, text=True, cwd=ROOT)
+    path.write_text(
+        json.dumps({**BASE, "STREAMS": [stream], "SCHEMA_REGISTRY_STENCIL_URLS": "descriptors/examples.desc"})
+    )
+    result = subprocess.run(
+        [sys.executable, "-m", "dagger", "run", str(path)], capture_output=True, text=True, cwd=ROOT
+    )
     assert result.returncode == 2
     assert "message 'dagger.examples.BookingLog' is not in the descriptor sets" in result.stderr
     assert "did you mean" in result.stderr and "dagger.examples.BookingLogMessage" in result.stderr

@@ -25,11 +25,15 @@ def test_tumbling_window_in_dagger_syntax_gives_exact_counts(spark, broker, sten
         "SELECT service_area_id, count(1) AS booking_count, TUMBLE_END(rowtime, INTERVAL '1' MINUTE) AS window_timestamp "
         "FROM `data_stream_0` GROUP BY service_area_id, TUMBLE(rowtime, INTERVAL '1' MINUTE)"
     )
-    data = job(stencil, [kafka_stream(broker, source)], sql, **kafka_sink(broker, out, "dagger.examples.BookingCountMessage"))
+    data = job(
+        stencil, [kafka_stream(broker, source)], sql, **kafka_sink(broker, out, "dagger.examples.BookingCountMessage")
+    )
     _, query = run_job(spark, data, tmp_path / "cp")
     assert query.exception() is None
     rows = [Count.FromString(m.value()) for m in consume_all(broker.bootstrap, out, expected=6)]
-    got = sorted((r.service_area_id, r.window_timestamp.ToDatetime(dt.timezone.utc).minute, r.booking_count) for r in rows)
+    got = sorted(
+        (r.service_area_id, r.window_timestamp.ToDatetime(dt.UTC).minute, r.booking_count) for r in rows
+    )
     # 3 minutes of events; the watermark (max - 10 s) closes the windows ending 10:01 and 10:02 only
     assert got == sorted((area, minute, 40) for area in AREAS for minute in (1, 2))
 
@@ -52,8 +56,12 @@ def test_topics_by_regex_over_several_partitions_and_committed_offsets(spark, br
         [f"order-{i}" for i in range(90)] + [f"order-{i}" for i in range(40)]
     )
     # the processed offsets are committed to the group, visible to any Kafka admin tool
-    reader = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": stream["SOURCE_KAFKA_CONSUMER_CONFIG_GROUP_ID"]})
-    committed = reader.committed([TopicPartition(a, p) for p in range(3)] + [TopicPartition(b, p) for p in range(2)], timeout=10)
+    reader = Consumer(
+        {"bootstrap.servers": broker.bootstrap, "group.id": stream["SOURCE_KAFKA_CONSUMER_CONFIG_GROUP_ID"]}
+    )
+    committed = reader.committed(
+        [TopicPartition(a, p) for p in range(3)] + [TopicPartition(b, p) for p in range(2)], timeout=10
+    )
     reader.close()
     assert sorted((tp.topic, tp.partition, tp.offset) for tp in committed) == sorted(
         [(a, p, 30) for p in range(3)] + [(b, p, 20) for p in range(2)]
@@ -69,16 +77,21 @@ def test_nested_enum_map_and_repeated_fields_in_sql_reach_nested_output_fields(s
         "filter(item_tags, t -> t != 'all') AS item_tags, map('n', order_number) AS metadata, rowtime AS event_timestamp "
         "FROM data_stream_0 WHERE service_type = 'GO_SEND' AND size(item_tags) = 2"
     )
-    data = job(stencil, [kafka_stream(broker, source)], sql, **kafka_sink(broker, out, "dagger.examples.BookingSummaryMessage"))
+    data = job(
+        stencil, [kafka_stream(broker, source)], sql, **kafka_sink(broker, out, "dagger.examples.BookingSummaryMessage")
+    )
     _, query = run_job(spark, data, tmp_path / "cp")
     assert query.exception() is None
-    rows = sorted((Summary.FromString(m.value()) for m in consume_all(broker.bootstrap, out, expected=4)), key=lambda r: r.order_number)
+    rows = sorted(
+        (Summary.FromString(m.value()) for m in consume_all(broker.bootstrap, out, expected=4)),
+        key=lambda r: r.order_number,
+    )
     assert [r.order_number for r in rows] == ["order-1", "order-10", "order-4", "order-7"]
     first = rows[0]
     assert first.service_type == 2  # GO_SEND, written back by name
     assert first.pickup.name == "pickup-1" and first.pickup.latitude == pytest.approx(-6.199)
     assert first.customer_id == "odd" and list(first.item_tags) == ["tag1"] and dict(first.metadata) == {"n": "order-1"}
-    assert first.event_timestamp.ToDatetime(dt.timezone.utc) == START + dt.timedelta(seconds=1)
+    assert first.event_timestamp.ToDatetime(dt.UTC) == START + dt.timedelta(seconds=1)
 
 
 def test_two_stream_join(spark, broker, stencil, topic, tmp_path):
@@ -127,20 +140,38 @@ def test_invalid_record_policy_drop_counts_and_keeps_every_good_record(spark, br
     source, out = topic("bad-drop"), topic("bad-drop-out")
     produce(broker.bootstrap, source, ((None, v) for v in _with_malformed(8)))
     stream = kafka_stream(broker, source, SOURCE_KAFKA_INVALID_RECORD_POLICY="drop")
-    data = job(stencil, [stream], "SELECT order_number FROM data_stream_0", **kafka_sink(broker, out, "dagger.examples.BookingSummaryMessage"))
+    data = job(
+        stencil,
+        [stream],
+        "SELECT order_number FROM data_stream_0",
+        **kafka_sink(broker, out, "dagger.examples.BookingSummaryMessage"),
+    )
     _, query = run_job(spark, data, tmp_path / "cp")
     assert query.exception() is None
     rows = [Summary.FromString(m.value()).order_number for m in consume_all(broker.bootstrap, out, expected=8)]
     assert sorted(rows) == sorted(f"order-{i}" for i in range(8))
-    dropped = sum(p["observedMetrics"]["invalid_records_data_stream_0"]["count"] for p in query.recentProgress if p.get("observedMetrics"))
+    dropped = sum(
+        p["observedMetrics"]["invalid_records_data_stream_0"]["count"]
+        for p in query.recentProgress
+        if p.get("observedMetrics")
+    )
     assert dropped == 1
 
 
-def test_invalid_record_policy_dead_letter_writes_raw_bytes_with_reason_and_coordinates(spark, broker, stencil, topic, tmp_path):
+def test_invalid_record_policy_dead_letter_writes_raw_bytes_with_reason_and_coordinates(
+    spark, broker, stencil, topic, tmp_path
+):
     source, out, dlq = topic("bad-dlq"), topic("bad-dlq-out"), topic("bad-dlq-dead")
     produce(broker.bootstrap, source, ((None, v) for v in _with_malformed(8)))
-    stream = kafka_stream(broker, source, SOURCE_KAFKA_INVALID_RECORD_POLICY="dead-letter", SOURCE_KAFKA_DEAD_LETTER_TOPIC=dlq)
-    data = job(stencil, [stream], "SELECT order_number FROM data_stream_0", **kafka_sink(broker, out, "dagger.examples.BookingSummaryMessage"))
+    stream = kafka_stream(
+        broker, source, SOURCE_KAFKA_INVALID_RECORD_POLICY="dead-letter", SOURCE_KAFKA_DEAD_LETTER_TOPIC=dlq
+    )
+    data = job(
+        stencil,
+        [stream],
+        "SELECT order_number FROM data_stream_0",
+        **kafka_sink(broker, out, "dagger.examples.BookingSummaryMessage"),
+    )
     _, query = run_job(spark, data, tmp_path / "cp")
     assert query.exception() is None
     assert len(consume_all(broker.bootstrap, out, expected=8)) == 8
@@ -158,9 +189,16 @@ def test_sql_that_does_not_fit_the_sink_message_is_refused_before_start(spark, b
 
     source = topic("misfit")
     sql = "SELECT item_tags AS order_number FROM data_stream_0"
-    data = job(stencil, [kafka_stream(broker, source)], sql, **kafka_sink(broker, "unused", "dagger.examples.BookingSummaryMessage"))
+    data = job(
+        stencil,
+        [kafka_stream(broker, source)],
+        sql,
+        **kafka_sink(broker, "unused", "dagger.examples.BookingSummaryMessage"),
+    )
     plan = StreamManager(load_config(data=data), checkpoint_dir=str(tmp_path), spark=spark).plan()
-    assert any("column 'order_number' (ARRAY<STRING>) cannot be written to field 'order_number'" in p for p in plan.problems)
+    assert any(
+        "column 'order_number' (ARRAY<STRING>) cannot be written to field 'order_number'" in p for p in plan.problems
+    )
     assert plan.output_mode == "append"
     assert not list(tmp_path.iterdir())  # nothing started, nothing checkpointed
 
@@ -169,7 +207,9 @@ def test_non_windowed_aggregation_runs_in_update_mode(spark, broker, stencil, to
     source, out = topic("upd"), topic("upd-out")
     produce(broker.bootstrap, source, ((None, v) for v in bookings(9, START)))
     sql = "SELECT service_area_id, count(1) AS booking_count FROM data_stream_0 GROUP BY service_area_id"
-    data = job(stencil, [kafka_stream(broker, source)], sql, **kafka_sink(broker, out, "dagger.examples.BookingCountMessage"))
+    data = job(
+        stencil, [kafka_stream(broker, source)], sql, **kafka_sink(broker, out, "dagger.examples.BookingCountMessage")
+    )
     manager, query = run_job(spark, data, tmp_path / "cp")
     assert query.exception() is None
     rows = [Count.FromString(m.value()) for m in consume_all(broker.bootstrap, out, expected=3)]

@@ -44,7 +44,9 @@ def test_several_sets_merge_into_one_pool(stencil, tmp_path):
 
 
 def test_unreachable_url_is_a_clear_error(stencil):
-    with pytest.raises(SchemaRegistryError, match=r"cannot fetch descriptor set .*missing.desc after 1 attempt\(s\): HTTP 404"):
+    with pytest.raises(
+        SchemaRegistryError, match=r"cannot fetch descriptor set .*missing.desc after 1 attempt\(s\): HTTP 404"
+    ):
         SchemaRegistry(settings(stencil.url("missing.desc"))).get()
     with pytest.raises(SchemaRegistryError, match=r"127.0.0.1:9/x.desc after 2 attempt\(s\): ConnectionError"):
         SchemaRegistry(settings("http://127.0.0.1:9/x.desc", retries=1)).get()
@@ -63,7 +65,10 @@ def test_non_descriptor_bytes_and_unknown_message(tmp_path):
 
 
 def test_headers_parse_and_malformed_entries_are_ignored():
-    assert parse_headers("Authorization:Bearer x, X-Team:data,broken") == {"Authorization": "Bearer x", "X-Team": "data"}
+    assert parse_headers("Authorization:Bearer x, X-Team:data,broken") == {
+        "Authorization": "Bearer x",
+        "X-Team": "data",
+    }
 
 
 def test_auto_refresh_picks_up_a_changed_set_after_the_ttl(tmp_path):
@@ -93,9 +98,13 @@ def test_restart_with_a_used_field_removed_or_retyped_fails(tmp_path):
     from pyspark.sql.types import StringType, StructField, StructType
 
     removed = StructType([f for f in schema.fields if f.name != "service_area_id"])
-    with pytest.raises(SchemaCompatibilityError, match="table bookings: field 'service_area_id' \\(string\\) was removed"):
+    with pytest.raises(
+        SchemaCompatibilityError, match="table bookings: field 'service_area_id' \\(string\\) was removed"
+    ):
         check_and_record(str(tmp_path), snapshot("b" * 64, {"bookings": removed}), {"service_area_id"})
-    retyped = StructType([StructField(f.name, StringType()) if f.name == "amount_paid_by_cash" else f for f in schema.fields])
+    retyped = StructType(
+        [StructField(f.name, StringType()) if f.name == "amount_paid_by_cash" else f for f in schema.fields]
+    )
     with pytest.raises(SchemaCompatibilityError, match="'amount_paid_by_cash' changed type from bigint to string"):
         check_and_record(str(tmp_path), snapshot("b" * 64, {"bookings": retyped}), None)
     # a change to a field the query does not use is fine, and so is an added field

@@ -40,14 +40,29 @@ def inners(draw):
 @st.composite
 def messages(draw):
     m = Everything(
-        f_double=draw(finite), f_float=draw(f32), f_int32=draw(i32), f_int64=draw(i64), f_uint32=draw(u32),
-        f_uint64=draw(u64), f_sint32=draw(i32), f_sint64=draw(i64), f_fixed32=draw(u32), f_fixed64=draw(u64),
-        f_sfixed32=draw(i32), f_sfixed64=draw(i64), f_bool=draw(st.booleans()), f_string=draw(text),
-        f_bytes=draw(st.binary(max_size=8)), f_enum=draw(enum), f_strings=draw(st.lists(text, max_size=3)),
+        f_double=draw(finite),
+        f_float=draw(f32),
+        f_int32=draw(i32),
+        f_int64=draw(i64),
+        f_uint32=draw(u32),
+        f_uint64=draw(u64),
+        f_sint32=draw(i32),
+        f_sint64=draw(i64),
+        f_fixed32=draw(u32),
+        f_fixed64=draw(u64),
+        f_sfixed32=draw(i32),
+        f_sfixed64=draw(i64),
+        f_bool=draw(st.booleans()),
+        f_string=draw(text),
+        f_bytes=draw(st.binary(max_size=8)),
+        f_enum=draw(enum),
+        f_strings=draw(st.lists(text, max_size=3)),
         f_enums=draw(st.lists(enum, max_size=3)),
     )
     if draw(st.booleans()):
-        m.f_inner.CopyFrom(Everything.DESCRIPTOR.fields_by_name["f_inner"].message_type._concrete_class(**draw(inners())))
+        m.f_inner.CopyFrom(
+            Everything.DESCRIPTOR.fields_by_name["f_inner"].message_type._concrete_class(**draw(inners()))
+        )
     for item in draw(st.lists(inners(), max_size=2)):
         m.f_inners.add(**item)
     for k, v in draw(st.dictionaries(text, i64, max_size=3)).items():
@@ -73,7 +88,7 @@ def messages(draw):
     elif choice == "number":
         m.choice_number = draw(i64)
     if draw(st.booleans()):
-        m.f_duration.seconds = draw(st.integers(-10**9, 10**9))
+        m.f_duration.seconds = draw(st.integers(-(10**9), 10**9))
         m.f_duration.nanos = draw(st.integers(0, 999_999_999)) * (1 if m.f_duration.seconds >= 0 else -1)
     if draw(st.booleans()):
         m.f_tree.name = draw(text)
@@ -115,7 +130,7 @@ def test_fast_decode_matches_reference(batch):
             else:
                 assert _normalise(got) == _normalise(value), name
         assert row[VALIDITY_COLUMN] is True
-        expected_rowtime = expected["event_timestamp"] or dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+        expected_rowtime = expected["event_timestamp"] or dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
         assert row["rowtime"] == expected_rowtime
 
 
@@ -124,7 +139,13 @@ def _sorted_maps(row: dict) -> dict:
 
 
 def _unknown_enum(m) -> bool:
-    colors = [m.f_enum, *m.f_enums, m.f_inner.color, *(i.color for i in m.f_inners), *(v.color for v in m.f_map_msg.values())]
+    colors = [
+        m.f_enum,
+        *m.f_enums,
+        m.f_inner.color,
+        *(i.color for i in m.f_inners),
+        *(v.color for v in m.f_map_msg.values()),
+    ]
     return any(c > 3 for c in colors)
 
 
@@ -146,11 +167,17 @@ def test_encode_of_decoded_batch_round_trips(batch):
         if not original.HasField("f_tree"):
             expected.ClearField("f_tree")
         # rowtime is microsecond precision: the Timestamp's sub-microsecond digits are gone
-        for ts in [*([expected.event_timestamp] if expected.HasField("event_timestamp") else []), *expected.f_timestamps]:
+        for ts in [
+            *([expected.event_timestamp] if expected.HasField("event_timestamp") else []),
+            *expected.f_timestamps,
+        ]:
             ts.nanos = ts.nanos // 1000 * 1000
         if expected.HasField("f_duration"):
             micros = expected.f_duration.seconds * 1_000_000 + int(expected.f_duration.nanos / 1000)
-            expected.f_duration.seconds, expected.f_duration.nanos = int(micros / 1_000_000), (micros - int(micros / 1_000_000) * 1_000_000) * 1000
+            expected.f_duration.seconds, expected.f_duration.nanos = (
+                int(micros / 1_000_000),
+                (micros - int(micros / 1_000_000) * 1_000_000) * 1000,
+            )
         assert _sorted_maps(message_to_row(back)) == _sorted_maps(message_to_row(expected))
 
 
@@ -164,7 +191,7 @@ def test_malformed_and_null_records_are_isolated_without_losing_the_rest():
     rows = result.batch.to_pylist()
     assert [r[VALIDITY_COLUMN] for r in rows] == [True, False, True, False, True, False, True, True]
     assert [r["f_int32"] for r in rows if r[VALIDITY_COLUMN]] == [0, 1, 2, 3, 4]
-    assert all(r["rowtime"] == dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc) for r in rows if not r[VALIDITY_COLUMN])
+    assert all(r["rowtime"] == dt.datetime(1970, 1, 1, tzinfo=dt.UTC) for r in rows if not r[VALIDITY_COLUMN])
 
 
 def test_table_columns_follow_daggers_layout():
@@ -183,11 +210,17 @@ def test_encoder_maps_by_name_and_reports_impossible_casts():
     summary = DESCRIPTORS.find_message("dagger.examples.BookingSummaryMessage")
     Summary = message_class("dagger.examples.BookingSummaryMessage", DESCRIPTORS)
     encoder = ProtoEncoder(summary)
-    batch = pa.RecordBatch.from_pydict({
-        "order_number": ["a", None], "pickup.name": ["p", "q"], "pickup.latitude": [1.5, None],
-        "not_a_field": [1, 2], "amount_paid_by_cash": pa.array([7, 8], pa.int32()), "service_type": ["GO_FOOD", None],
-        "event_timestamp": [1700000000, None],
-    })
+    batch = pa.RecordBatch.from_pydict(
+        {
+            "order_number": ["a", None],
+            "pickup.name": ["p", "q"],
+            "pickup.latitude": [1.5, None],
+            "not_a_field": [1, 2],
+            "amount_paid_by_cash": pa.array([7, 8], pa.int32()),
+            "service_type": ["GO_FOOD", None],
+            "event_timestamp": [1700000000, None],
+        }
+    )
     first, second = (Summary.FromString(b) for b in encoder.encode(batch).to_pylist())
     assert first.order_number == "a" and first.pickup.name == "p" and first.pickup.latitude == 1.5
     assert first.amount_paid_by_cash == 7 and first.service_type == 3 and first.event_timestamp.seconds == 1700000000

@@ -7,8 +7,10 @@ from dagger.sql.rewrite import referenced_columns, rewrite_sql
 
 
 def test_tumble_and_its_end():
-    sql = ("SELECT count(1) AS c, TUMBLE_END(rowtime, INTERVAL '30' SECOND) AS window_timestamp "
-           "FROM `data_stream_0` GROUP BY TUMBLE (rowtime, INTERVAL '30' SECOND)")
+    sql = (
+        "SELECT count(1) AS c, TUMBLE_END(rowtime, INTERVAL '30' SECOND) AS window_timestamp "
+        "FROM `data_stream_0` GROUP BY TUMBLE (rowtime, INTERVAL '30' SECOND)"
+    )
     assert rewrite_sql(sql) == (
         "SELECT COUNT(1) AS c, WINDOW(rowtime, '30 seconds').end AS window_timestamp "
         "FROM `data_stream_0` GROUP BY WINDOW(rowtime, '30 seconds')"
@@ -16,9 +18,11 @@ def test_tumble_and_its_end():
 
 
 def test_hop_swaps_slide_and_size_and_rowtime_uses_window_time():
-    sql = ("SELECT k, HOP_START(rowtime, INTERVAL '1' MINUTE, INTERVAL '5' MINUTE) AS s, "
-           "HOP_ROWTIME(rowtime, INTERVAL '1' MINUTE, INTERVAL '5' MINUTE) AS r "
-           "FROM t GROUP BY k, HOP(rowtime, INTERVAL '1' MINUTE, INTERVAL '5' MINUTE)")
+    sql = (
+        "SELECT k, HOP_START(rowtime, INTERVAL '1' MINUTE, INTERVAL '5' MINUTE) AS s, "
+        "HOP_ROWTIME(rowtime, INTERVAL '1' MINUTE, INTERVAL '5' MINUTE) AS r "
+        "FROM t GROUP BY k, HOP(rowtime, INTERVAL '1' MINUTE, INTERVAL '5' MINUTE)"
+    )
     out = rewrite_sql(sql)
     assert "WINDOW(rowtime, '5 minutes', '1 minutes').start AS s" in out
     assert "WINDOW_TIME(WINDOW(rowtime, '5 minutes', '1 minutes')) AS r" in out
@@ -26,7 +30,9 @@ def test_hop_swaps_slide_and_size_and_rowtime_uses_window_time():
 
 
 def test_queries_without_group_windows_are_untouched():
-    sql = "select a.x, b.y from a join b on a.k = b.k and b.rowtime between a.rowtime and a.rowtime + INTERVAL '5' MINUTE"
+    sql = (
+        "select a.x, b.y from a join b on a.k = b.k and b.rowtime between a.rowtime and a.rowtime + INTERVAL '5' MINUTE"
+    )
     assert rewrite_sql(sql) == sql
 
 

@@ -158,9 +158,9 @@ def _location(loc: tuple[Any, ...]) -> str:
     for part in loc:
         if isinstance(part, int):
             out += f"[{part}]"
-        elif part in ("function-after", "function-before", "json-or-python", "list", "dict") or str(
-            part
-        ).startswith(("function-", "nullable")):
+        elif part in ("function-after", "function-before", "json-or-python", "list", "dict") or str(part).startswith(
+            ("function-", "nullable")
+        ):
             continue
         else:
             out += f".{part}" if out else str(part)

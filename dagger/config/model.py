@@ -356,15 +356,25 @@ class JobConfig(_Strict):
     FLINK_WATERMARK_DELAY_MS: int = Field(
         10000, ge=0, description="Bounded out-of-orderness: the watermark trails the max rowtime by this much."
     )
-    FLINK_WATERMARK_INTERVAL_MS: int = Field(10000, description="Accepted for compatibility; Spark advances the watermark every micro-batch.")
-    FLINK_WATERMARK_PER_PARTITION_ENABLE: bool = Field(False, description="Accepted for compatibility; Spark keeps one watermark per query.")
-    FLINK_PARALLELISM: int = Field(1, description="Accepted for compatibility; Spark parallelism follows Kafka partitions and cores.")
+    FLINK_WATERMARK_INTERVAL_MS: int = Field(
+        10000, description="Accepted for compatibility; Spark advances the watermark every micro-batch."
+    )
+    FLINK_WATERMARK_PER_PARTITION_ENABLE: bool = Field(
+        False, description="Accepted for compatibility; Spark keeps one watermark per query."
+    )
+    FLINK_PARALLELISM: int = Field(
+        1, description="Accepted for compatibility; Spark parallelism follows Kafka partitions and cores."
+    )
     FLINK_PARALLELISM_MAX: int = Field(50, description="Accepted for compatibility.")
-    FLINK_CHECKPOINT_INTERVAL_MS: int = Field(30000, description="Accepted for compatibility; Spark checkpoints every micro-batch.")
+    FLINK_CHECKPOINT_INTERVAL_MS: int = Field(
+        30000, description="Accepted for compatibility; Spark checkpoints every micro-batch."
+    )
     FLINK_CHECKPOINT_TIMEOUT_MS: int = Field(900000, description="Accepted for compatibility.")
     FLINK_CHECKPOINT_MIN_PAUSE_MS: int = Field(5000, description="Accepted for compatibility.")
     FLINK_CHECKPOINT_MAX_CONCURRENT: int = Field(1, description="Accepted for compatibility.")
-    FLINK_RETENTION_IDLE_STATE_MINUTE: int = Field(10, description="Accepted for compatibility; state is bounded by the watermark.")
+    FLINK_RETENTION_IDLE_STATE_MINUTE: int = Field(
+        10, description="Accepted for compatibility; state is bounded by the watermark."
+    )
     FLINK_RETENTION_MIN_IDLE_STATE_HOUR: int | None = Field(None, description="Documented Dagger key; accepted.")
     FLINK_RETENTION_MAX_IDLE_STATE_HOUR: int | None = Field(None, description="Documented Dagger key; accepted.")
     FUNCTION_FACTORY_CLASSES: Annotated[list[str], CommaList] = Field(
@@ -439,8 +449,12 @@ class JobConfig(_Strict):
     SCHEMA_REGISTRY_STENCIL_FETCH_HEADERS: str | None = Field(None, description="`Key:Value,Key2:Value2` headers.")
     SCHEMA_REGISTRY_STENCIL_CACHE_AUTO_REFRESH: bool = Field(False, description="Re-fetch descriptors after the TTL.")
     SCHEMA_REGISTRY_STENCIL_CACHE_TTL_MS: int = Field(900000, gt=0, description="Descriptor cache TTL.")
-    SCHEMA_REGISTRY_STENCIL_REFRESH_STRATEGY: str = Field("LONG_POLLING", description="LONG_POLLING (re-fetch after TTL).")
-    SCHEMA_REGISTRY_STENCIL_FETCH_BACKOFF_MIN_MS: int = Field(60000, ge=0, description="First retry delay; doubles per retry.")
+    SCHEMA_REGISTRY_STENCIL_REFRESH_STRATEGY: str = Field(
+        "LONG_POLLING", description="LONG_POLLING (re-fetch after TTL)."
+    )
+    SCHEMA_REGISTRY_STENCIL_FETCH_BACKOFF_MIN_MS: int = Field(
+        60000, ge=0, description="First retry delay; doubles per retry."
+    )
     SCHEMA_REGISTRY_STENCIL_FETCH_RETRIES: int = Field(4, ge=0, description="Retries after a failed fetch.")
 
     # --- processors and UDFs ----------------------------------------------------------------------
@@ -464,7 +478,9 @@ class JobConfig(_Strict):
     METRIC_TELEMETRY_SHUTDOWN_PERIOD_MS: int = Field(10000, description="Delay before failing after a fatal error.")
 
     # --- Spark ------------------------------------------------------------------------------------
-    SPARK_MASTER: str = Field("local[*]", description="Spark master when run by `dagger run` (spark-submit sets its own).")
+    SPARK_MASTER: str = Field(
+        "local[*]", description="Spark master when run by `dagger run` (spark-submit sets its own)."
+    )
     SPARK_CHECKPOINT_LOCATION: str | None = Field(
         None,
         description="Checkpoint directory (offsets, state, descriptor digest). Default: "
@@ -480,7 +496,7 @@ class JobConfig(_Strict):
         50_000, gt=0, description="Records per Arrow batch produced by the Kafka reader."
     )
     SPARK_CONF: Annotated[dict[str, str], Json] = Field(
-        default_factory=dict, description="Extra Spark configuration, e.g. `{\"spark.sql.shuffle.partitions\": \"4\"}`."
+        default_factory=dict, description='Extra Spark configuration, e.g. `{"spark.sql.shuffle.partitions": "4"}`.'
     )
     SPARK_OUTPUT_MODE: Literal["auto", "append", "update", "complete"] = Field(
         "auto",

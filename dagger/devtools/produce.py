@@ -54,7 +54,9 @@ def produce(
     return len(records)
 
 
-def consume_all(bootstrap: str, topic: str, expected: int | None = None, idle_seconds: float = 5.0, timeout: float = 120.0) -> list:
+def consume_all(
+    bootstrap: str, topic: str, expected: int | None = None, idle_seconds: float = 5.0, timeout: float = 120.0
+) -> list:
     """Read every partition of a topic from the beginning until ``expected`` records arrived (plus a short
     grace period that would catch duplicates) or it stays idle. Uses assign, not a consumer group."""
     import time

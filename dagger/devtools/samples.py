@@ -23,7 +23,9 @@ def message_class(name: str, descriptors: DescriptorSet | None = None):  # noqa:
     return message_factory.GetMessageClass((descriptors or example_descriptors()).find_message(name))
 
 
-def bookings(count: int, start: dt.datetime, step_seconds: float = 1.0, descriptors: DescriptorSet | None = None) -> list[bytes]:
+def bookings(
+    count: int, start: dt.datetime, step_seconds: float = 1.0, descriptors: DescriptorSet | None = None
+) -> list[bytes]:
     """``count`` serialized bookings, one every ``step_seconds`` of event time from ``start``.
 
     Booking ``i`` is in area ``AREAS[i % 3]``, service ``SERVICES[i % 3]``, customer ``c{i % 5}``, distance

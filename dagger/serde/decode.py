@@ -24,14 +24,13 @@ from pyspark.sql.types import StructType
 
 from dagger.serde.reference import field_value
 from dagger.serde.types import (
-    VALIDITY_COLUMN,
     contains_json_type,
     message_struct,
     table_schema,
     timestamp_field,
 )
 
-_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
 
 def ptars_config():  # noqa: ANN201 - ptars is imported lazily

@@ -78,7 +78,12 @@ class ProtoEncoder:
         return self._build(self.descriptor, self.schema, columns, n, prefix="")
 
     def _build(
-        self, descriptor: Descriptor, schema: pa.Schema | pa.StructType, columns: dict[str, pa.Array], n: int, prefix: str
+        self,
+        descriptor: Descriptor,
+        schema: pa.Schema | pa.StructType,
+        columns: dict[str, pa.Array],
+        n: int,
+        prefix: str,
     ) -> list[pa.Array]:
         nested: dict[str, dict[str, pa.Array]] = {}
         for name, array in columns.items():
@@ -119,7 +124,9 @@ class ProtoEncoder:
                 out = array
             elif pa.types.is_null(array.type):
                 out = pa.nulls(len(array), target.type)
-            elif pa.types.is_timestamp(target.type) and (pa.types.is_integer(array.type) or pa.types.is_floating(array.type) or pa.types.is_decimal(array.type)):
+            elif pa.types.is_timestamp(target.type) and (
+                pa.types.is_integer(array.type) or pa.types.is_floating(array.type) or pa.types.is_decimal(array.type)
+            ):
                 # Dagger reads a number written to a Timestamp field as epoch seconds
                 micros = pc.multiply(array.cast(pa.float64()), 1_000_000)
                 out = pc.round(micros).cast(pa.int64()).cast(target.type)

@@ -18,7 +18,7 @@ from google.protobuf.message import Message
 
 from dagger.serde.types import DURATION, JSON_TYPES, TIMESTAMP, WRAPPERS, is_map
 
-_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 _UNSIGNED64 = (FieldDescriptor.TYPE_UINT64, FieldDescriptor.TYPE_FIXED64)
 
 

@@ -85,9 +85,7 @@ _SCALARS: dict[int, DataType] = {
 def is_map(field: FieldDescriptor) -> bool:
     """True for ``map<K, V>`` fields."""
     return (
-        field.type == FieldDescriptor.TYPE_MESSAGE
-        and field.message_type.GetOptions().map_entry
-        and field.is_repeated
+        field.type == FieldDescriptor.TYPE_MESSAGE and field.message_type.GetOptions().map_entry and field.is_repeated
     )
 
 
@@ -155,17 +153,25 @@ def contains_json_type(descriptor: Descriptor, path: tuple[str, ...] = ()) -> bo
     if descriptor.full_name in path:
         return False
     for f in descriptor.fields:
-        if f.type == FieldDescriptor.TYPE_MESSAGE and contains_json_type(f.message_type, path + (descriptor.full_name,)):
+        if f.type == FieldDescriptor.TYPE_MESSAGE and contains_json_type(
+            f.message_type, path + (descriptor.full_name,)
+        ):
             return True
     return False
 
 
-def timestamp_field(descriptor: Descriptor, number: int, key: str = "INPUT_SCHEMA_EVENT_TIMESTAMP_FIELD_INDEX") -> FieldDescriptor:
+def timestamp_field(
+    descriptor: Descriptor, number: int, key: str = "INPUT_SCHEMA_EVENT_TIMESTAMP_FIELD_INDEX"
+) -> FieldDescriptor:
     """The top-level Timestamp field with proto field number ``number``, or a clear error."""
     from dagger.errors import DaggerConfigError
 
     field = descriptor.fields_by_number.get(number)
-    timestamps = [f"{f.name} = {f.number}" for f in descriptor.fields if f.message_type and f.message_type.full_name == TIMESTAMP and not f.is_repeated]
+    timestamps = [
+        f"{f.name} = {f.number}"
+        for f in descriptor.fields
+        if f.message_type and f.message_type.full_name == TIMESTAMP and not f.is_repeated
+    ]
     if field is None:
         raise DaggerConfigError(
             f"{key}: {descriptor.full_name} has no field number {number}; its Timestamp fields are: "

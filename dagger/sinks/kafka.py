@@ -57,13 +57,21 @@ class _KafkaWriter(SinkWriter):
             values = _json_lines(batch)
             keys = None
         else:
-            values = _encoder(sink.descriptor_set_b64, sink.value_message, "SINK_KAFKA_PROTO_MESSAGE").encode(batch).to_pylist()
+            values = (
+                _encoder(sink.descriptor_set_b64, sink.value_message, "SINK_KAFKA_PROTO_MESSAGE")
+                .encode(batch)
+                .to_pylist()
+            )
             keys = (
                 _encoder(sink.descriptor_set_b64, sink.key_message, "SINK_KAFKA_PROTO_KEY").encode(batch).to_pylist()
                 if sink.key_message
                 else None
             )
-        messages = [{"value": v} for v in values] if keys is None else [{"value": v, "key": k} for v, k in zip(values, keys, strict=True)]
+        messages = (
+            [{"value": v} for v in values]
+            if keys is None
+            else [{"value": v, "key": k} for v, k in zip(values, keys, strict=True)]
+        )
         # produce_batch enqueues the whole list in one call; a full local queue leaves the rest marked with
         # an error, which we retry after serving delivery reports
         pending = messages
@@ -147,14 +155,21 @@ class KafkaSink(Sink):
         return cls(config.SINK_KAFKA_TOPIC, producer, blob, value, key, config.SINK_KAFKA_DATA_TYPE)
 
     def describe(self) -> str:
-        what = f"{self.value_message}" + (f" (key {self.key_message})" if self.key_message else "") if self.data_type == "PROTO" else "JSON"
+        what = (
+            f"{self.value_message}" + (f" (key {self.key_message})" if self.key_message else "")
+            if self.data_type == "PROTO"
+            else "JSON"
+        )
         return f"kafka topic {self.topic} on {self.producer_config['bootstrap.servers']} as {what}"
 
     def check(self, schema: pa.Schema) -> list[str]:
         if self.data_type != "PROTO":
             return []
         problems = []
-        for message, key in ((self.value_message, "SINK_KAFKA_PROTO_MESSAGE"), (self.key_message, "SINK_KAFKA_PROTO_KEY")):
+        for message, key in (
+            (self.value_message, "SINK_KAFKA_PROTO_MESSAGE"),
+            (self.key_message, "SINK_KAFKA_PROTO_KEY"),
+        ):
             if not message:
                 continue
             encoder = _encoder(self.descriptor_set_b64, message, key)

@@ -1,6 +1,7 @@
 """``SINK_TYPE=log``: one readable line per output row, for debugging and the quickstart.
 
-As in Dagger, each row is shown as a ``{column=value, ...}`` map of its non-null columns. Lines are
+As in Dagger, each row is logged as a ``{column=value, ...}`` map of its non-null columns, on the driver's
+log stream (stderr: Spark redirects the stdout of Python data-source workers). Lines are
 collected by the writers and printed by the driver when the micro-batch commits, in order, so the output
 of a local run reads top to bottom (and lands in the driver log on a cluster).
 """
@@ -19,7 +20,7 @@ from dagger.sinks.base import Sink, SinkWriter
 def format_value(value: Any) -> str:
     """A compact, readable rendering of one value."""
     if isinstance(value, dt.datetime):
-        return value.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f").rstrip("0").rstrip(".") + "Z"
+        return value.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%f").rstrip("0").rstrip(".") + "Z"
     if isinstance(value, bytes):
         return value.hex()
     if isinstance(value, dict):
@@ -33,7 +34,10 @@ def format_value(value: Any) -> str:
 
 def format_rows(batch: pa.RecordBatch) -> list[str]:
     """Dagger's log-sink line for each row of ``batch``."""
-    return ["{" + ", ".join(f"{k}={format_value(v)}" for k, v in row.items() if v is not None) + "}" for row in batch.to_pylist()]
+    return [
+        "{" + ", ".join(f"{k}={format_value(v)}" for k, v in row.items() if v is not None) + "}"
+        for row in batch.to_pylist()
+    ]
 
 
 class _LogWriter(SinkWriter):

@@ -91,6 +91,8 @@ def write_micro_batch(sinks_option: str):  # noqa: ANN201
     """A ``foreachBatch`` function writing each micro-batch to the sinks through the batch writer."""
 
     def write(df: Any, batch_id: int) -> None:
-        df.write.format(SINK_FORMAT).option("sinks", sinks_option).option("batch_id", str(batch_id)).mode("append").save()
+        df.write.format(SINK_FORMAT).option("sinks", sinks_option).option("batch_id", str(batch_id)).mode(
+            "append"
+        ).save()
 
     return write

@@ -455,7 +455,11 @@ class _DeadLetterWriter:
             ("dagger.message", self.spec.message_name.encode()),
         ]
         self.producer.produce(
-            self.spec.dead_letter_topic, value=message.value(), key=message.key(), headers=headers, on_delivery=self._delivered
+            self.spec.dead_letter_topic,
+            value=message.value(),
+            key=message.key(),
+            headers=headers,
+            on_delivery=self._delivered,
         )
         self.producer.poll(0)
 

@@ -62,7 +62,9 @@ def _duration(node: exp.Expression, func: str) -> exp.Literal:
                 amount, unit_name = parts[0], parts[1].upper()
         if unit_name in _UNITS:
             return exp.Literal.string(f"{amount} {_UNITS[unit_name]}")
-        raise SqlError(f"{func}: unsupported interval unit {unit_name or '?'} in {node.sql()}; use SECOND, MINUTE, HOUR or DAY")
+        raise SqlError(
+            f"{func}: unsupported interval unit {unit_name or '?'} in {node.sql()}; use SECOND, MINUTE, HOUR or DAY"
+        )
     if isinstance(node, exp.Literal) and node.is_string:
         return node
     raise SqlError(f"{func}: expected an INTERVAL literal such as INTERVAL '1' MINUTE, got {node.sql()}")
