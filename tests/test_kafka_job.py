@@ -31,9 +31,7 @@ def test_tumbling_window_in_dagger_syntax_gives_exact_counts(spark, broker, sten
     _, query = run_job(spark, data, tmp_path / "cp")
     assert query.exception() is None
     rows = [Count.FromString(m.value()) for m in consume_all(broker.bootstrap, out, expected=6)]
-    got = sorted(
-        (r.service_area_id, r.window_timestamp.ToDatetime(dt.UTC).minute, r.booking_count) for r in rows
-    )
+    got = sorted((r.service_area_id, r.window_timestamp.ToDatetime(dt.UTC).minute, r.booking_count) for r in rows)
     # 3 minutes of events; the watermark (max - 10 s) closes the windows ending 10:01 and 10:02 only
     assert got == sorted((area, minute, 40) for area in AREAS for minute in (1, 2))
 
