@@ -38,7 +38,6 @@ def test_tumbling_window_in_dagger_syntax_gives_exact_counts(spark, broker, sten
 
 def test_topics_by_regex_over_several_partitions_and_committed_offsets(spark, broker, stencil, topic, tmp_path):
     a, b, other, out = topic("rx-a", 3), topic("rx-b", 2), topic("zz-other", 1), topic("rx-out")
-    prefix = a.split("-")[0] + "-" + a.split("-")[1]  # "rx-a" -> matches "rx-a-…" only, so use an alternation
     produce(broker.bootstrap, a, ((None, v) for v in bookings(90, START)), partitions=3)
     produce(broker.bootstrap, b, ((None, v) for v in bookings(40, START)), partitions=2)
     produce(broker.bootstrap, other, ((None, v) for v in bookings(7, START)), partitions=1)
@@ -47,7 +46,6 @@ def test_topics_by_regex_over_several_partitions_and_committed_offsets(spark, br
     data = job(stencil, [stream], sql, **kafka_sink(broker, out, "dagger.examples.BookingSummaryMessage"))
     _, query = run_job(spark, data, tmp_path / "cp")
     assert query.exception() is None
-    assert prefix
     rows = [Summary.FromString(m.value()) for m in consume_all(broker.bootstrap, out, expected=130)]
     assert len(rows) == 130
     assert collections.Counter(r.order_number for r in rows) == collections.Counter(
