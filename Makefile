@@ -36,10 +36,16 @@ descriptors: install ## recompile descriptors/*.proto into descriptors/examples.
 docs: install ## regenerate docs/config.md from the config model
 	$(VENV)/bin/dagger config-docs > docs/config.md
 
-dist: ## the archive spark-submit ships to executors: --py-files dist/dagger_on_spark.zip
+dist: ## what spark-submit ships to a cluster: the package zip and a packed Python environment
 	rm -rf dist && mkdir -p dist
-	$(PY) -m zipfile -c dist/dagger_on_spark.zip dagger udfs
-	@echo "dist/dagger_on_spark.zip: spark-submit --py-files dist/dagger_on_spark.zip dagger/entry.py CONFIG"
+	$(PYTHON) -m zipfile -c dist/dagger_on_spark.zip dagger udfs
+	$(PYTHON) -m venv dist/venv
+	dist/venv/bin/pip install -q . venv-pack==0.2.0
+	@# executors get pyspark from the cluster's Spark; leave it out of the archive
+	dist/venv/bin/venv-pack -q -p dist/venv -o dist/dagger_env.tar.gz \
+		--exclude 'lib/python*/site-packages/pyspark/*' --exclude 'lib/python*/site-packages/py4j/*'
+	rm -rf dist/venv build
+	@echo "PYSPARK_PYTHON=./environment/bin/python spark-submit --archives dist/dagger_env.tar.gz#environment dagger/entry.py CONFIG"
 
 clean:
 	rm -rf dist build *.egg-info checkpoints spark-warehouse .pytest_cache

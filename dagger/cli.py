@@ -83,6 +83,7 @@ def _setup_logging(verbose: bool) -> None:
         format="%(asctime)s %(levelname)-5s %(name)s: %(message)s",
         datefmt="%H:%M:%S",
         stream=sys.stderr,
+        force=True,  # under spark-submit the root logger already has a handler at WARNING
     )
     for noisy in ("py4j", "urllib3"):
         logging.getLogger(noisy).setLevel(logging.WARNING)

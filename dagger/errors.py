@@ -34,5 +34,9 @@ class InvalidRecordError(DaggerError):
     """A source record could not be decoded and the stream's policy is ``fail``."""
 
 
+class SourceError(DaggerError):
+    """A source cannot reach its system (unreachable broker, failed authentication, ...)."""
+
+
 class SinkError(DaggerError):
     """A sink could not write a batch (delivery failure, impossible cast, ...)."""

@@ -22,20 +22,26 @@ def get_session(config: Any, extra: dict[str, str] | None = None) -> Any:
     """A SparkSession for ``config``: the one spark-submit created, or a local one on all cores."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("TZ", "UTC")
-    from pyspark import SparkConf
+    from pyspark import SparkConf, SparkContext
     from pyspark.sql import SparkSession
 
     active = SparkSession.getActiveSession()
     if active is not None:
         return active
     builder = SparkSession.builder.appName(config.FLINK_JOB_ID)
-    if not SparkConf().contains("spark.master"):
+    # under spark-submit the JVM is already up (PYSPARK_GATEWAY_PORT): its --master and --conf win
+    submitted = "PYSPARK_GATEWAY_PORT" in os.environ
+    if submitted:
+        SparkContext._ensure_initialized()
+    given = SparkConf()  # spark-submit's settings once the gateway is initialised, else spark-defaults
+    if not given.contains("spark.master"):
         builder = builder.master(config.SPARK_MASTER)
     conf = dict(DEFAULT_CONF)
     conf.update(extra or {})
     conf.update(config.SPARK_CONF)
     for key, value in conf.items():
-        builder = builder.config(key, value)
+        if not (submitted and given.contains(key)):
+            builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(os.environ.get("DAGGER_SPARK_LOG_LEVEL", "WARN"))
     return spark

@@ -208,8 +208,9 @@ class StreamManager:
         else:
             writer = writer.trigger(processingTime=f"{self.config.SPARK_TRIGGER_INTERVAL_MS} milliseconds")
         log.info(
-            "starting %r: %d stream(s) -> %s, output mode %s, checkpoint %s, descriptors sha256 %s",
+            "starting %r on master %s: %d stream(s) -> %s, output mode %s, checkpoint %s, descriptors sha256 %s",
             self.config.FLINK_JOB_ID,
+            plan.dataframe.sparkSession.sparkContext.master,
             len(plan.tables),
             "; ".join(s.describe() for s in plan.sinks),
             plan.output_mode,

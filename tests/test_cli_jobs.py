@@ -135,7 +135,7 @@ def test_restart_after_a_kill_loses_nothing_and_after_a_clean_stop_duplicates_no
     assert not set(resumed) & set(after_clean_stop)
 
 
-def test_quickstart_example_config_runs_with_the_log_sink(broker, stencil, topic, tmp_path):
+def test_quickstart_example_config_runs_under_spark_submit_with_the_log_sink(broker, stencil, topic, tmp_path):
     from dagger.config import load_config
 
     source = "dagger-quickstart-bookings"
@@ -144,10 +144,15 @@ def test_quickstart_example_config_runs_with_the_log_sink(broker, stencil, topic
     produce(broker.bootstrap, source, ((None, v) for v in bookings(240, START, step_seconds=0.5)), partitions=2)
     env = {"KAFKA_BOOTSTRAP": broker.bootstrap, "DESCRIPTOR_URL": stencil.url("examples.desc")}
     load_config(ROOT / "configs" / "quickstart.json", environ=env)  # the shipped example is valid
-    result = dagger(
-        "run", "configs/quickstart.json", "--available-now", "--checkpoint-dir", str(tmp_path / "cp"), env=env
-    )
+    # spark-submit from a checkout, as the README shows: its --master wins over the config's SPARK_MASTER
+    spark_submit = os.path.join(os.path.dirname(sys.executable), "spark-submit")
+    command = [spark_submit, "--master", "local[2]", "--conf", "spark.ui.enabled=false", "dagger/entry.py"]
+    command += ["configs/quickstart.json", "--available-now", "--checkpoint-dir", str(tmp_path / "cp")]
+    env["PYSPARK_PYTHON"] = sys.executable
+    result = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=300, env={**os.environ, **env})
     assert result.returncode == 0, result.stderr[-2000:]
+    # spark-submit's PythonRunner forwards the driver's Python output on its stdout
+    assert "on master local[2]:" in result.stdout
     # rows are logged on the driver's log stream (stderr), as Dagger's log sink logs them
     lines = [line for line in result.stderr.splitlines() if line.startswith("{service_area_id=")]
     # 2 minutes of events: the watermark closes the first minute only (3 areas x 40 bookings)

@@ -132,6 +132,28 @@ def test_invalid_record_policy_fail_names_topic_partition_and_offset(spark, brok
     assert "SOURCE_KAFKA_INVALID_RECORD_POLICY" in error
 
 
+def test_security_keys_reach_librdkafka_and_a_failed_login_names_the_cause(spark, stencil, tmp_path):
+    from dagger.devtools.broker import Broker
+
+    # a broker that requires SASL: the stream's SCRAM login (an unknown user) must reach it and its refusal must
+    # come back as the reason, not as a bare metadata timeout
+    with Broker(authentication=True) as secured:
+        stream = kafka_stream(
+            secured,
+            "anything",
+            SOURCE_KAFKA_CONSUMER_CONFIG_SECURITY_PROTOCOL="SASL_PLAINTEXT",
+            SOURCE_KAFKA_CONSUMER_CONFIG_SASL_MECHANISM="SCRAM-SHA-512",
+            SOURCE_KAFKA_CONSUMER_CONFIG_SASL_JAAS_CONFIG=(
+                "org.apache.kafka.common.security.scram.ScramLoginModule required "
+                'username="mallory" password="${NO_SUCH_SECRET:-guess}";'
+            ),
+        )
+        _, query = run_job(spark, job(stencil, [stream], "SELECT order_number FROM data_stream_0"), tmp_path / "cp")
+    error = str(query.exception())
+    assert f"stream 'data_stream_0': cannot list topics on {secured.bootstrap}" in error
+    assert "SASL SCRAM authentication failed" in error and "unknown-user" in error
+
+
 def test_invalid_record_policy_drop_counts_and_keeps_every_good_record(spark, broker, stencil, topic, tmp_path):
     source, out = topic("bad-drop"), topic("bad-drop-out")
     produce(broker.bootstrap, source, ((None, v) for v in _with_malformed(8)))

@@ -28,7 +28,8 @@ def tansu_binary() -> str:
 class Broker:
     """An in-memory tansu broker; use as a context manager or call :meth:`start` / :meth:`stop`."""
 
-    def __init__(self, port: int | None = None, log_path: str | Path | None = None):
+    def __init__(self, port: int | None = None, log_path: str | Path | None = None, authentication: bool = False):
+        self.authentication = authentication  # SASL (SCRAM) required of every client
         self.port = port or free_port()
         self.bootstrap = f"127.0.0.1:{self.port}"
         self.log_path = Path(log_path) if log_path else None
@@ -47,6 +48,7 @@ class Broker:
                 url,
                 "--storage-engine",
                 "memory://tansu/",
+                *(["--authentication"] if self.authentication else []),
             ],
             stdout=out,
             stderr=subprocess.STDOUT,
@@ -65,7 +67,8 @@ class Broker:
         else:
             self.stop()
             raise RuntimeError(f"tansu did not listen on {self.bootstrap} within {timeout}s")
-        self._wait_ready(deadline)
+        if not self.authentication:  # an authenticating broker refuses the anonymous readiness probe
+            self._wait_ready(deadline)
         return self
 
     def _wait_ready(self, deadline: float) -> None:

@@ -36,7 +36,7 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPart
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
 from pyspark.sql.types import StructType
 
-from dagger.errors import DaggerConfigError, InvalidRecordError
+from dagger.errors import DaggerConfigError, InvalidRecordError, SourceError
 
 log = logging.getLogger(__name__)
 
@@ -169,8 +169,13 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
             conf = dict(self.spec.client_config)
             conf["enable.auto.commit"] = "false"
+            conf["error_cb"] = self._client_error
             self._consumer = Consumer(conf)
         return self._consumer
+
+    def _client_error(self, error: Any) -> None:
+        """librdkafka's own reason (authentication, TLS, DNS); a metadata timeout alone does not say it."""
+        self._last_client_error = error.str()
 
     def _topic_partitions(self) -> list[tuple[str, int]]:
         from confluent_kafka import KafkaException
@@ -178,9 +183,12 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         try:
             metadata = self._admin().list_topics(timeout=30)
         except KafkaException as exc:
-            raise InvalidRecordError(
+            self._admin().poll(0)  # librdkafka hands its error callbacks over on poll
+            reason = getattr(self, "_last_client_error", None) or exc.args[0].str()
+            raise SourceError(
                 f"stream '{self.spec.table}': cannot list topics on {self.spec.client_config['bootstrap.servers']}: "
-                f"{exc}"
+                f"{reason} (check SOURCE_KAFKA_CONSUMER_CONFIG_BOOTSTRAP_SERVERS and the SECURITY_PROTOCOL / SASL_* "
+                "/ SSL_* keys of this stream)"
             ) from None
         found = []
         for name, topic in metadata.topics.items():
