@@ -75,6 +75,8 @@ class StreamManager:
         self._descriptors = None
         self._commit_offsets = commit_offsets
         self._stop_requested = threading.Event()
+        self._catalog = None
+        self.udf_context = None
         self.query = None
 
     # -- building ----------------------------------------------------------------------------------------
@@ -140,6 +142,18 @@ class StreamManager:
             df.createOrReplaceTempView(stream.INPUT_SCHEMA_TABLE)
         return tables
 
+    def register_functions(self) -> Any:
+        """Register the function library, factory modules and Python UDF files; returns the catalog."""
+        from dagger.functions import build_catalog, register, udf_context
+        from dagger.python_udfs import load_python_udfs
+
+        if self._catalog is None:
+            catalog = build_catalog(self.config, load_python_udfs(self.config, self.spark))
+            self.udf_context = udf_context(self.spark, self.config, self.descriptors)
+            register(self.spark, catalog, self.udf_context)
+            self._catalog = catalog
+        return self._catalog
+
     def plan(self) -> Plan:
         """Everything short of starting the query: streams, SQL, output schema, mode, sink checks."""
         from pyspark.errors import AnalysisException, ParseException
@@ -149,7 +163,8 @@ class StreamManager:
         from dagger.sql.rewrite import rewrite_sql
 
         self.check_descriptors()
-        rewritten = rewrite_sql(self.config.sql)
+        catalog = self.register_functions()
+        rewritten = rewrite_sql(self.config.sql, catalog.macros)
         tables = self.register_streams()
         try:
             df = self.spark.sql(rewritten)
@@ -324,6 +339,9 @@ class StreamManager:
             (progress.get("eventTime") or {}).get("watermark", "-"),
             f", invalid records dropped {invalid}" if any(invalid.values()) else "",
         )
+        counters = {k: v.value for k, v in (self.udf_context.counters if self.udf_context else {}).items()}
+        if any(counters.values()):
+            log.info("DARTS: %s", ", ".join(f"{k}={v}" for k, v in counters.items()))
 
 
 def _first_line(exc: BaseException) -> str:

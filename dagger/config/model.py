@@ -327,9 +327,19 @@ class PostProcessorConfig(_Strict):
 
 
 class PythonUdfConfig(_Strict):
-    PYTHON_FILES: Annotated[list[str], CommaList] = Field(description="`.py` or `.zip` files, comma separated.")
-    PYTHON_ARCHIVES: str | None = None
-    PYTHON_REQUIREMENTS: str | None = None
+    PYTHON_FILES: Annotated[list[str], CommaList] = Field(
+        description="`.py` or `.zip` files, comma separated: local paths or http(s) URLs. In a `.py` file the "
+        "function named like the file is registered under the file name upper-cased (Dagger's convention), and "
+        "functions decorated with `@udfs.udf(returns=...)` under their own names."
+    )
+    PYTHON_ARCHIVES: str | None = Field(
+        None, description="Accepted for Dagger compatibility; ship archives with spark-submit --archives."
+    )
+    PYTHON_REQUIREMENTS: str | None = Field(
+        None,
+        description="Accepted for Dagger compatibility; third-party packages are the cluster's concern "
+        "(install them in the environment `make dist` packs).",
+    )
     PYTHON_FN_EXECUTION_ARROW_BATCH_SIZE: int = 10000
     PYTHON_FN_EXECUTION_BUNDLE_SIZE: int = 100000
     PYTHON_FN_EXECUTION_BUNDLE_TIME: int = 1000
@@ -468,8 +478,15 @@ class JobConfig(_Strict):
     PROCESSOR_LONGBOW_GCP_INSTANCE_ID: str | None = None
     PROCESSOR_LONGBOW_GCP_TABLE_ID: str | None = None
     PROCESSOR_LONGBOW_DOCUMENT_DURATION: str = "90d"
-    UDF_DART_GCS_PROJECT_ID: str | None = None
-    UDF_DART_GCS_BUCKET_ID: str | None = None
+    UDF_DART_GCS_PROJECT_ID: str | None = Field(None, description="GCS project of the DARTS bucket.")
+    UDF_DART_GCS_BUCKET_ID: str | None = Field(
+        None, description="DARTS files live in gs://<bucket>/dart-get|dart-contains/."
+    )
+    UDF_DART_BASE_URL: str | None = Field(
+        None,
+        description="DARTS location: a local directory, http(s):// or gs://bucket/prefix holding dart-get/ and "
+        "dart-contains/ (overrides UDF_DART_GCS_BUCKET_ID).",
+    )
     PYTHON_UDF_ENABLE: bool = False
     PYTHON_UDF_CONFIG: Annotated[PythonUdfConfig | None, Json] = None
 

@@ -18,6 +18,8 @@ accepts backticks and ``INTERVAL '5' MINUTE`` literals as they are). No regular 
 
 from __future__ import annotations
 
+import functools
+
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError
@@ -88,8 +90,52 @@ def _name(node: exp.Expression) -> str | None:
     return None
 
 
-def rewrite_sql(sql: str) -> str:
-    """Return ``sql`` with Flink group windows replaced by Spark windows (unchanged when it has none)."""
+@functools.lru_cache(maxsize=8)
+def _known_functions(names: tuple[str, ...]) -> dict[type, str]:
+    """sqlglot classes that macro names parse into (``Split`` is sqlglot's ``RegexpSplit`` in Spark SQL)."""
+    known = {}
+    for name in names:
+        try:
+            node = sqlglot.parse_one(f"SELECT {name}(a, b)", read="spark").expressions[0]
+        except ParseError:
+            continue
+        if isinstance(node, exp.Func) and not isinstance(node, exp.Anonymous):
+            known[type(node)] = name
+    return known
+
+
+def _call(node: exp.Expression, macros: dict) -> tuple[str, list] | None:
+    """``(NAME, arguments)`` of a call of one of ``macros``: anonymous, or a function sqlglot knows (``Split``)."""
+    if isinstance(node, exp.Anonymous):
+        name = str(node.this).upper()
+        return (name, list(node.expressions)) if name in macros else None
+    if isinstance(node, exp.Func):
+        name = _known_functions(tuple(sorted(macros))).get(type(node))
+        if name is not None:
+            args = []
+            for key in node.arg_types:
+                value = node.args.get(key)
+                if isinstance(value, list):
+                    args.extend(value)
+                elif value is not None:
+                    args.append(value)
+            return name, args
+    return None
+
+
+def _expand(macro, node: exp.Expression, args: list) -> exp.Expression:  # noqa: ANN001
+    try:
+        text = macro(args)
+    except ValueError as exc:
+        raise SqlError(f"{exc} (in {node.sql(dialect='spark')})") from None
+    return sqlglot.parse_one(text, read="spark")
+
+
+def rewrite_sql(sql: str, macros: dict | None = None) -> str:
+    """Return ``sql`` with Flink group windows replaced by Spark windows, Flink's ``LATERAL TABLE(f(...))`` by
+    Spark's ``LATERAL f(...)``, and calls of ``macros`` (upper-cased name → rewrite) expanded; unchanged when
+    there is nothing to rewrite."""
+    macros = macros or {}
     try:
         statements = sqlglot.parse(sql, read="spark")
     except ParseError as exc:
@@ -101,11 +147,17 @@ def rewrite_sql(sql: str) -> str:
     if len(statements) != 1:
         raise SqlError(f"FLINK_SQL_QUERY must hold exactly one query, found {len(statements)} statements")
     tree = statements[0]
-    if not any(_name(n) in _GROUP_FUNCS or _name(n) in _AUX for n in tree.find_all(exp.Anonymous)):
+    names = {_name(n) for n in tree.find_all(exp.Anonymous)}
+    if not names & (_GROUP_FUNCS | set(_AUX) | {"TABLE"}) and not any(
+        _call(n, macros) for n in tree.find_all(exp.Func)
+    ):
         return sql
 
     def transform(node: exp.Expression) -> exp.Expression:
         name = _name(node)
+        if isinstance(node, exp.Lateral) and _name(node.this) == "TABLE" and len(node.this.expressions) == 1:
+            node.set("this", node.this.expressions[0])  # LATERAL TABLE(f(x)) -> LATERAL f(x)
+            return node
         if name in _GROUP_FUNCS:
             return _window(name, list(node.expressions))
         if name in _AUX:
@@ -114,9 +166,16 @@ def rewrite_sql(sql: str) -> str:
             if part == "rowtime":
                 return exp.Anonymous(this="window_time", expressions=[window])
             return exp.Dot(this=window, expression=exp.to_identifier(part))
+        call = _call(node, macros)
+        if call is not None:
+            return _expand(macros[call[0]], node, call[1])
         return node
 
-    return tree.transform(transform).sql(dialect="spark")
+    for _ in range(20):  # a macro's expansion may hold further macro calls (Filters(..., CondEq(...)))
+        tree = tree.transform(transform)
+        if not any(_call(n, macros) for n in tree.find_all(exp.Func)):
+            break
+    return tree.sql(dialect="spark")
 
 
 def referenced_columns(sql: str) -> set[str] | None:

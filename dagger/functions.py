@@ -1,0 +1,236 @@
+"""The SQL functions a job can call: the built-in library (``udfs``), the modules named by
+``FUNCTION_FACTORY_CLASSES`` and the user files of ``PYTHON_UDF_CONFIG``, registered with the session before
+the job's SQL runs. Macros (and every aggregate) are applied by the SQL rewrite instead (see ``udfs.registry``).
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from dagger.errors import DaggerConfigError
+
+log = logging.getLogger("dagger.functions")
+
+
+@dataclass
+class FunctionCatalog:
+    """Functions by upper-cased name (SQL names are case-insensitive)."""
+
+    functions: dict[str, Any] = field(default_factory=dict)
+    origin: dict[str, str] = field(default_factory=dict)
+
+    def add(self, function: Any, origin: str) -> None:
+        key = function.name.upper()
+        if key in self.functions and self.origin[key] != origin:
+            log.warning("function %s from %s replaces the one from %s", function.name, origin, self.origin[key])
+        self.functions[key] = function
+        self.origin[key] = origin
+
+    @property
+    def macros(self) -> dict[str, Callable]:
+        """Upper-cased name → rewrite of a call (for :func:`dagger.sql.rewrite.rewrite_sql`).
+
+        SQL and Arrow functions are inlined too (the body with the arguments substituted, or a direct call of
+        the Arrow UDF): Spark refuses SQL functions inside lambdas and generators (``explode``, ``LATERAL``), and
+        an inlined body is what Spark would run anyway.
+        """
+        out = {}
+        for key, function in self.functions.items():
+            if function.kind == "macro":
+                out[key] = function.impl
+            elif function.kind in ("sql", "arrow"):
+                out[key] = inline(function)
+        return out
+
+    def public(self) -> list[Any]:
+        return [f for f in self.functions.values() if not f.hidden]
+
+
+def factory_functions(spec: str) -> list[Any]:
+    """The functions of one ``FUNCTION_FACTORY_CLASSES`` entry: ``package.module`` or ``package.module:attr``."""
+    from udfs import declared
+    from udfs.registry import functions_of
+
+    module_name, _, attribute = spec.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise DaggerConfigError(
+            f"FUNCTION_FACTORY_CLASSES: cannot import {module_name!r} ({exc}); give Python modules (or "
+            "module:attribute) on the job's PYTHONPATH, e.g. my_team.udfs"
+        ) from None
+    if not attribute:
+        found = functions_of(module)
+    else:
+        value = getattr(module, attribute, None)
+        if value is None:
+            raise DaggerConfigError(f"FUNCTION_FACTORY_CLASSES: {module_name} has no attribute {attribute!r}")
+        items = value if isinstance(value, (list, tuple)) else [value]
+        found = [f for item in items for f in (declared(item) or ([item] if hasattr(item, "kind") else []))]
+    if not found:
+        raise DaggerConfigError(
+            f"FUNCTION_FACTORY_CLASSES: {spec!r} declares no functions; decorate them with @udfs.udf(returns=...) "
+            "or the udfs.registry decorators"
+        )
+    return found
+
+
+def build_catalog(config: Any, python_functions: list[Any] = ()) -> FunctionCatalog:
+    """The library, then factory modules, then Python UDF files (later names replace earlier ones)."""
+    from udfs import library
+
+    catalog = FunctionCatalog()
+    for function in library():
+        catalog.add(function, "the built-in library")
+    for spec in config.FUNCTION_FACTORY_CLASSES:
+        for function in factory_functions(spec):
+            catalog.add(function, spec)
+    for function in python_functions:
+        catalog.add(function, function.module)
+    return catalog
+
+
+def udf_context(spark: Any, config: Any, descriptors: Any) -> Any:
+    """What context-dependent functions need: descriptors, the DARTS location, counters (accumulators)."""
+    from udfs.darts import COUNTERS
+    from udfs.registry import UdfContext
+
+    base = config.UDF_DART_BASE_URL or (
+        f"gs://{config.UDF_DART_GCS_BUCKET_ID}" if config.UDF_DART_GCS_BUCKET_ID else None
+    )
+    counters = {name: spark.sparkContext.accumulator(0) for name in COUNTERS}
+    return UdfContext(descriptor_set=descriptors.serialized, dart_base=base, counters=counters)
+
+
+_PARAM = re.compile(r"\s*`?([A-Za-z_][A-Za-z0-9_]*)`?\s+")
+
+
+def parameter_names(params: str) -> list[str]:
+    """Names of a SQL parameter list (``"a DOUBLE, b ARRAY<STRUCT<x: INT, y: INT>>"`` → ``["a", "b"]``)."""
+    names, depth, start = [], 0, 0
+    for i, char in enumerate(params + ","):
+        if char in "<(":
+            depth += 1
+        elif char in ">)":
+            depth -= 1
+        elif char == "," and depth == 0:
+            part = params[start:i]
+            if part.strip():
+                match = _PARAM.match(part)
+                if match is None:
+                    raise ValueError(f"cannot read the parameter {part.strip()!r}")
+                names.append(match.group(1))
+            start = i + 1
+    return names
+
+
+def parameters(params: str) -> list[tuple[str, str, str | None]]:
+    """``"a DOUBLE, tz STRING DEFAULT 'UTC'"`` → ``[("a", "DOUBLE", None), ("tz", "STRING", "'UTC'")]``."""
+    out = []
+    for name, part in zip(parameter_names(params), _split_top(params), strict=True):
+        rest = part.strip()[len(name) :].strip().strip("`").strip()
+        sql_type, _, default = rest.partition(" DEFAULT ")
+        out.append((name, sql_type.strip(), default.strip() or None))
+    return out
+
+
+def _split_top(params: str) -> list[str]:
+    parts, depth, start = [], 0, 0
+    for i, char in enumerate(params + ","):
+        if char in "<(":
+            depth += 1
+        elif char in ">)":
+            depth -= 1
+        elif char == "," and depth == 0:
+            if params[start:i].strip():
+                parts.append(params[start:i])
+            start = i + 1
+    return parts
+
+
+def inline(function: Any) -> Callable[[list], str]:
+    """A macro that expands a call of a SQL or Arrow function in place."""
+    import sqlglot
+    from sqlglot import exp
+
+    params = parameters(function.params)
+    body = sqlglot.parse_one(function.body, read="spark") if function.kind == "sql" else None
+
+    def expand(args: list) -> str:
+        required = sum(1 for _, _, default in params if default is None)
+        if not required <= len(args) <= len(params):
+            counts = f"{required}" if required == len(params) else f"{required} to {len(params)}"
+            raise ValueError(f"{function.name} takes {counts} arguments ({function.params}), got {len(args)}")
+        values = {}
+        for i, (name, sql_type, default) in enumerate(params):
+            given = args[i].sql(dialect="spark") if i < len(args) else default
+            values[name.lower()] = f"CAST(({given}) AS {sql_type})"
+        if body is None:
+            return f"{function.internal_name}({', '.join(values[n.lower()] for n, _, _ in params)})"
+
+        def substitute(node: exp.Expression) -> exp.Expression:
+            if isinstance(node, exp.Column) and not node.table and node.name.lower() in values:
+                return sqlglot.parse_one(values[node.name.lower()], read="spark")
+            return node
+
+        return body.transform(substitute).sql(dialect="spark")
+
+    return expand
+
+
+def _named(function: Any, func: Callable) -> Callable:
+    """``func`` with errors that name the SQL function (library messages already start with it)."""
+    import functools
+
+    @functools.wraps(func)
+    def call(*arrays: Any) -> Any:
+        try:
+            return func(*arrays)
+        except Exception as exc:
+            text = str(exc)
+            if text.startswith(function.name.lstrip("_")):
+                raise
+            raise RuntimeError(f"{function.name}: {type(exc).__name__}: {text}") from exc
+
+    return call
+
+
+def register(spark: Any, catalog: FunctionCatalog, context: Any) -> None:
+    """Register every non-macro function of the catalog with ``spark``."""
+    import warnings
+
+    from pyspark.sql.functions import arrow_udf, udtf
+    from pyspark.util import PythonEvalType
+
+    from dagger.python_udfs import register_python
+
+    warnings.filterwarnings("ignore", message="It is preferred to specify type hints for arrow UDF")
+    ordered = sorted(catalog.functions.values(), key=lambda f: (not f.hidden, f.kind != "arrow"))
+    for function in ordered:
+        if function.kind == "arrow":
+            func = function.impl(context) if function.needs_context else function.impl
+            spark.udf.register(
+                function.internal_name,
+                arrow_udf(_named(function, func), function.returns, PythonEvalType.SQL_SCALAR_ARROW_UDF),
+            )
+            if not function.hidden:  # a SQL function of the public name, for spark.sql() outside jobs
+                arguments = ", ".join(parameter_names(function.params))
+                _create(spark, function, f"{function.internal_name}({arguments})")
+        elif function.kind == "sql":
+            _create(spark, function, function.body)
+        elif function.kind == "table":
+            spark.udtf.register(function.name, udtf(function.impl, returnType=function.returns))
+        elif function.kind == "python":
+            register_python(spark, function)
+
+
+def _create(spark: Any, function: Any, body: str) -> None:
+    spark.sql(
+        f"CREATE OR REPLACE TEMPORARY FUNCTION {function.name}({function.params}) RETURNS {function.returns} "
+        f"RETURN {body}"
+    )
