@@ -55,7 +55,7 @@ def _return_type(func: Any, file: str) -> str:
 
 
 def _import(path: Path, module_name: str) -> Any:
-    import cloudpickle
+    from pyspark import cloudpickle  # the copy PySpark pickles functions with
 
     spec = importlib.util.spec_from_file_location(module_name, path)
     module = importlib.util.module_from_spec(spec)
@@ -116,7 +116,7 @@ def load_python_udfs(config: Any, spark: Any | None = None) -> list[Any]:
             for member in members:
                 dotted = member[:-3].replace("/", ".")
                 module = importlib.import_module(dotted)
-                import cloudpickle
+                from pyspark import cloudpickle
 
                 cloudpickle.register_pickle_by_value(module)
                 functions += _functions_of_file(module, Path(member).stem, f"{path.name}:{member}")
@@ -146,8 +146,17 @@ def register_python(spark: Any, function: Any) -> None:
     func, name, file = function.impl, function.name, function.dagger_notes or function.module
     kind = _vectorized(func)
 
+    # a row-wise function's annotations convert its arguments (SQL's 2.0 is a DECIMAL, float(x) expected)
+    hints = [p.annotation for p in inspect.signature(func).parameters.values()]
+    converters = [h if kind is None and h in (float, int, str, bool) else None for h in hints]
+
     def named(*args: Any) -> Any:
         try:
+            if kind is None:
+                args = tuple(
+                    c(a) if c is not None and a is not None else a
+                    for c, a in zip(converters + [None] * len(args), args, strict=False)
+                )
             return func(*args)
         except Exception as exc:
             shown = args if kind is None else tuple(_first(a) for a in args)

@@ -63,10 +63,7 @@ def examples():  # noqa: ANN201
     from udfs import library
 
     return [
-        pytest.param(f, i, ex, id=f"{f.name}-{i}")
-        for f in library()
-        if not f.hidden
-        for i, ex in enumerate(f.examples)
+        pytest.param(f, i, ex, id=f"{f.name}-{i}") for f in library() if not f.hidden for i, ex in enumerate(f.examples)
     ]
 
 
@@ -82,7 +79,9 @@ def test_every_dagger_function_is_in_the_library_and_documented_with_an_example(
         "HistogramBucket OutlierMad"
     ).split()
     assert set(dagger) <= names, set(dagger) - names
-    undocumented = [f.name for f in library() if not f.hidden and (not f.doc or (not f.examples and f.name != "CondEq"))]
+    undocumented = [
+        f.name for f in library() if not f.hidden and (not f.doc or (not f.examples and f.name != "CondEq"))
+    ]
     assert not undocumented
 
 
@@ -216,7 +215,9 @@ def test_array_functions_on_nulls_and_empty_arrays(sql):
     ) == (0, None, 0, None, 3, [])
     assert one(sql, "SELECT ArrayAggregate(array(1.5F, 2.5F), 'sum', 'Float')") == 4.0
     assert one(sql, "SELECT ArrayAggregate(array(5000000000, 1), 'sum', 'Long')") == 5000000001
-    assert one(sql, "SELECT ElementAt(CAST(NULL AS ARRAY<INT>), 0), ListContains(CAST(NULL AS ARRAY<STRING>), 'a')") == (None, False)
+    assert one(
+        sql, "SELECT ElementAt(CAST(NULL AS ARRAY<INT>), 0), ListContains(CAST(NULL AS ARRAY<STRING>), 'a')"
+    ) == (None, False)
     assert one(sql, "SELECT MapGet(CAST(NULL AS MAP<STRING, INT>), 'a'), Split('', ',')") == (None, [""])
     assert one(sql, "SELECT Split('a1b22c', '[0-9]+'), Split(',a', ',')") == (["a", "b", "c"], ["", "a"])
     with pytest.raises(Exception, match=r"ArrayAggregate: unknown aggregation 'median'"):
