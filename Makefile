@@ -33,8 +33,9 @@ format: install
 descriptors: install ## recompile descriptors/*.proto into descriptors/examples.desc
 	$(PY) -m grpc_tools.protoc -Idescriptors --descriptor_set_out=descriptors/examples.desc --include_imports descriptors/booking.proto descriptors/everything.proto
 
-docs: install ## regenerate docs/config.md from the config model
+docs: install ## regenerate docs/config.md and docs/functions.md from the code
 	$(VENV)/bin/dagger config-docs > docs/config.md
+	$(VENV)/bin/dagger function-docs > docs/functions.md
 
 dist: ## what spark-submit ships to a cluster: the package zip and a packed Python environment
 	rm -rf dist && mkdir -p dist

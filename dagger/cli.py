@@ -3,6 +3,7 @@
 ``dagger run CONFIG``       run a job (local mode on all cores, or inside spark-submit)
 ``dagger validate CONFIG``  check config, descriptors, SQL and sink mapping without consuming anything
 ``dagger config-docs``      print the config reference generated from the config model
+``dagger function-docs``    print the function reference generated from the udfs library
 """
 
 from __future__ import annotations
@@ -74,6 +75,7 @@ def _parser() -> argparse.ArgumentParser:
     job_args(validate)
 
     sub.add_parser("config-docs", help="print the config reference (markdown) generated from the config model")
+    sub.add_parser("function-docs", help="print the function reference (markdown) generated from the udfs library")
     return parser
 
 
@@ -100,6 +102,11 @@ def main(argv: list[str] | None = None) -> int:
         from dagger.config.docs import render_reference
 
         sys.stdout.write(render_reference())
+        return 0
+    if args.command == "function-docs":
+        from udfs.docs import render_functions
+
+        sys.stdout.write(render_functions())
         return 0
     try:
         from dagger.config import load_config

@@ -90,6 +90,15 @@ def test_documented_example(sql, function, index, example):
     assert sql(example.sql, example.setup) == example.result
 
 
+def test_function_reference_is_generated_and_current():
+    from tests.conftest import ROOT
+    from udfs.docs import render_functions
+
+    page = render_functions()
+    assert (ROOT / "docs" / "functions.md").read_text() == page, "run `make docs`"
+    assert "### GeoHash" in page and "u4pruydqqvj" in page and "### OutlierMad" in page
+
+
 def test_names_are_case_insensitive(sql):
     assert one(sql, "SELECT geohash(57.64911, 10.40744, 5), GEOHASH(57.64911, 10.40744, 5)") == ("u4pru", "u4pru")
 

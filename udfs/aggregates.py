@@ -132,6 +132,7 @@ def _typed_features(function: str, args: list) -> str:
 @macro(
     "Features",
     "Features(name STRING, value ANY[, name, value ...]) -> ARRAY<feature row>",
+    python=True,
     aggregate=True,
     examples=[
         Example(
@@ -157,6 +158,7 @@ def features(args: list) -> str:
 @macro(
     "FeaturesWithType",
     "FeaturesWithType(name STRING, value ANY, type STRING[, ...]) -> ARRAY<feature row>",
+    python=True,
     aggregate=True,
     examples=[
         Example(
@@ -176,6 +178,7 @@ def features_with_type(args: list) -> str:
 @macro(
     "SingleFeatureWithType",
     "SingleFeatureWithType(name STRING, value ANY, type STRING[, ...]) -> ARRAY<feature row>",
+    python=True,
     examples=[
         Example(
             "SELECT f.name, f.value.bool_val FROM (SELECT explode(SingleFeatureWithType('ok', 'true', 'BooleanType')) AS f)",

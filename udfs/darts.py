@@ -106,6 +106,7 @@ def dart_get_worker(context: UdfContext):  # noqa: ANN201
 @macro(
     "DartGet",
     "DartGet(collection STRING, key STRING, refresh_hours INT[, default STRING]) -> STRING",
+    python=True,
     examples=[
         Example("SELECT DartGet('areas.json', 'jakarta', 1)", [("DKI",)]),
         Example("SELECT DartGet('areas.json', 'nowhere', 1, 'unknown')", [("unknown",)]),
@@ -151,6 +152,7 @@ def dart_contains_worker(context: UdfContext):  # noqa: ANN201
 @macro(
     "DartContains",
     "DartContains(collection STRING, value STRING[, regex STRING][, refresh_hours INT]) -> BOOLEAN",
+    python=True,
     examples=[
         Example("SELECT DartContains('cities.json', 'bandung'), DartContains('cities.json', 'paris')", [(True, False)]),
         Example("SELECT DartContains('cities.json', 'city-bandung-2', 'city-%s-\\\\d')", [(True,)]),

@@ -101,6 +101,7 @@ def json_update_json(json_text: pa.Array, path: pa.Array, value_json: pa.Array) 
 @macro(
     "JsonUpdate",
     "JsonUpdate(json STRING, path STRING, value ANY) -> STRING",
+    python=True,
     examples=[
         Example("""SELECT JsonUpdate('{"a":{"b":1}}', '$.a.b', 2)""", [('{"a":{"b":2}}',)]),
         Example("""SELECT JsonUpdate('{"a":{"b":1}}', '$.a.c', 'x')""", [('{"a":{"b":1,"c":"x"}}',)]),

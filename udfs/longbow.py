@@ -108,6 +108,7 @@ def filters_worker(context: UdfContext):  # noqa: ANN201
 @macro(
     "Filters",
     "Filters(messages ARRAY<BINARY>, proto STRING, predicate[, predicate ...]) -> ARRAY<BINARY>",
+    python=True,
     examples=[
         Example(
             "SELECT size(Filters(msgs, 'dagger.examples.BookingLogMessage', CondEq('order_number', 'a'))) FROM t",
@@ -153,6 +154,7 @@ def select_fields_worker(context: UdfContext):  # noqa: ANN201
     "SelectFields",
     "SelectFields(messages ARRAY<BINARY>, proto STRING, path STRING) or SelectFields(Filters(...), path) "
     "-> ARRAY<STRING>",
+    python=True,
     examples=[
         Example(
             "SELECT SelectFields(msgs, 'dagger.examples.BookingLogMessage', 'order_number') FROM t",

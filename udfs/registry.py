@@ -67,6 +67,7 @@ class Function:
     dagger_notes: str = ""  # where this differs from Raystack Dagger, and why
     module: str = ""
     needs_context: bool = False  # arrow: impl(context) returns the array function
+    uses_python: bool = False  # macro: the expansion calls a vectorized Python worker
 
     @property
     def hidden(self) -> bool:
@@ -106,21 +107,22 @@ def sql_function(
 
 
 def macro(
-    name: str, signature: str, *, aggregate: bool = False, examples: list[Example] = (), notes: str = ""
+    name: str,
+    signature: str,
+    *,
+    aggregate: bool = False,
+    examples: list[Example] = (),
+    notes: str = "",
+    python: bool = False,
 ) -> Callable[[Callable], Callable]:
-    """Declare a rewrite: the decorated function takes the call's sqlglot arguments and returns an expression."""
+    """Declare a rewrite: the decorated function takes the call's sqlglot arguments and returns Spark SQL text.
+
+    ``python=True`` says that the expansion calls a vectorized Python worker (for the docs).
+    """
 
     def wrap(func: Callable) -> Callable:
-        function = Function(
-            name,
-            "macro",
-            signature,
-            _doc(func),
-            impl=func,
-            aggregate=aggregate,
-            examples=list(examples),
-            dagger_notes=notes,
-        )
+        function = Function(name, "macro", signature, _doc(func), impl=func, aggregate=aggregate)
+        function.examples, function.dagger_notes, function.uses_python = list(examples), notes, python
         return _declare(func, function)
 
     return wrap
