@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 
-.PHONY: install quickstart test lint format descriptors docs dist clean
+.PHONY: install quickstart test lint format descriptors docs dist clean bench-udfs
 
 $(VENV)/.installed: pyproject.toml
 	@command -v java >/dev/null 2>&1 || { echo "installing Java 17 (Spark needs a JVM)"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless; }
@@ -19,16 +19,19 @@ quickstart: install ## broker + descriptor server + sample bookings + configs/qu
 	$(PY) scripts/quickstart.py
 
 test: install ## lint, then the whole suite (unit + integration against a real broker and Spark)
-	$(VENV)/bin/ruff check dagger udfs tests scripts
-	$(VENV)/bin/ruff format --check dagger udfs tests scripts
+	$(VENV)/bin/ruff check dagger udfs tests scripts bench
+	$(VENV)/bin/ruff format --check dagger udfs tests scripts bench
 	$(VENV)/bin/pytest -q
 
+bench-udfs: install ## rows/s of every function vs built-ins, and a job's throughput with Distance + GeoHash
+	$(PY) bench/udfs.py
+
 lint: install
-	$(VENV)/bin/ruff check dagger udfs tests scripts
+	$(VENV)/bin/ruff check dagger udfs tests scripts bench
 
 format: install
-	$(VENV)/bin/ruff format dagger udfs tests scripts
-	$(VENV)/bin/ruff check --fix dagger udfs tests scripts
+	$(VENV)/bin/ruff format dagger udfs tests scripts bench
+	$(VENV)/bin/ruff check --fix dagger udfs tests scripts bench
 
 descriptors: install ## recompile descriptors/*.proto into descriptors/examples.desc
 	$(PY) -m grpc_tools.protoc -Idescriptors --descriptor_set_out=descriptors/examples.desc --include_imports descriptors/booking.proto descriptors/everything.proto

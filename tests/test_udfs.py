@@ -138,6 +138,36 @@ def test_calendar_functions_match_zoneinfo_across_month_ends_and_zones(sql, zone
     )
 
 
+NULL_CALLS = {
+    "Distance(NULL, 1.0, 2.0, 3.0)": None,
+    "GeoHash(1.0, NULL, 5)": None,
+    "S2Id(NULL, 1.0, 5)": None,
+    "S2AreaInKm2(NULL)": None,
+    "StartOfWeek(NULL, 'UTC')": None,
+    "EndOfMonth(NULL, 'UTC')": None,
+    "TimeInDate(NULL, 1, 2)": None,
+    "FormatTimeInZone(NULL, 'UTC', 'yyyy')": None,
+    "JsonDelete(NULL, '$.a')": None,
+    "JsonUpdate(NULL, '$.a', 1)": None,
+    "ByteToString(NULL)": None,
+    "ElementAt(CAST(array() AS ARRAY<INT>), 0)": None,
+    "MapGet(map('a', 1), CAST(NULL AS STRING))": None,
+    "ArrayAggregate(CAST(NULL AS ARRAY<INT>), 'sum', 'Integer')": None,
+    "ArrayOperate(CAST(NULL AS ARRAY<INT>), 'sorted', 'Integer')": None,
+    "ExponentialMovingAverage(NULL, array(1.0D), TIMESTAMP '2026-01-01 00:00:00', 3.0D, 0.5D)": None,
+    "LinearTrend(CAST(array() AS ARRAY<TIMESTAMP>), CAST(array() AS ARRAY<DOUBLE>), "
+    "TIMESTAMP '2026-01-01 00:00:00', 3)": 0.0,
+    "DartGet('areas.json', NULL, 1)": None,
+    "DartContains('cities.json', NULL)": None,
+    "size(SelectFields(CAST(array() AS ARRAY<BINARY>), 'dagger.examples.BookingLogMessage', 'order_number'))": 0,
+}
+
+
+@pytest.mark.parametrize("call", list(NULL_CALLS))
+def test_null_and_empty_inputs(sql, call):
+    assert one(sql, f"SELECT {call}") == NULL_CALLS[call]
+
+
 def test_calendar_functions_pass_nulls_through(sql):
     assert one(sql, "SELECT StartOfMonth(NULL, 'UTC'), EndOfWeek(NULL, 'UTC'), TimestampFromUnix(NULL)") == (
         None,

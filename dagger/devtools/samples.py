@@ -29,7 +29,8 @@ def bookings(
     """``count`` serialized bookings, one every ``step_seconds`` of event time from ``start``.
 
     Booking ``i`` is in area ``AREAS[i % 3]``, service ``SERVICES[i % 3]``, customer ``c{i % 5}``, distance
-    ``i % 7`` km, cash ``i * 10`` and has tags and metadata, so tests can compute expected results.
+    ``i % 7`` km, cash ``i * 10``, pickup latitude ``-6.2 + (i % 1000) * 0.001`` and has tags and metadata,
+    so tests can compute expected results.
     """
     Booking = message_class("dagger.examples.BookingLogMessage", descriptors)
     out = []
@@ -47,7 +48,7 @@ def bookings(
         )
         m.metadata["parity"] = "even" if i % 2 == 0 else "odd"
         m.driver_pickup_location.name = f"pickup-{i % 4}"
-        m.driver_pickup_location.latitude = -6.2 + i * 0.001
+        m.driver_pickup_location.latitude = -6.2 + (i % 1000) * 0.001
         m.driver_pickup_location.longitude = 106.8
         m.event_timestamp.FromDatetime(start + dt.timedelta(seconds=i * step_seconds))
         out.append(m.SerializeToString())
