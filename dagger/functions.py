@@ -56,6 +56,8 @@ def factory_functions(spec: str) -> list[Any]:
     from udfs import declared
     from udfs.registry import functions_of
 
+    if spec.rsplit(".", 1)[-1] == "FunctionFactory" and spec.split(".")[0] in ("org", "io", "com"):
+        return []  # Dagger's built-in Java factory: its functions are the built-in library, always registered
     module_name, _, attribute = spec.partition(":")
     try:
         module = importlib.import_module(module_name)

@@ -160,6 +160,11 @@ def test_function_factory_modules_register_their_functions(spark, tmp_path, monk
     register(spark, catalog, None)
     assert spark.sql(rewrite_sql("SELECT Triple(Twice(7))", catalog.macros)).first()[0] == 42
 
+    class PortedFromDagger:  # Dagger's own Java factory names the built-in library, which is always there
+        FUNCTION_FACTORY_CLASSES = ["org.raystack.dagger.functions.udfs.factories.FunctionFactory"]
+
+    assert "GEOHASH" in build_catalog(PortedFromDagger()).functions
+
     class Missing:
         FUNCTION_FACTORY_CLASSES = ["no_such_team_module"]
 

@@ -388,7 +388,10 @@ class JobConfig(_Strict):
     FLINK_RETENTION_MIN_IDLE_STATE_HOUR: int | None = Field(None, description="Documented Dagger key; accepted.")
     FLINK_RETENTION_MAX_IDLE_STATE_HOUR: int | None = Field(None, description="Documented Dagger key; accepted.")
     FUNCTION_FACTORY_CLASSES: Annotated[list[str], CommaList] = Field(
-        default_factory=list, description="Python modules (or `module:attribute`) whose UDFs are registered."
+        default_factory=list,
+        description="Python modules (or `module:attribute`) whose UDFs are registered besides the built-in library. "
+        "Dagger's own `org.raystack.dagger.functions.udfs.factories.FunctionFactory` (and its `io.odpf` name) "
+        "means the built-in library and is accepted as is.",
     )
 
     # --- streams ----------------------------------------------------------------------------------
