@@ -114,20 +114,12 @@ _PARAM = re.compile(r"\s*`?([A-Za-z_][A-Za-z0-9_]*)`?\s+")
 
 def parameter_names(params: str) -> list[str]:
     """Names of a SQL parameter list (``"a DOUBLE, b ARRAY<STRUCT<x: INT, y: INT>>"`` → ``["a", "b"]``)."""
-    names, depth, start = [], 0, 0
-    for i, char in enumerate(params + ","):
-        if char in "<(":
-            depth += 1
-        elif char in ">)":
-            depth -= 1
-        elif char == "," and depth == 0:
-            part = params[start:i]
-            if part.strip():
-                match = _PARAM.match(part)
-                if match is None:
-                    raise ValueError(f"cannot read the parameter {part.strip()!r}")
-                names.append(match.group(1))
-            start = i + 1
+    names = []
+    for part in _split_top(params):
+        match = _PARAM.match(part)
+        if match is None:
+            raise ValueError(f"cannot read the parameter {part.strip()!r}")
+        names.append(match.group(1))
     return names
 
 
@@ -135,13 +127,14 @@ def parameters(params: str) -> list[tuple[str, str, str | None]]:
     """``"a DOUBLE, tz STRING DEFAULT 'UTC'"`` → ``[("a", "DOUBLE", None), ("tz", "STRING", "'UTC'")]``."""
     out = []
     for name, part in zip(parameter_names(params), _split_top(params), strict=True):
-        rest = part.strip()[len(name) :].strip().strip("`").strip()
+        rest = part[_PARAM.match(part).end() :].strip()
         sql_type, _, default = rest.partition(" DEFAULT ")
         out.append((name, sql_type.strip(), default.strip() or None))
     return out
 
 
 def _split_top(params: str) -> list[str]:
+    """Split a parameter list on the commas that are not inside ``<...>`` or ``(...)``."""
     parts, depth, start = [], 0, 0
     for i, char in enumerate(params + ","):
         if char in "<(":

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from udfs.registry import Example, arrow_function, literal, macro, macro_args, sql_function
+from udfs.registry import Example, arrow_function, literal, macro, macro_args, rows, sql_function
 
 _SETUP = "SELECT * FROM VALUES ('a', 1.0D, 'x'), ('a', 2.0D, 'y'), ('a', 3.0D, 'x'), ('b', 10.0D, 'z') AS v(k, n, s)"
 
@@ -283,7 +283,7 @@ def feature_rows(name, kind, value_json):  # noqa: ANN001, ANN201 - pyarrow arra
     import pyarrow as pa
 
     out = []
-    for n, k, v in zip(name.to_pylist(), kind.to_pylist(), value_json.to_pylist(), strict=True):
+    for n, k, v in rows(name, kind, value_json):
         slots = dict.fromkeys(_SLOT.values())
         value = None if v is None else json.loads(v).get("v")
         if value is not None and k != "void":

@@ -17,7 +17,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from udfs.registry import Example, UdfContext, arrow_function, macro
+from udfs.registry import Example, UdfContext, arrow_function, macro, rows
 
 COUNTERS = ("dart_fetch_success", "dart_fetch_failure", "dart_cache_hit", "dart_cache_miss")
 
@@ -85,8 +85,7 @@ def dart_get_worker(context: UdfContext):  # noqa: ANN201
 
     def run(collection, key, refresh, fallback, has_default):  # noqa: ANN001, ANN202
         out = []
-        rows = zip(*(a.to_pylist() for a in (collection, key, refresh, fallback, has_default)), strict=True)
-        for name, k, hours, default, defaulted in rows:
+        for name, k, hours, default, defaulted in rows(collection, key, refresh, fallback, has_default):
             if name is None or k is None:
                 out.append(None)
                 continue
@@ -135,7 +134,7 @@ def dart_contains_worker(context: UdfContext):  # noqa: ANN201
 
     def run(collection, value, pattern, refresh):  # noqa: ANN001, ANN202
         out = []
-        for name, v, regex, hours in zip(*(a.to_pylist() for a in (collection, value, pattern, refresh)), strict=True):
+        for name, v, regex, hours in rows(collection, value, pattern, refresh):
             if name is None or v is None:
                 out.append(None)
                 continue

@@ -10,7 +10,7 @@ import math
 
 import pyarrow as pa
 
-from udfs.registry import Example, arrow_function, sql_function
+from udfs.registry import Example, arrow_function, rows, sql_function
 
 EARTH_RADIUS_KM = 6371.0
 _TOTAL_EARTH_AREA_KM2 = 510072000  # Dagger's constant for S2AreaInKm2
@@ -34,14 +34,6 @@ def distance() -> str:
     )
 
 
-def _nulls(*arrays: pa.Array) -> list[bool]:
-    mask = None
-    for array in arrays:
-        valid = array.is_valid()
-        mask = valid if mask is None else pa.compute.and_(mask, valid)
-    return mask.to_pylist()
-
-
 @arrow_function(
     "GeoHash",
     "latitude DOUBLE, longitude DOUBLE, length INT",
@@ -55,9 +47,8 @@ def geohash(latitude: pa.Array, longitude: pa.Array, length: pa.Array) -> pa.Arr
     """The geohash of a point with ``length`` characters (1-12)."""
     import pygeohash
 
-    lats, lons, lengths = latitude.to_pylist(), longitude.to_pylist(), length.to_pylist()
     out = []
-    for lat, lon, n in zip(lats, lons, lengths, strict=True):
+    for lat, lon, n in rows(latitude, longitude, length):
         if lat is None or lon is None or n is None:
             out.append(None)
             continue
@@ -83,7 +74,7 @@ def s2_id(latitude: pa.Array, longitude: pa.Array, level: pa.Array) -> pa.Array:
     import s2geometry as s2
 
     out = []
-    for lat, lon, lvl in zip(latitude.to_pylist(), longitude.to_pylist(), level.to_pylist(), strict=True):
+    for lat, lon, lvl in rows(latitude, longitude, level):
         if lat is None or lon is None or lvl is None:
             out.append(None)
             continue

@@ -11,7 +11,7 @@ from functools import lru_cache
 
 import pyarrow as pa
 
-from udfs.registry import Example, arrow_function, macro, macro_args
+from udfs.registry import Example, arrow_function, macro, macro_args, rows
 
 _INDEFINITE = ("*", "..", "?(", ":", ",")
 
@@ -53,7 +53,7 @@ def _dump(value: object) -> str:
 def json_query(json_text: pa.Array, path: pa.Array) -> pa.Array:
     """The JSON (compact string) at ``path``: one value for a definite path, a JSON array for ``*``/``..``/filters."""
     out = []
-    for doc, expr in zip(json_text.to_pylist(), path.to_pylist(), strict=True):
+    for doc, expr in rows(json_text, path):
         if doc is None or expr is None:
             out.append(None)
             continue
@@ -77,7 +77,7 @@ def json_query(json_text: pa.Array, path: pa.Array) -> pa.Array:
 def json_delete(json_text: pa.Array, path: pa.Array) -> pa.Array:
     """The document without the nodes (or array elements) at ``path``; unchanged when nothing matches."""
     out = []
-    for doc, expr in zip(json_text.to_pylist(), path.to_pylist(), strict=True):
+    for doc, expr in rows(json_text, path):
         if doc is None or expr is None:
             out.append(None)
             continue
@@ -89,7 +89,7 @@ def json_delete(json_text: pa.Array, path: pa.Array) -> pa.Array:
 def json_update_json(json_text: pa.Array, path: pa.Array, value_json: pa.Array) -> pa.Array:
     """JsonUpdate's worker: the new value arrives as ``{"v": value}`` so that any SQL type keeps its JSON form."""
     out = []
-    for doc, expr, value in zip(json_text.to_pylist(), path.to_pylist(), value_json.to_pylist(), strict=True):
+    for doc, expr, value in rows(json_text, path, value_json):
         if doc is None or expr is None:
             out.append(None)
             continue

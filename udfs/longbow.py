@@ -7,7 +7,7 @@ from functools import lru_cache
 
 import pyarrow as pa
 
-from udfs.registry import Example, UdfContext, arrow_function, literal, macro, macro_args
+from udfs.registry import Example, UdfContext, arrow_function, literal, macro, macro_args, rows
 
 _EXAMPLE = (
     "SELECT array(unhex('0A0161'), unhex('0A0162'), unhex('0A0161')) AS msgs"  # three messages: order_number a, b, a
@@ -89,7 +89,7 @@ def filters_worker(context: UdfContext):  # noqa: ANN201
 
     def run(messages: pa.Array, proto: pa.Array, predicates: pa.Array) -> pa.Array:
         out = []
-        for raw, name, preds in zip(messages.to_pylist(), proto.to_pylist(), predicates.to_pylist(), strict=True):
+        for raw, name, preds in rows(messages, proto, predicates):
             if raw is None:
                 out.append(None)
                 continue
@@ -139,7 +139,7 @@ def select_fields_worker(context: UdfContext):  # noqa: ANN201
 
     def run(messages: pa.Array, proto: pa.Array, path: pa.Array) -> pa.Array:
         out = []
-        for raw, name, field in zip(messages.to_pylist(), proto.to_pylist(), path.to_pylist(), strict=True):
+        for raw, name, field in rows(messages, proto, path):
             if raw is None:
                 out.append(None)
                 continue

@@ -177,6 +177,11 @@ def table_function(
     return wrap
 
 
+def rows(*arrays: Any) -> Any:
+    """The values of equally long pyarrow arrays, row by row (for functions whose library works per value)."""
+    return zip(*(a.to_pylist() for a in arrays), strict=True)
+
+
 def macro_args(function: str, args: list, *counts: int) -> list[str]:
     """A macro's arguments as Spark SQL text, after checking how many there are."""
     if len(args) not in counts:

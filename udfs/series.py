@@ -10,7 +10,7 @@ import datetime as dt
 
 import pyarrow as pa
 
-from udfs.registry import Example, arrow_function
+from udfs.registry import Example, arrow_function, rows
 
 _MINUTE_MS = 60_000
 
@@ -19,10 +19,6 @@ def _minutes_since(start: dt.datetime, when: dt.datetime) -> int:
     """Whole minutes from ``start`` to ``when``, truncated toward zero (Java long division)."""
     millis = (when - start) // dt.timedelta(milliseconds=1)
     return int(millis / _MINUTE_MS) if millis >= 0 else -int(-millis / _MINUTE_MS)
-
-
-def _rows(*arrays: pa.Array):  # noqa: ANN202
-    return zip(*(a.to_pylist() for a in arrays), strict=True)
 
 
 _SERIES = (
@@ -43,7 +39,7 @@ def exponential_moving_average(
     """Per-minute EMA of a sparse series: the value of minute ``m`` after ``hop_start`` has position
     ``p = window - 1 - m`` and weight ``alpha·(1-alpha)^p`` (``(1-alpha)^p`` for the oldest position)."""
     out = []
-    for ts, values, start, size, a in _rows(timestamps, vals, hop_start, window, alpha):
+    for ts, values, start, size, a in rows(timestamps, vals, hop_start, window, alpha):
         if ts is None or values is None or start is None or size is None or a is None:
             out.append(None)
             continue
@@ -67,7 +63,7 @@ def exponential_moving_average(
 def linear_trend(timestamps: pa.Array, vals: pa.Array, hop_start: pa.Array, window: pa.Array) -> pa.Array:
     """Gradient of the least-squares line through the per-minute series (missing minutes count as 0)."""
     out = []
-    for ts, values, start, size in _rows(timestamps, vals, hop_start, window):
+    for ts, values, start, size in rows(timestamps, vals, hop_start, window):
         if ts is None or values is None or start is None or size is None:
             out.append(None)
             continue
