@@ -77,6 +77,7 @@ class StreamManager:
         self._stop_requested = threading.Event()
         self._catalog = None
         self.udf_context = None
+        self.sink_counters: dict[str, dict[str, Any]] = {}
         self.query = None
 
     # -- building ----------------------------------------------------------------------------------------
@@ -115,10 +116,23 @@ class StreamManager:
                         stream.INPUT_SCHEMA_EVENT_TIMESTAMP_FIELD_INDEX,
                         f"STREAMS[{stream.INPUT_SCHEMA_TABLE}].INPUT_SCHEMA_EVENT_TIMESTAMP_FIELD_INDEX",
                     )
-        if self.config.SINK_TYPE == "kafka" and self.config.SINK_KAFKA_DATA_TYPE == "PROTO":
-            self.descriptors.find_message(self.config.SINK_KAFKA_PROTO_MESSAGE, "SINK_KAFKA_PROTO_MESSAGE")
-            if self.config.SINK_KAFKA_PROTO_KEY:
-                self.descriptors.find_message(self.config.SINK_KAFKA_PROTO_KEY, "SINK_KAFKA_PROTO_KEY")
+        for _, sink in self.config.sink_configs:
+            for key in (
+                "SINK_KAFKA_PROTO_MESSAGE",
+                "SINK_KAFKA_PROTO_KEY",
+                "SINK_CONNECTOR_SCHEMA_PROTO_MESSAGE_CLASS",
+            ):
+                wanted = (sink.SINK_TYPE, key) in (
+                    ("kafka", "SINK_KAFKA_PROTO_MESSAGE"),
+                    ("kafka", "SINK_KAFKA_PROTO_KEY"),
+                    ("bigquery", "SINK_CONNECTOR_SCHEMA_PROTO_MESSAGE_CLASS"),
+                )
+                if (
+                    wanted
+                    and getattr(sink, key)
+                    and (sink.SINK_TYPE != "kafka" or sink.SINK_KAFKA_DATA_TYPE == "PROTO")
+                ):
+                    self.descriptors.find_message(getattr(sink, key), key)
 
     def register_streams(self) -> dict[str, Any]:
         """Create, clean, watermark and register every stream; returns table → schema."""
@@ -211,6 +225,7 @@ class StreamManager:
         check_and_record(
             self.checkpoint, snapshot(self.descriptors.sha256, plan.tables), referenced_columns(plan.rewritten_sql)
         )
+        self._prepare_sinks(plan.sinks)
         sinks = encode_sinks(plan.sinks)
         writer = plan.dataframe.writeStream.option("checkpointLocation", self.checkpoint).outputMode(plan.output_mode)
         writer = writer.queryName(self.config.job_slug)
@@ -234,6 +249,18 @@ class StreamManager:
         )
         self.query = writer.start()
         return self.query
+
+    def _prepare_sinks(self, sinks: list[Any]) -> None:
+        """Give each sink its counters and state directory, and let it set up its destination."""
+        from dagger.sinks.base import COUNTERS
+
+        context = self.spark.sparkContext
+        self.sink_counters = {}
+        for sink in sinks:
+            sink.counters = {kind: context.accumulator(0) for kind in COUNTERS}
+            sink.state_dir = f"{self.checkpoint.rstrip('/')}/sinks/{sink.display_name}"
+            self.sink_counters[sink.display_name] = sink.counters
+            sink.prepare()
 
     def commit_final_offsets(self, query: Any) -> None:
         """Commit the last processed offsets of each Kafka stream to its group.
@@ -339,6 +366,13 @@ class StreamManager:
             (progress.get("eventTime") or {}).get("watermark", "-"),
             f", invalid records dropped {invalid}" if any(invalid.values()) else "",
         )
+        sinks = []
+        for name, kinds in self.sink_counters.items():
+            values = {k: a.value for k, a in kinds.items() if a.value}
+            if values:
+                sinks.append(f"{name} " + " ".join(f"{k}={v}" for k, v in values.items()))
+        if sinks:
+            log.info("sinks: %s", "; ".join(sinks))
         counters = {k: v.value for k, v in (self.udf_context.counters if self.udf_context else {}).items()}
         if any(counters.values()):
             log.info("DARTS: %s", ", ".join(f"{k}={v}" for k, v in counters.items()))

@@ -134,7 +134,7 @@ def test_processor_shapes_are_validated_before_the_features_exist():
 def test_kafka_sink_requires_its_keys_and_dead_letter_needs_a_topic():
     assert "SINK_KAFKA_BROKERS is required when SINK_TYPE is 'kafka'" in error_of(SINK_TYPE="kafka")
     message = error_of(STREAMS=[{**STREAM, "SOURCE_KAFKA_INVALID_RECORD_POLICY": "dead-letter"}])
-    assert "SOURCE_KAFKA_DEAD_LETTER_TOPIC is required" in message
+    assert "no destination: set DEAD_LETTER_KAFKA_TOPIC (+ _BROKERS) or DEAD_LETTER_PATH" in message
 
 
 def test_cli_exits_2_on_a_bad_config_without_starting_spark(tmp_path):

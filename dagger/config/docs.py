@@ -6,7 +6,14 @@ import typing
 
 from pydantic import BaseModel
 
-from dagger.config.model import JobConfig, PostProcessorConfig, PreProcessorConfig, PythonUdfConfig, StreamConfig
+from dagger.config.model import (
+    JobConfig,
+    PostProcessorConfig,
+    PreProcessorConfig,
+    PythonUdfConfig,
+    SinkConfig,
+    StreamConfig,
+)
 
 
 def _type_name(annotation: typing.Any) -> str:
@@ -43,9 +50,12 @@ def _default(field: typing.Any) -> str:
     return f"`{field.default}`"
 
 
-def _table(model: type[BaseModel]) -> str:
+def _table(model: type[BaseModel], exclude: typing.Iterable[str] = ()) -> str:
     rows = ["| Key | Type | Default | Meaning |", "|---|---|---|---|"]
+    skip = set(exclude)
     for name, field in model.model_fields.items():
+        if name in skip:
+            continue
         desc = (field.description or "").replace("\n", " ").replace("|", "\\|")
         rows.append(f"| `{name}` | {_type_name(field.annotation)} | {_default(field)} | {desc} |")
     return "\n".join(rows)
@@ -64,7 +74,15 @@ def render_reference() -> str:
         "",
         "## Job keys",
         "",
-        _table(JobConfig),
+        _table(JobConfig, exclude=SinkConfig.model_fields),
+        "",
+        "## Sink keys (top level for one sink, or each element of `SINKS`)",
+        "",
+        'One job can write to several sinks: `"SINKS": [{"SINK_TYPE": "kafka", ...}, {"SINK_TYPE": '
+        '"influx", ...}]`. The SQL runs once per micro-batch and each sink gets every row; a micro-batch '
+        "commits only when every sink has written it. Without `SINKS`, these keys sit at the top level.",
+        "",
+        _table(SinkConfig),
         "",
         "## Stream keys (each element of `STREAMS`)",
         "",

@@ -12,6 +12,7 @@ The markdown config reference (``docs/config.md``) is generated from this module
 from __future__ import annotations
 
 import json
+import typing
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
@@ -188,11 +189,6 @@ class StreamConfig(_Strict):
             ):
                 if getattr(self, key) in (None, ""):
                     raise ValueError(f"{key} is required for Kafka stream '{table}'")
-            if self.SOURCE_KAFKA_INVALID_RECORD_POLICY == "dead-letter" and not self.SOURCE_KAFKA_DEAD_LETTER_TOPIC:
-                raise ValueError(
-                    f"SOURCE_KAFKA_DEAD_LETTER_TOPIC is required for stream '{table}' because "
-                    "SOURCE_KAFKA_INVALID_RECORD_POLICY is 'dead-letter'"
-                )
         else:
             if not self.SOURCE_PARQUET_FILE_PATHS:
                 raise ValueError(f"SOURCE_PARQUET_FILE_PATHS is required for Parquet stream '{table}'")
@@ -352,7 +348,174 @@ class PythonUdfConfig(_Strict):
 SINK_TYPES = ("log", "kafka", "influx", "bigquery")
 
 
-class JobConfig(_Strict):
+class SinkConfig(_Strict):
+    """One sink: its ``SINK_TYPE`` and that type's keys (top level of a job, or each element of ``SINKS``)."""
+
+    SINK_TYPE: Literal["log", "kafka", "influx", "bigquery"] = Field(
+        "log", description="Where results go. Unlike Dagger, an unknown value is an error, not Influx."
+    )
+    SINK_NAME: str | None = Field(
+        None,
+        description="Name of this sink in logs, counters and dead-letter records. Default: the `SINK_TYPE` "
+        "(with its position in `SINKS` when a type repeats).",
+    )
+    SINK_KAFKA_BROKERS: str | None = Field(None, description="Bootstrap servers of the output cluster.")
+    SINK_KAFKA_TOPIC: str | None = Field(None, description="Output topic.")
+    SINK_KAFKA_PROTO_MESSAGE: str | None = Field(None, description="Output value message (fully qualified name).")
+    SINK_KAFKA_PROTO_KEY: str | None = Field(None, description="Output key message; no key when unset.")
+    SINK_KAFKA_STREAM: str | None = Field(None, description="Logical output cluster name (telemetry).")
+    SINK_KAFKA_DATA_TYPE: Literal["PROTO", "JSON"] = Field("PROTO", description="PROTO, or JSON (one object per row).")
+    SINK_KAFKA_JSON_SCHEMA: str | None = Field(None, description="Accepted for compatibility with JSON mode.")
+    SINK_KAFKA_PRODUCE_LARGE_MESSAGE_ENABLE: bool = Field(
+        False, description="Allow 20 MiB messages and compress with snappy."
+    )
+    SINK_KAFKA_LINGER_MS: int = Field(0, ge=0, description="Producer `linger.ms`.")
+    SINK_KAFKA_PRODUCER_CONFIG: Annotated[dict[str, str], Json] = Field(
+        default_factory=dict, description="Extra librdkafka producer properties."
+    )
+
+    SINK_INFLUX_URL: str | None = Field(None, description="InfluxDB URL, e.g. `http://localhost:8086`.")
+    SINK_INFLUX_API_VERSION: Literal["1", "2"] = Field(
+        "1",
+        description="`1`: the InfluxDB 1.x HTTP API (`/write?db=&rp=`, user/password), what Dagger's influx-java "
+        "client speaks. `2`: the 2.x/3.x API (`/api/v2/write`) through `influxdb-client`, with "
+        "`SINK_INFLUX_TOKEN` and a bucket.",
+    )
+    SINK_INFLUX_USERNAME: str | None = Field(None, description="1.x user (basic auth).")
+    SINK_INFLUX_PASSWORD: str | None = Field(None, description="1.x password.")
+    SINK_INFLUX_DB_NAME: str | None = Field(None, description="Database (1.x); with the RP, the default 2.x bucket.")
+    SINK_INFLUX_MEASUREMENT_NAME: str | None = Field(None, description="Measurement every point is written to.")
+    SINK_INFLUX_RETENTION_POLICY: str | None = Field(
+        None, description="Retention policy; empty means the database's default policy."
+    )
+    SINK_INFLUX_BATCH_SIZE: int = Field(
+        0, ge=0, description="Points per write request; 0 means 5000. Every task flushes before its batch commits."
+    )
+    SINK_INFLUX_FLUSH_DURATION_MS: int = Field(
+        0, ge=0, description="Also send a request when buffered points are this old (0: size and end of task only)."
+    )
+    SINK_INFLUX_TOKEN: str | None = Field(None, description="2.x/3.x API token (`Authorization: Token ...`).")
+    SINK_INFLUX_ORG: str | None = Field(None, description="2.x organisation (3.x and 1.8's v2 API ignore it).")
+    SINK_INFLUX_BUCKET: str | None = Field(
+        None, description="2.x bucket. Default: `DB_NAME/RETENTION_POLICY` (or `DB_NAME`), the 1.x mapping."
+    )
+    SINK_INFLUX_TIMEOUT_MS: int = Field(30000, gt=0, description="Per-request timeout.")
+
+    SINK_BIGQUERY_BATCH_SIZE: int = Field(
+        500, gt=0, description="Rows per Storage Write append request (also bounded to 9 MB per request)."
+    )
+    SINK_ERROR_TYPES_FOR_FAILURE: Annotated[list[str], CommaList] = Field(
+        default_factory=list,
+        description="Comma-separated row error types that fail the job: `DESERIALIZATION_ERROR`, "
+        "`INVALID_MESSAGE_ERROR`, `UNKNOWN_FIELDS_ERROR`, `SINK_4XX_ERROR`, `SINK_5XX_ERROR`, "
+        "`SINK_UNKNOWN_ERROR`, `DEFAULT_ERROR`. Rows failing with any other type go to the dead-letter output.",
+    )
+    SINK_CONNECTOR_SCHEMA_PROTO_MESSAGE_CLASS: str | None = Field(
+        None, description="Proto message the rows are typed through; the table schema is derived from it."
+    )
+    SINK_CONNECTOR_SCHEMA_PROTO_KEY_CLASS: str | None = Field(None, description="Accepted (Depot's message key).")
+    SINK_CONNECTOR_SCHEMA_DATA_TYPE: Literal["PROTOBUF"] | None = Field(None, description="Only `PROTOBUF`.")
+    SINK_CONNECTOR_SCHEMA_MESSAGE_MODE: Literal["LOG_MESSAGE"] | None = Field(
+        None, description="Only `LOG_MESSAGE` (the value message)."
+    )
+    SINK_CONNECTOR_SCHEMA_PROTO_ALLOW_UNKNOWN_FIELDS_ENABLE: bool | None = Field(
+        None, description="Accepted; output columns without a proto field are ignored, as in the Kafka sink."
+    )
+    SINK_BIGQUERY_GOOGLE_CLOUD_PROJECT_ID: str | None = Field(None, description="Project of the dataset.")
+    SINK_BIGQUERY_DATASET_NAME: str | None = Field(None, description="Dataset; created if missing.")
+    SINK_BIGQUERY_TABLE_NAME: str | None = Field(None, description="Table; created from the proto if missing.")
+    SINK_BIGQUERY_DATASET_LABELS: str | None = Field(None, description="`k=v,k2=v2` labels of a created dataset.")
+    SINK_BIGQUERY_TABLE_LABELS: str | None = Field(None, description="`k=v,k2=v2` labels of the table.")
+    SINK_BIGQUERY_TABLE_PARTITIONING_ENABLE: bool = Field(
+        False, description="Day-partition a created table on `SINK_BIGQUERY_TABLE_PARTITION_KEY`."
+    )
+    SINK_BIGQUERY_TABLE_PARTITION_KEY: str | None = Field(
+        None, description="A `google.protobuf.Timestamp` field of the message."
+    )
+    SINK_BIGQUERY_TABLE_PARTITION_EXPIRY_MS: int | None = Field(
+        None, description="Partition expiry of a created table."
+    )
+    SINK_BIGQUERY_ROW_INSERT_ID_ENABLE: bool | None = Field(
+        None, description="Accepted; delivery is exactly-once per micro-batch without insert ids."
+    )
+    SINK_BIGQUERY_CREDENTIAL_PATH: str | None = Field(
+        None, description="Service-account JSON file. Default: Application Default Credentials."
+    )
+    SINK_BIGQUERY_ANONYMOUS_CREDENTIALS: bool = Field(False, description="Send no credentials (emulators).")
+    SINK_BIGQUERY_API_ENDPOINT: str | None = Field(
+        None, description="REST endpoint, e.g. `http://127.0.0.1:9050` for an emulator. Default: Google's."
+    )
+    SINK_BIGQUERY_STORAGE_API_ENDPOINT: str | None = Field(
+        None,
+        description="Storage Write API `host:port`. Default: Google's (TLS); a loopback or `http://` address "
+        "is used without TLS.",
+    )
+    SINK_BIGQUERY_METADATA_NAMESPACE: str | None = Field(None, description="Accepted; no metadata columns are added.")
+    SINK_BIGQUERY_DATASET_LOCATION: str | None = Field(
+        None, description="Location of a created dataset (Depot's default: `asia-southeast1`)."
+    )
+    SINK_BIGQUERY_CLIENT_READ_TIMEOUT_MS: int = Field(60000, gt=0, description="Per-request timeout.")
+    SINK_BIGQUERY_CLIENT_CONNECT_TIMEOUT_MS: int = Field(10000, gt=0, description="Connection timeout.")
+    SINK_BIGQUERY_RETRY_DEADLINE_MS: int = Field(
+        120000,
+        gt=0,
+        description="Retries of a failed request (5xx, unavailable) stop after this long and the batch fails "
+        "(so a broken server never hangs a micro-batch for the client's default ten minutes).",
+    )
+
+    @model_validator(mode="after")
+    def _check_sink(self) -> SinkConfig:
+        required = {
+            "kafka": ["SINK_KAFKA_BROKERS", "SINK_KAFKA_TOPIC"]
+            + (["SINK_KAFKA_PROTO_MESSAGE"] if self.SINK_KAFKA_DATA_TYPE == "PROTO" else []),
+            "influx": ["SINK_INFLUX_URL", "SINK_INFLUX_MEASUREMENT_NAME"]
+            + (["SINK_INFLUX_DB_NAME"] if self.SINK_INFLUX_API_VERSION == "1" or not self.SINK_INFLUX_BUCKET else []),
+            "bigquery": [
+                "SINK_BIGQUERY_GOOGLE_CLOUD_PROJECT_ID",
+                "SINK_BIGQUERY_DATASET_NAME",
+                "SINK_BIGQUERY_TABLE_NAME",
+                "SINK_CONNECTOR_SCHEMA_PROTO_MESSAGE_CLASS",
+            ],
+        }.get(self.SINK_TYPE, [])
+        for key in required:
+            if not getattr(self, key):
+                raise ValueError(f"{key} is required when SINK_TYPE is '{self.SINK_TYPE}'")
+        unknown = [t for t in self.SINK_ERROR_TYPES_FOR_FAILURE if t not in SINK_ERROR_TYPES]
+        if unknown:
+            raise ValueError(
+                f"SINK_ERROR_TYPES_FOR_FAILURE: unknown error type {', '.join(unknown)}; accepted: "
+                + ", ".join(SINK_ERROR_TYPES)
+            )
+        if self.SINK_BIGQUERY_TABLE_PARTITIONING_ENABLE and not self.SINK_BIGQUERY_TABLE_PARTITION_KEY:
+            raise ValueError(
+                "SINK_BIGQUERY_TABLE_PARTITION_KEY is required when SINK_BIGQUERY_TABLE_PARTITIONING_ENABLE"
+            )
+        return self
+
+    def sink_settings(self) -> SinkConfig:
+        """These keys alone, as a :class:`SinkConfig` (what sink plugins are built from)."""
+        return SinkConfig.model_validate({k: getattr(self, k) for k in SinkConfig.model_fields})
+
+
+class NamedSink(typing.NamedTuple):
+    """A sink's name and its keys."""
+
+    name: str
+    config: SinkConfig
+
+
+SINK_ERROR_TYPES = (
+    "DESERIALIZATION_ERROR",
+    "INVALID_MESSAGE_ERROR",
+    "UNKNOWN_FIELDS_ERROR",
+    "SINK_4XX_ERROR",
+    "SINK_5XX_ERROR",
+    "SINK_UNKNOWN_ERROR",
+    "DEFAULT_ERROR",
+)
+
+
+class JobConfig(SinkConfig):
     """A whole Dagger job: streams, SQL, sink and the settings around them."""
 
     # --- job and SQL -------------------------------------------------------------------------------
@@ -400,53 +563,32 @@ class JobConfig(_Strict):
         False, description="Raise the consumer's per-partition fetch size to 5 MiB."
     )
 
-    # --- sinks ------------------------------------------------------------------------------------
-    SINK_TYPE: Literal["log", "kafka", "influx", "bigquery"] = Field(
-        "log", description="Where results go. Unlike Dagger, an unknown value is an error, not Influx."
+    # --- sinks (the single-sink keys are SinkConfig's, inherited) ---------------------------------------
+    SINKS: Annotated[list[SinkConfig], Json] | None = Field(
+        None,
+        description="Several sinks for one job: a JSON array of objects holding the sink keys below (each with "
+        "its own `SINK_TYPE`). The SQL runs once per micro-batch and every sink receives every row. Without "
+        "`SINKS`, the single-sink keys at the top level describe the one sink.",
     )
-    SINK_KAFKA_BROKERS: str | None = Field(None, description="Bootstrap servers of the output cluster.")
-    SINK_KAFKA_TOPIC: str | None = Field(None, description="Output topic.")
-    SINK_KAFKA_PROTO_MESSAGE: str | None = Field(None, description="Output value message (fully qualified name).")
-    SINK_KAFKA_PROTO_KEY: str | None = Field(None, description="Output key message; no key when unset.")
-    SINK_KAFKA_STREAM: str | None = Field(None, description="Logical output cluster name (telemetry).")
-    SINK_KAFKA_DATA_TYPE: Literal["PROTO", "JSON"] = Field("PROTO", description="PROTO, or JSON (one object per row).")
-    SINK_KAFKA_JSON_SCHEMA: str | None = Field(None, description="Accepted for compatibility with JSON mode.")
-    SINK_KAFKA_PRODUCE_LARGE_MESSAGE_ENABLE: bool = Field(
-        False, description="Allow 20 MiB messages and compress with snappy."
+
+    # --- dead-letter output -----------------------------------------------------------------------
+    DEAD_LETTER_KAFKA_TOPIC: str | None = Field(
+        None,
+        description="Kafka topic receiving rows a sink rejects and records a stream cannot decode (streams "
+        "with the `dead-letter` policy). Each record carries the reason, the sink or stream, and the original "
+        "coordinates in `dagger.*` headers.",
     )
-    SINK_KAFKA_LINGER_MS: int = Field(0, ge=0, description="Producer `linger.ms`.")
-    SINK_KAFKA_PRODUCER_CONFIG: Annotated[dict[str, str], Json] = Field(
-        default_factory=dict, description="Extra librdkafka producer properties."
+    DEAD_LETTER_KAFKA_BROKERS: str | None = Field(
+        None, description="Bootstrap servers of `DEAD_LETTER_KAFKA_TOPIC` (required with it)."
     )
-    SINK_INFLUX_URL: str | None = Field(None, description="InfluxDB URL.")
-    SINK_INFLUX_USERNAME: str | None = None
-    SINK_INFLUX_PASSWORD: str | None = None
-    SINK_INFLUX_DB_NAME: str | None = None
-    SINK_INFLUX_MEASUREMENT_NAME: str | None = None
-    SINK_INFLUX_RETENTION_POLICY: str | None = None
-    SINK_INFLUX_BATCH_SIZE: int = 0
-    SINK_INFLUX_FLUSH_DURATION_MS: int = 0
-    SINK_BIGQUERY_BATCH_SIZE: int = 500
-    SINK_ERROR_TYPES_FOR_FAILURE: str | None = None
-    SINK_CONNECTOR_SCHEMA_PROTO_MESSAGE_CLASS: str | None = None
-    SINK_CONNECTOR_SCHEMA_PROTO_KEY_CLASS: str | None = None
-    SINK_CONNECTOR_SCHEMA_DATA_TYPE: str | None = None
-    SINK_CONNECTOR_SCHEMA_MESSAGE_MODE: str | None = None
-    SINK_CONNECTOR_SCHEMA_PROTO_ALLOW_UNKNOWN_FIELDS_ENABLE: bool | None = None
-    SINK_BIGQUERY_GOOGLE_CLOUD_PROJECT_ID: str | None = None
-    SINK_BIGQUERY_DATASET_NAME: str | None = None
-    SINK_BIGQUERY_TABLE_NAME: str | None = None
-    SINK_BIGQUERY_DATASET_LABELS: str | None = None
-    SINK_BIGQUERY_TABLE_LABELS: str | None = None
-    SINK_BIGQUERY_TABLE_PARTITIONING_ENABLE: bool | None = None
-    SINK_BIGQUERY_TABLE_PARTITION_KEY: str | None = None
-    SINK_BIGQUERY_ROW_INSERT_ID_ENABLE: bool | None = None
-    SINK_BIGQUERY_CREDENTIAL_PATH: str | None = None
-    SINK_BIGQUERY_METADATA_NAMESPACE: str | None = None
-    SINK_BIGQUERY_DATASET_LOCATION: str | None = None
-    SINK_BIGQUERY_TABLE_PARTITION_EXPIRY_MS: int | None = None
-    SINK_BIGQUERY_CLIENT_READ_TIMEOUT_MS: int | None = None
-    SINK_BIGQUERY_CLIENT_CONNECT_TIMEOUT_MS: int | None = None
+    DEAD_LETTER_KAFKA_PRODUCER_CONFIG: Annotated[dict[str, str], Json] = Field(
+        default_factory=dict, description="Extra librdkafka properties of the dead-letter producer."
+    )
+    DEAD_LETTER_PATH: str | None = Field(
+        None,
+        description="Directory receiving dead letters as JSON-lines files (local runs); one file per task "
+        "that had any. Exclusive with `DEAD_LETTER_KAFKA_TOPIC`.",
+    )
 
     # --- schema registry --------------------------------------------------------------------------
     SCHEMA_REGISTRY_STENCIL_ENABLE: bool = Field(
@@ -543,13 +685,33 @@ class JobConfig(_Strict):
         dupes = sorted({t for t in tables if tables.count(t) > 1})
         if dupes:
             raise ValueError(f"INPUT_SCHEMA_TABLE must be unique across STREAMS; repeated: {', '.join(dupes)}")
-        if self.SINK_TYPE == "kafka":
-            required = ["SINK_KAFKA_BROKERS", "SINK_KAFKA_TOPIC"]
-            if self.SINK_KAFKA_DATA_TYPE == "PROTO":
-                required.append("SINK_KAFKA_PROTO_MESSAGE")
-            for key in required:
-                if not getattr(self, key):
-                    raise ValueError(f"{key} is required when SINK_TYPE is 'kafka'")
+        if self.SINKS is not None:
+            if not self.SINKS:
+                raise ValueError("SINKS must list at least one sink (or be left out for the single-sink keys)")
+            top = sorted(k for k in self.model_fields_set if k in SinkConfig.model_fields)
+            if top:
+                raise ValueError(
+                    f"{', '.join(top)} set at the top level together with SINKS; move them into the SINKS entries"
+                )
+        if self.DEAD_LETTER_KAFKA_TOPIC and self.DEAD_LETTER_PATH:
+            raise ValueError("DEAD_LETTER_KAFKA_TOPIC and DEAD_LETTER_PATH are exclusive; choose one destination")
+        if self.DEAD_LETTER_KAFKA_TOPIC and not self.DEAD_LETTER_KAFKA_BROKERS:
+            raise ValueError("DEAD_LETTER_KAFKA_BROKERS is required with DEAD_LETTER_KAFKA_TOPIC")
+        for stream in self.STREAMS:
+            if (
+                stream.SOURCE_KAFKA_INVALID_RECORD_POLICY == "dead-letter"
+                and not stream.SOURCE_KAFKA_DEAD_LETTER_TOPIC
+                and not self.has_dead_letter
+            ):
+                raise ValueError(
+                    f"stream '{stream.INPUT_SCHEMA_TABLE}' has SOURCE_KAFKA_INVALID_RECORD_POLICY 'dead-letter' but "
+                    "no destination: set DEAD_LETTER_KAFKA_TOPIC (+ _BROKERS) or DEAD_LETTER_PATH, or the "
+                    "stream's SOURCE_KAFKA_DEAD_LETTER_TOPIC"
+                )
+        names = [s.name for s in self.sink_configs]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"SINK_NAME must be unique across SINKS; repeated: {', '.join(dupes)}")
         if self.PROCESSOR_PREPROCESSOR_ENABLE and self.PROCESSOR_PREPROCESSOR_CONFIG is None:
             raise ValueError("PROCESSOR_PREPROCESSOR_CONFIG is required when PROCESSOR_PREPROCESSOR_ENABLE is true")
         if self.PROCESSOR_POSTPROCESSOR_ENABLE and self.PROCESSOR_POSTPROCESSOR_CONFIG is None:
@@ -557,6 +719,21 @@ class JobConfig(_Strict):
         if self.PYTHON_UDF_ENABLE and self.PYTHON_UDF_CONFIG is None:
             raise ValueError("PYTHON_UDF_CONFIG is required when PYTHON_UDF_ENABLE is true")
         return self
+
+    @property
+    def has_dead_letter(self) -> bool:
+        """Whether a job-level dead-letter destination is configured."""
+        return bool(self.DEAD_LETTER_KAFKA_TOPIC or self.DEAD_LETTER_PATH)
+
+    @property
+    def sink_configs(self) -> list[NamedSink]:
+        """Every sink of the job with its name: the ``SINKS`` entries, or the single-sink keys."""
+        configs = self.SINKS if self.SINKS else [self.sink_settings()]
+        types = [c.SINK_TYPE for c in configs]
+        return [
+            NamedSink(c.SINK_NAME or (c.SINK_TYPE if types.count(c.SINK_TYPE) == 1 else f"{c.SINK_TYPE}-{i}"), c)
+            for i, c in enumerate(configs)
+        ]
 
     @property
     def sql(self) -> str:

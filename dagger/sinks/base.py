@@ -8,6 +8,11 @@ calls :meth:`Sink.commit` once per micro-batch with every task's result and the 
 key). A sink must never lose a failure: a write it cannot complete raises :class:`~dagger.errors.SinkError`
 and the micro-batch fails.
 
+Rows a sink *rejects* (a value its destination cannot take) are not write failures: the writer hands them to
+:class:`RejectedRows`, which fails the batch when their error type is in ``SINK_ERROR_TYPES_FOR_FAILURE``
+(or when the job has no dead-letter output) and otherwise writes them to the job's dead-letter output
+(:mod:`dagger.dead_letter`), counted.
+
 One Spark writer (:mod:`dagger.sinks.spark_writer`) drives every configured sink, so a job computes its SQL
 once per micro-batch whatever the number of sinks.
 """
@@ -18,6 +23,12 @@ from abc import ABC, abstractmethod
 from typing import Any, ClassVar
 
 import pyarrow as pa
+
+from dagger.errors import SinkError
+
+#: the counters every sink has (kept by its writers, in tasks): rows written, rows sent to the dead-letter
+#: output, rows the destination dropped by its own rules (InfluxDB's retention policy)
+COUNTERS = ("written", "dead_letters", "dropped")
 
 
 class SinkWriter(ABC):
@@ -38,6 +49,26 @@ class Sink(ABC):
     #: the name users write in ``SINK_TYPE``
     name: ClassVar[str]
 
+    #: this sink's name in logs, counters and dead letters (``SINK_NAME``; set by the stream manager)
+    label: str = ""
+    #: the job's dead-letter output (a :class:`~dagger.dead_letter.DeadLetterSpec`), or None
+    dead_letter: Any = None
+    #: error types that fail the batch instead of going to the dead-letter output
+    fail_on: frozenset[str] = frozenset()
+    #: kind → Spark accumulator (see :data:`COUNTERS`); set by the stream manager
+    counters: dict[str, Any] | None = None
+    #: a directory under the job's checkpoint this sink may keep state in (set by the stream manager)
+    state_dir: str | None = None
+
+    def count(self, kind: str, n: int) -> None:
+        """Add ``n`` to this sink's ``kind`` counter (a no-op outside a job)."""
+        if n and self.counters and kind in self.counters:
+            self.counters[kind].add(n)
+
+    @property
+    def display_name(self) -> str:
+        return self.label or self.name
+
     @classmethod
     @abstractmethod
     def from_config(cls, config: Any, descriptors: Any) -> Sink:
@@ -55,5 +86,60 @@ class Sink(ABC):
     def writer(self, partition_id: int, batch_id: int) -> SinkWriter:
         """A writer for one task (called on executors)."""
 
+    def prepare(self) -> None:  # noqa: B027 - optional hook
+        """Driver-side set-up before the query starts (e.g. create the destination table)."""
+
     def commit(self, results: list[Any], batch_id: int) -> None:  # noqa: B027 - optional hook
         """Called on the driver after every task of micro-batch ``batch_id`` succeeded."""
+
+
+class RejectedRows:
+    """Rows one task of a sink rejected: failed on, or sent to the dead-letter output.
+
+    Parameters
+    ----------
+    sink:
+        The sink (its ``fail_on``, ``dead_letter`` and name decide what happens).
+    batch_id, partition:
+        The micro-batch and Spark partition, recorded as the dead letters' coordinates.
+    """
+
+    def __init__(self, sink: Sink, batch_id: int, partition: int):
+        self.sink = sink
+        self.batch_id = batch_id
+        self.partition = partition
+        self._writer: Any = None
+        self.count = 0
+
+    def add(self, rows: pa.RecordBatch | pa.Table, reasons: list[str], error_types: list[str]) -> None:
+        """Handle rejected ``rows`` (one reason and error type per row)."""
+        if not len(reasons):
+            return
+        name = self.sink.display_name
+        for index, error_type in enumerate(error_types):
+            if error_type in self.sink.fail_on or self.sink.dead_letter is None:
+                from dagger.dead_letter import row_json
+
+                row = row_json(rows.slice(index, 1).to_pylist()[0])
+                hint = (
+                    f"{error_type} is listed in SINK_ERROR_TYPES_FOR_FAILURE"
+                    if error_type in self.sink.fail_on
+                    else "set DEAD_LETTER_KAFKA_TOPIC (+ _BROKERS) or DEAD_LETTER_PATH to keep the job running and "
+                    "collect rejected rows there"
+                )
+                raise SinkError(
+                    f"sink '{name}' rejected a row of batch {self.batch_id} ({error_type}): {reasons[index]}; "
+                    f"{hint}. Row: {row[:500]}"
+                )
+        if self._writer is None:
+            self._writer = self.sink.dead_letter.writer("sink", name, self.batch_id, self.partition)
+        self._writer.write_rows(rows.to_pylist(), reasons, error_types)
+        self.count += len(reasons)
+
+    def flush(self) -> int:
+        """Make the dead letters durable; count them; return how many this task wrote."""
+        if self._writer is not None:
+            self._writer.flush()
+        self.sink.count("dead_letters", self.count)
+        written, self.count = self.count, 0
+        return written

@@ -94,6 +94,7 @@ class _KafkaWriter(SinkWriter):
                 f"SINK_KAFKA_TOPIC {self.sink.topic}: {len(self.errors) or remaining} record(s) were not delivered "
                 f"to {self.sink.producer_config.get('bootstrap.servers')}: {'; '.join(self.errors[:3]) or 'flush timed out'}"
             )
+        self.sink.count("written", self.count)
         return self.count
 
 

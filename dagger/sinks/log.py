@@ -41,13 +41,15 @@ def format_rows(batch: pa.RecordBatch) -> list[str]:
 
 
 class _LogWriter(SinkWriter):
-    def __init__(self) -> None:
+    def __init__(self, sink: LogSink) -> None:
+        self.sink = sink
         self.lines: list[str] = []
 
     def write(self, batch: pa.RecordBatch) -> None:
         self.lines.extend(format_rows(batch))
 
     def flush(self) -> list[str]:
+        self.sink.count("written", len(self.lines))
         return self.lines
 
 
@@ -64,10 +66,10 @@ class LogSink(Sink):
         return cls()
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"_stream": None}
+        return {**self.__dict__, "_stream": None}
 
     def writer(self, partition_id: int, batch_id: int) -> SinkWriter:
-        return _LogWriter()
+        return _LogWriter(self)
 
     def commit(self, results: list[Any], batch_id: int) -> None:
         out = self._stream or sys.stdout

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from dagger.errors import DaggerConfigError
@@ -27,10 +27,9 @@ def kafka_stream(spark: Any, stream: Any, config: Any, descriptors: Any, options
 
     descriptors.find_message(stream.INPUT_SCHEMA_PROTO_CLASS)
     conf = client_config(stream, config.job_slug, config.SOURCE_KAFKA_CONSUME_LARGE_MESSAGE_ENABLE)
-    dead_letter = {}
+    dead_letter = None
     if stream.SOURCE_KAFKA_INVALID_RECORD_POLICY == "dead-letter":
-        dead_letter = {k: v for k, v in conf.items() if k.startswith(("security.", "sasl.", "ssl."))}
-        dead_letter["bootstrap.servers"] = stream.SOURCE_KAFKA_DEAD_LETTER_BROKERS or conf["bootstrap.servers"]
+        dead_letter = stream_dead_letter(stream, conf, config)
     spec = KafkaSourceSpec(
         table=stream.INPUT_SCHEMA_TABLE,
         topic_pattern=stream.SOURCE_KAFKA_TOPIC_NAMES,
@@ -40,13 +39,25 @@ def kafka_stream(spark: Any, stream: Any, config: Any, descriptors: Any, options
         rowtime_field_number=stream.INPUT_SCHEMA_EVENT_TIMESTAMP_FIELD_INDEX,
         rowtime=config.FLINK_ROWTIME_ATTRIBUTE_NAME,
         invalid_policy=stream.SOURCE_KAFKA_INVALID_RECORD_POLICY,
-        dead_letter_topic=stream.SOURCE_KAFKA_DEAD_LETTER_TOPIC,
-        dead_letter_config=dead_letter,
+        dead_letter=asdict(dead_letter) if dead_letter else None,
         max_records_per_trigger=config.SPARK_MAX_RECORDS_PER_TRIGGER,
         read_batch_size=config.SPARK_KAFKA_READ_BATCH_SIZE,
         commit_offsets=options.commit_offsets,
     )
     return spark.readStream.format(SOURCE_FORMAT).option("spec", spec.to_option()).load()
+
+
+def stream_dead_letter(stream: Any, consumer_config: dict[str, str], config: Any) -> Any:
+    """The stream's own dead-letter topic (on its own cluster, with its security settings), else the job's."""
+    from dagger.dead_letter import DeadLetterSpec
+
+    if stream.SOURCE_KAFKA_DEAD_LETTER_TOPIC:
+        producer = {k: v for k, v in consumer_config.items() if k.startswith(("security.", "sasl.", "ssl."))}
+        producer["bootstrap.servers"] = stream.SOURCE_KAFKA_DEAD_LETTER_BROKERS or consumer_config["bootstrap.servers"]
+        return DeadLetterSpec(
+            config.job_slug, kafka_topic=stream.SOURCE_KAFKA_DEAD_LETTER_TOPIC, producer_config=producer
+        )
+    return DeadLetterSpec.from_config(config)
 
 
 def _not_available(name: str) -> Callable[..., Any]:

@@ -18,7 +18,8 @@ Spark cannot load its JVM Kafka connector here, so the source is a
 * **Invalid records** follow ``SOURCE_KAFKA_INVALID_RECORD_POLICY``: ``fail`` raises an error naming topic,
   partition and offset; ``drop`` and ``dead-letter`` emit the row with ``__internal_validation_field__ =
   false`` (counted and filtered out by the stream manager); ``dead-letter`` first writes the raw record with
-  its reason and coordinates to ``SOURCE_KAFKA_DEAD_LETTER_TOPIC`` (at-least-once).
+  its reason and coordinates to the stream's ``SOURCE_KAFKA_DEAD_LETTER_TOPIC``, else to the job's
+  dead-letter output (:mod:`dagger.dead_letter`; at-least-once).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ import logging
 import re
 import time
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
@@ -57,8 +58,7 @@ class KafkaSourceSpec:
     rowtime_field_number: int | None
     rowtime: str = "rowtime"
     invalid_policy: str = "fail"
-    dead_letter_topic: str | None = None
-    dead_letter_config: dict[str, str] = field(default_factory=dict)
+    dead_letter: dict[str, Any] | None = None  # a DeadLetterSpec's fields
     max_records_per_trigger: int | None = None
     read_batch_size: int = 50_000
     commit_offsets: bool = True
@@ -381,7 +381,11 @@ def read_partition(spec: KafkaSourceSpec, part: KafkaPartition) -> Iterator[Any]
     )
     conf.setdefault("queued.max.messages.kbytes", "262144")
     consumer = Consumer(conf)
-    dead_letters = _DeadLetterWriter(spec) if spec.invalid_policy == "dead-letter" else None
+    dead_letters = None
+    if spec.invalid_policy == "dead-letter" and spec.dead_letter:
+        from dagger.dead_letter import DeadLetterSpec
+
+        dead_letters = DeadLetterSpec(**spec.dead_letter).writer("source", spec.table, partition=part.partition)
     try:
         consumer.assign([TopicPartition(part.topic, part.partition, part.start)])
         position = part.start
@@ -434,50 +438,11 @@ def _decode_chunk(spec: KafkaSourceSpec, decoder: Any, part: KafkaPartition, chu
             )
         if dead_letters is not None:
             for index, reason in zip(result.invalid, result.reasons, strict=True):
-                dead_letters.write(chunk[index], reason)
+                m = chunk[index]
+                coordinates = {"topic": m.topic(), "partition": m.partition(), "offset": m.offset()}
+                coordinates["message"] = spec.message_name
+                dead_letters.write_record(m.value(), m.key(), reason, coordinates)
     return result.batch
-
-
-class _DeadLetterWriter:
-    """Raw undecodable records, with their reason and coordinates in headers, to a Kafka topic."""
-
-    def __init__(self, spec: KafkaSourceSpec):
-        from confluent_kafka import Producer
-
-        self.spec = spec
-        self.errors: list[str] = []
-        self.producer = Producer({"linger.ms": "5", **spec.dead_letter_config})
-
-    def _delivered(self, err: Any, _msg: Any) -> None:
-        if err is not None:
-            self.errors.append(str(err))
-
-    def write(self, message: Any, reason: str) -> None:
-        headers = [
-            ("dagger.reason", reason.encode()),
-            ("dagger.source", b"kafka"),
-            ("dagger.stream", self.spec.table.encode()),
-            ("dagger.topic", message.topic().encode()),
-            ("dagger.partition", str(message.partition()).encode()),
-            ("dagger.offset", str(message.offset()).encode()),
-            ("dagger.message", self.spec.message_name.encode()),
-        ]
-        self.producer.produce(
-            self.spec.dead_letter_topic,
-            value=message.value(),
-            key=message.key(),
-            headers=headers,
-            on_delivery=self._delivered,
-        )
-        self.producer.poll(0)
-
-    def flush(self) -> None:
-        remaining = self.producer.flush(60)
-        if remaining or self.errors:
-            raise InvalidRecordError(
-                f"stream '{self.spec.table}': writing to dead-letter topic {self.spec.dead_letter_topic} failed "
-                f"({remaining} undelivered): {'; '.join(self.errors[:3]) or 'timeout'}"
-            )
 
 
 class KafkaDataSource(DataSource):

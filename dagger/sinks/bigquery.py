@@ -1,0 +1,704 @@
+"""``SINK_TYPE=bigquery``: rows typed through a proto message, written with the Storage Write API.
+
+* **Typing**: output columns map to the fields of ``SINK_CONNECTOR_SCHEMA_PROTO_MESSAGE_CLASS`` by name, as in
+  the Kafka sink (dotted columns fill nested fields, other columns are ignored). The table schema is the
+  message's, through the project's type mapping in reverse: nested message → RECORD, repeated → REPEATED,
+  map → REPEATED RECORD(key, value), ``google.protobuf.Timestamp`` → TIMESTAMP, Duration →
+  RECORD(seconds, nanos), Struct → STRING (JSON), wrappers → their scalar, enum → STRING (value name),
+  integers → INTEGER, float/double → FLOAT, bytes → BYTES.
+* **Table management** (on start, on the driver): the dataset and table are created if missing (labels,
+  location, optional day partitioning on a Timestamp field with expiry); fields added to the proto since
+  are added to the table schema.
+* **Delivery: exactly-once per micro-batch.** Each Spark task appends its rows as Arrow record batches to a
+  PENDING write stream (with offsets, so a retried append cannot duplicate) and finalizes it; when every
+  task of the micro-batch succeeded, the driver commits all the batch's streams atomically
+  (``BatchCommitWriteStreams``). Before committing, it records the stream names under the checkpoint
+  (``<checkpoint>/sinks/<SINK_NAME>/batch-<id>.json``); when Spark re-runs a micro-batch after a crash
+  between the BigQuery commit and its own commit log, the recorded streams are found already committed
+  (or are committed now: they hold the batch complete) and the re-run's streams are abandoned, so no row
+  is written twice. Abandoned PENDING streams hold no visible rows and expire on their own.
+* **Rejected rows**: a value the message cannot take (``INVALID_MESSAGE_ERROR``: an unknown enum name, an
+  impossible cast) or rows BigQuery refuses (``SINK_4XX_ERROR``; a refused request is split until the
+  refused rows are isolated) fail the job when their type is in ``SINK_ERROR_TYPES_FOR_FAILURE``; otherwise
+  they go to the dead-letter output, counted. Server errors (5xx, unavailable) are retried with backoff
+  until ``SINK_BIGQUERY_RETRY_DEADLINE_MS`` and then become ``SINK_5XX_ERROR`` rows.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import time
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from dagger.errors import DaggerConfigError, SinkError
+from dagger.serde.types import DURATION, JSON_TYPES, TIMESTAMP, WRAPPERS
+from dagger.sinks.base import RejectedRows, Sink, SinkWriter
+
+log = logging.getLogger(__name__)
+
+_MAX_REQUEST_BYTES = 9 * 1024 * 1024
+
+
+# -- proto → BigQuery schema ---------------------------------------------------------------------------
+
+
+def bigquery_schema(descriptor: Any) -> list[Any]:
+    """The BigQuery table schema (``SchemaField`` list) of a proto message."""
+    return [_schema_field(f, (descriptor.full_name,)) for f in descriptor.fields]
+
+
+def _schema_field(field: Any, path: tuple[str, ...]) -> Any:
+    from google.cloud.bigquery import SchemaField
+    from google.protobuf.descriptor import FieldDescriptor
+
+    from dagger.serde.types import is_map
+
+    mode = "REPEATED" if field.label == FieldDescriptor.LABEL_REPEATED else "NULLABLE"
+    if is_map(field):
+        entry = field.message_type
+        subfields = [_schema_field(entry.fields_by_name[n], path) for n in ("key", "value")]
+        return SchemaField(field.name, "RECORD", mode="REPEATED", fields=subfields)
+    if field.type == FieldDescriptor.TYPE_MESSAGE:
+        full = field.message_type.full_name
+        if full == TIMESTAMP:
+            return SchemaField(field.name, "TIMESTAMP", mode=mode)
+        if full == DURATION:
+            parts = [SchemaField("seconds", "INTEGER"), SchemaField("nanos", "INTEGER")]
+            return SchemaField(field.name, "RECORD", mode=mode, fields=parts)
+        if full in JSON_TYPES:
+            return SchemaField(field.name, "STRING", mode=mode)
+        if full in WRAPPERS:
+            inner = _schema_field(field.message_type.fields_by_name["value"], path)
+            return SchemaField(field.name, inner.field_type, mode=mode)
+        if full in path:  # recursive message: kept serialized, as on input
+            return SchemaField(field.name, "BYTES", mode=mode)
+        subfields = [_schema_field(f, (*path, full)) for f in field.message_type.fields]
+        return SchemaField(field.name, "RECORD", mode=mode, fields=subfields)
+    kind = {
+        FieldDescriptor.TYPE_FLOAT: "FLOAT",
+        FieldDescriptor.TYPE_DOUBLE: "FLOAT",
+        FieldDescriptor.TYPE_BOOL: "BOOLEAN",
+        FieldDescriptor.TYPE_STRING: "STRING",
+        FieldDescriptor.TYPE_BYTES: "BYTES",
+        FieldDescriptor.TYPE_ENUM: "STRING",
+    }.get(field.type, "INTEGER")
+    return SchemaField(field.name, kind, mode=mode)
+
+
+def arrow_schema(fields: list[Any]) -> pa.Schema:
+    """The Arrow schema the Storage Write API expects for BigQuery ``fields``."""
+    return pa.schema([_arrow_field(f) for f in fields])
+
+
+def _arrow_field(field: Any) -> pa.Field:
+    scalar = {
+        "INTEGER": pa.int64(),
+        "FLOAT": pa.float64(),
+        "BOOLEAN": pa.bool_(),
+        "STRING": pa.string(),
+        "BYTES": pa.binary(),
+        "TIMESTAMP": pa.timestamp("us", "UTC"),
+    }
+    if field.field_type == "RECORD":
+        t: pa.DataType = pa.struct([_arrow_field(f) for f in field.fields])
+    else:
+        t = scalar[field.field_type]
+    if field.mode == "REPEATED":
+        return pa.field(field.name, pa.list_(pa.field("item", t, nullable=False)), nullable=False)
+    return pa.field(field.name, t)
+
+
+def missing_fields(existing: list[Any], wanted: list[Any]) -> tuple[list[Any], list[str]]:
+    """``existing`` with the fields of ``wanted`` it lacks added (recursively); and the added paths."""
+    from google.cloud.bigquery import SchemaField
+
+    by_name = {f.name: f for f in existing}
+    merged, added = [], []
+    for field in existing:
+        want = next((w for w in wanted if w.name == field.name), None)
+        if want is not None and field.field_type == "RECORD" and want.field_type == "RECORD":
+            sub, sub_added = missing_fields(list(field.fields), list(want.fields))
+            if sub_added:
+                field = SchemaField(field.name, "RECORD", mode=field.mode, fields=sub, description=field.description)
+                added.extend(f"{field.name}.{a}" for a in sub_added)
+        merged.append(field)
+    for want in wanted:
+        if want.name not in by_name:
+            merged.append(want)
+            added.append(want.name)
+    return merged, added
+
+
+# -- Arrow conversion ------------------------------------------------------------------------------------
+
+
+def _to_bigquery(array: pa.Array, target: pa.DataType) -> pa.Array:
+    """Convert a proto-typed (ptars) Arrow array to the BigQuery Arrow type."""
+    t = array.type
+    if pa.types.is_list(target):
+        if pa.types.is_map(t):
+            entries = pa.StructArray.from_arrays([t_ for t_ in (array.keys, array.items)], names=["key", "value"])
+            values = _to_bigquery(entries, target.value_type)
+        else:
+            values = _to_bigquery(array.flatten(), target.value_type)
+        offsets = array.offsets
+        if array.null_count:
+            # BigQuery has no NULL array: a null repeated field is written empty
+            offsets = pc.fill_null(offsets, 0) if offsets.null_count else offsets
+            starts = offsets.slice(0, len(array))
+            ends = offsets.slice(1, len(array))
+            lengths = pc.if_else(array.is_valid(), pc.subtract(ends, starts), 0)
+            values = _take_ranges(values, starts, lengths, array.is_valid())
+            offsets = pa.array([0, *pc.cumulative_sum(lengths).to_pylist()], pa.int32())
+        elif array.offset or offsets[0].as_py():
+            start = offsets[0].as_py()
+            values = values.slice(start, offsets[-1].as_py() - start)
+            offsets = pc.subtract(offsets, start)
+        return pa.ListArray.from_arrays(offsets.cast(pa.int32()), values, type=target)
+    if pa.types.is_struct(target):
+        if pa.types.is_duration(t):
+            micros = array.cast(pa.int64())
+            seconds = pc.floor(pc.divide(micros.cast(pa.float64()), 1_000_000)).cast(pa.int64())
+            nanos = pc.multiply(pc.subtract(micros, pc.multiply(seconds, 1_000_000)), 1000)
+            children = [seconds, nanos]
+        else:
+            children = [_to_bigquery(_child(array, f.name), f.type) for f in target]
+        mask = pc.invert(array.is_valid()) if array.null_count else None
+        return pa.StructArray.from_arrays(children, fields=list(target), mask=mask)
+    if t == target:
+        return array
+    return array.cast(target, safe=True)
+
+
+def _child(array: pa.StructArray, name: str) -> pa.Array:
+    index = array.type.get_field_index(name)
+    return array.field(index) if not array.offset else array.flatten()[index]
+
+
+def _take_ranges(values: pa.Array, starts: pa.Array, lengths: pa.Array, valid: pa.Array) -> pa.Array:
+    indices = [
+        i
+        for s, n, v in zip(starts.to_pylist(), lengths.to_pylist(), valid.to_pylist(), strict=True)
+        if v
+        for i in range(s, s + n)
+    ]
+    return values.take(pa.array(indices, pa.int64()))
+
+
+_CONVERTERS: dict[str, Any] = {}
+
+
+class RowConverter:
+    """Arrow batches of SQL output → Arrow batches in the table's schema, typed through the proto message."""
+
+    def __init__(self, descriptor: Any, key: str):
+        from dagger.serde.encode import ProtoEncoder
+
+        self.encoder = ProtoEncoder(descriptor, key)
+        self.encoder.schema = pa.schema([_json_as_string(f, descriptor) for f in self.encoder.schema])
+        self.schema = arrow_schema(bigquery_schema(descriptor))
+
+    def convert(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        """Raises SinkError when some row cannot be typed (callers isolate the row)."""
+        arrays = self.encoder.conform(batch)
+        try:
+            out = [_to_bigquery(a, f.type) for a, f in zip(arrays, self.schema, strict=True)]
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
+            raise SinkError(f"{self.encoder.key}: {str(exc).splitlines()[0]}") from None
+        return pa.RecordBatch.from_arrays(out, schema=self.schema)
+
+
+def _json_as_string(field: pa.Field, descriptor: Any) -> pa.Field:
+    """Struct/Value/ListValue fields are written as JSON strings (the SQL side holds them as JSON text)."""
+    proto = descriptor.fields_by_name[field.name]
+    if proto.message_type is None or proto.message_type.full_name in (TIMESTAMP, DURATION):
+        return field
+    if proto.message_type.full_name in JSON_TYPES:
+        t = pa.list_(pa.string()) if proto.label == proto.LABEL_REPEATED else pa.string()
+        return pa.field(field.name, t)
+    if pa.types.is_struct(field.type):
+        children = [_json_as_string(f, proto.message_type) for f in field.type]
+        return pa.field(field.name, pa.struct(children))
+    return field
+
+
+def _converter(descriptor_set_b64: str, message: str) -> RowConverter:
+    cache_key = f"{message}|{hash(descriptor_set_b64)}"
+    converter = _CONVERTERS.get(cache_key)
+    if converter is None:
+        from google.protobuf import descriptor_pb2
+
+        from dagger.schema.registry import build_pool
+
+        fds = descriptor_pb2.FileDescriptorSet.FromString(base64.b64decode(descriptor_set_b64))
+        descriptor = build_pool(fds).FindMessageTypeByName(message)
+        converter = RowConverter(descriptor, "SINK_CONNECTOR_SCHEMA_PROTO_MESSAGE_CLASS")
+        _CONVERTERS[cache_key] = converter
+    return converter
+
+
+# -- clients ------------------------------------------------------------------------------------------------
+
+
+def _credentials(sink: BigQuerySink) -> Any:
+    if sink.anonymous:
+        from google.auth.credentials import AnonymousCredentials
+
+        return AnonymousCredentials()
+    if sink.credential_path:
+        from google.oauth2 import service_account
+
+        return service_account.Credentials.from_service_account_file(
+            sink.credential_path, scopes=["https://www.googleapis.com/auth/cloud-platform"]
+        )
+    return None  # Application Default Credentials
+
+
+def rest_client(sink: BigQuerySink) -> Any:
+    from google.api_core.client_options import ClientOptions
+    from google.cloud import bigquery
+
+    options = ClientOptions(api_endpoint=sink.api_endpoint) if sink.api_endpoint else None
+    return bigquery.Client(project=sink.project, credentials=_credentials(sink), client_options=options)
+
+
+_WRITE_CLIENTS: dict[str, Any] = {}
+
+
+def write_client(sink: BigQuerySink) -> Any:
+    """A Storage Write API client (cached per endpoint in each worker process)."""
+    key = f"{sink.storage_endpoint}|{sink.credential_path}|{sink.anonymous}"
+    client = _WRITE_CLIENTS.get(key)
+    if client is None:
+        from google.cloud import bigquery_storage_v1
+
+        endpoint = sink.storage_endpoint
+        if endpoint and (endpoint.startswith("http://") or endpoint.split(":")[0] in ("127.0.0.1", "localhost")):
+            import grpc
+            from google.cloud.bigquery_storage_v1.services.big_query_write.transports import (
+                BigQueryWriteGrpcTransport,
+            )
+
+            target = endpoint.removeprefix("http://")
+            channel = grpc.insecure_channel(target, options=[("grpc.max_send_message_length", 64 * 1024 * 1024)])
+            client = bigquery_storage_v1.BigQueryWriteClient(transport=BigQueryWriteGrpcTransport(channel=channel))
+        else:
+            from google.api_core.client_options import ClientOptions
+
+            options = ClientOptions(api_endpoint=endpoint) if endpoint else None
+            client = bigquery_storage_v1.BigQueryWriteClient(credentials=_credentials(sink), client_options=options)
+        _WRITE_CLIENTS[key] = client
+    return client
+
+
+def _retry(sink: BigQuerySink) -> Any:
+    from google.api_core import exceptions, retry
+
+    transient = retry.if_exception_type(
+        exceptions.InternalServerError,
+        exceptions.BadGateway,
+        exceptions.ServiceUnavailable,
+        exceptions.GatewayTimeout,
+        exceptions.TooManyRequests,
+        exceptions.DeadlineExceeded,
+        ConnectionError,
+    )
+    return retry.Retry(predicate=transient, initial=0.2, maximum=10.0, timeout=sink.retry_deadline_ms / 1000)
+
+
+# -- writer -------------------------------------------------------------------------------------------------
+
+_TRANSIENT_CODES = {4, 8, 10, 13, 14}  # DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED, ABORTED, INTERNAL, UNAVAILABLE
+_ALREADY_EXISTS = 6
+
+
+class _Refused(Exception):
+    def __init__(self, error_type: str, reason: str, rows: list[int] | None = None):
+        super().__init__(reason)
+        self.error_type = error_type
+        self.reason = reason
+        self.rows = rows
+
+
+class _BigQueryWriter(SinkWriter):
+    def __init__(self, sink: BigQuerySink, partition_id: int, batch_id: int):
+        self.sink = sink
+        self.rejected = RejectedRows(sink, batch_id, partition_id)
+        self.converter = _converter(sink.descriptor_set_b64, sink.message)
+        self.stream: str | None = None
+        self.offset = 0
+
+    # each incoming batch is sent in request-sized chunks; a refused chunk is split until the refused rows
+    # are isolated. A request either lands whole or writes nothing, so no row is sent twice.
+    def write(self, batch: pa.RecordBatch) -> None:
+        size = self.sink.batch_size
+        for start in range(0, batch.num_rows, size):
+            self._isolate(batch.slice(start, size))
+
+    def _isolate(self, batch: pa.RecordBatch) -> None:
+        try:
+            self._append(batch)
+        except _Refused as refused:
+            if refused.rows:  # the server named the rows
+                bad = pa.array(sorted(set(refused.rows)), pa.int64())
+                keep = pc.invert(pc.is_in(pa.array(range(batch.num_rows), pa.int64()), value_set=bad))
+                self.rejected.add(batch.take(bad), [refused.reason] * len(bad), [refused.error_type] * len(bad))
+                if pc.any(keep).as_py():
+                    self._isolate(batch.filter(keep))
+            elif batch.num_rows == 1 or refused.error_type == "SINK_5XX_ERROR":
+                # a server outage is not about particular rows: the whole request is rejected
+                self.rejected.add(batch, [refused.reason] * batch.num_rows, [refused.error_type] * batch.num_rows)
+            else:
+                half = batch.num_rows // 2
+                self._isolate(batch.slice(0, half))
+                self._isolate(batch.slice(half))
+
+    def _append(self, batch: pa.RecordBatch) -> None:
+        try:
+            rows = self.converter.convert(batch)
+        except SinkError as exc:
+            raise _Refused("INVALID_MESSAGE_ERROR", str(exc)) from None
+        if rows.nbytes > _MAX_REQUEST_BYTES and rows.num_rows > 1:
+            half = batch.num_rows // 2
+            self._isolate(batch.slice(0, half))
+            self._isolate(batch.slice(half))
+            return
+        self._send(rows)
+
+    def _send(self, rows: pa.RecordBatch) -> None:
+        from google.api_core import exceptions
+        from google.cloud.bigquery_storage_v1 import types
+
+        client = write_client(self.sink)
+        if self.stream is None:
+            stream = client.create_write_stream(
+                parent=self.sink.table_path,
+                write_stream=types.WriteStream(type_=types.WriteStream.Type.PENDING),
+                retry=_retry(self.sink),
+                timeout=self.sink.read_timeout_ms / 1000,
+            )
+            self.stream = stream.name
+        request = types.AppendRowsRequest(
+            write_stream=self.stream,
+            offset=self.offset,
+            arrow_rows=types.AppendRowsRequest.ArrowData(
+                writer_schema=types.ArrowSchema(serialized_schema=rows.schema.serialize().to_pybytes()),
+                rows=types.ArrowRecordBatch(serialized_record_batch=rows.serialize().to_pybytes()),
+            ),
+        )
+        deadline = time.monotonic() + self.sink.retry_deadline_ms / 1000
+        delay = 0.2
+        while True:
+            try:
+                responses = list(client.append_rows(iter([request]), timeout=self.sink.read_timeout_ms / 1000))
+            except (exceptions.NotFound, exceptions.PermissionDenied, exceptions.Unauthenticated) as exc:
+                raise SinkError(f"sink '{self.sink.display_name}': {self.sink.table_path}: {exc.message}") from None
+            except exceptions.GoogleAPICallError as exc:
+                if time.monotonic() + delay > deadline:
+                    raise _Refused("SINK_5XX_ERROR", f"BigQuery did not accept the rows in time: {exc}") from None
+                time.sleep(delay)
+                delay = min(delay * 2, 10.0)
+                continue
+            response = responses[-1] if responses else None
+            error = response.error if response is not None and "error" in response else None
+            if error is None or error.code == 0:
+                self.offset += rows.num_rows
+                return
+            if error.code == _ALREADY_EXISTS:  # this append landed before (a retry after a lost response)
+                self.offset += rows.num_rows
+                return
+            row_errors = list(response.row_errors) if "row_errors" in response else []
+            if row_errors:
+                reasons = {e.index: e.message for e in row_errors}
+                first = next(iter(reasons.values()))
+                raise _Refused("SINK_4XX_ERROR", f"BigQuery refused the row: {first}", rows=list(reasons))
+            too_large = "exceed" in error.message.lower() or "too large" in error.message.lower()
+            if error.code in _TRANSIENT_CODES and not too_large:
+                if time.monotonic() + delay > deadline:
+                    raise _Refused("SINK_5XX_ERROR", f"BigQuery error {error.code}: {error.message}") from None
+                time.sleep(delay)
+                delay = min(delay * 2, 10.0)
+                continue
+            raise _Refused("SINK_4XX_ERROR", f"BigQuery refused the rows: {error.message}")
+
+    def flush(self) -> dict[str, Any]:
+        rows = self.offset
+        if self.stream is not None:
+            write_client(self.sink).finalize_write_stream(
+                name=self.stream, retry=_retry(self.sink), timeout=self.sink.read_timeout_ms / 1000
+            )
+        self.sink.count("written", rows)
+        return {"stream": self.stream, "rows": rows, "dead_letters": self.rejected.flush()}
+
+
+# -- sink ----------------------------------------------------------------------------------------------------
+
+
+class BigQuerySink(Sink):
+    """Rows to one BigQuery table, exactly once per micro-batch."""
+
+    name = "bigquery"
+
+    def __init__(
+        self,
+        project: str,
+        dataset: str,
+        table: str,
+        message: str,
+        descriptor_set_b64: str,
+        *,
+        batch_size: int = 500,
+        dataset_labels: dict[str, str] | None = None,
+        table_labels: dict[str, str] | None = None,
+        partition_key: str | None = None,
+        partition_expiry_ms: int | None = None,
+        location: str | None = None,
+        credential_path: str | None = None,
+        anonymous: bool = False,
+        api_endpoint: str | None = None,
+        storage_endpoint: str | None = None,
+        read_timeout_ms: int = 60000,
+        retry_deadline_ms: int = 120000,
+    ):
+        self.project = project
+        self.dataset = dataset
+        self.table = table
+        self.message = message
+        self.descriptor_set_b64 = descriptor_set_b64
+        self.batch_size = batch_size
+        self.dataset_labels = dataset_labels or {}
+        self.table_labels = table_labels or {}
+        self.partition_key = partition_key
+        self.partition_expiry_ms = partition_expiry_ms
+        self.location = location
+        self.credential_path = credential_path
+        self.anonymous = anonymous
+        self.api_endpoint = api_endpoint
+        self.storage_endpoint = storage_endpoint
+        self.read_timeout_ms = read_timeout_ms
+        self.retry_deadline_ms = retry_deadline_ms
+        self.state_dir: str | None = None
+
+    @classmethod
+    def from_config(cls, config: Any, descriptors: Any) -> BigQuerySink:
+        key = "SINK_CONNECTOR_SCHEMA_PROTO_MESSAGE_CLASS"
+        descriptor = descriptors.find_message(config.SINK_CONNECTOR_SCHEMA_PROTO_MESSAGE_CLASS, key)
+        partition_key = (
+            config.SINK_BIGQUERY_TABLE_PARTITION_KEY if config.SINK_BIGQUERY_TABLE_PARTITIONING_ENABLE else None
+        )
+        if partition_key:
+            field = descriptor.fields_by_name.get(partition_key)
+            if field is None or field.message_type is None or field.message_type.full_name != TIMESTAMP:
+                timestamps = [
+                    f.name for f in descriptor.fields if f.message_type and f.message_type.full_name == TIMESTAMP
+                ]
+                raise DaggerConfigError(
+                    f"SINK_BIGQUERY_TABLE_PARTITION_KEY: {partition_key!r} is not a google.protobuf.Timestamp field of "
+                    f"{descriptor.full_name}; accepted: {', '.join(timestamps) or 'none (the message has no Timestamp)'}"
+                )
+        return cls(
+            project=config.SINK_BIGQUERY_GOOGLE_CLOUD_PROJECT_ID,
+            dataset=config.SINK_BIGQUERY_DATASET_NAME,
+            table=config.SINK_BIGQUERY_TABLE_NAME,
+            message=config.SINK_CONNECTOR_SCHEMA_PROTO_MESSAGE_CLASS,
+            descriptor_set_b64=base64.b64encode(descriptors.serialized).decode(),
+            batch_size=config.SINK_BIGQUERY_BATCH_SIZE,
+            dataset_labels=_labels(config.SINK_BIGQUERY_DATASET_LABELS, "SINK_BIGQUERY_DATASET_LABELS"),
+            table_labels=_labels(config.SINK_BIGQUERY_TABLE_LABELS, "SINK_BIGQUERY_TABLE_LABELS"),
+            partition_key=partition_key,
+            partition_expiry_ms=config.SINK_BIGQUERY_TABLE_PARTITION_EXPIRY_MS,
+            location=config.SINK_BIGQUERY_DATASET_LOCATION,
+            credential_path=config.SINK_BIGQUERY_CREDENTIAL_PATH,
+            anonymous=config.SINK_BIGQUERY_ANONYMOUS_CREDENTIALS,
+            api_endpoint=config.SINK_BIGQUERY_API_ENDPOINT,
+            storage_endpoint=config.SINK_BIGQUERY_STORAGE_API_ENDPOINT,
+            read_timeout_ms=config.SINK_BIGQUERY_CLIENT_READ_TIMEOUT_MS,
+            retry_deadline_ms=config.SINK_BIGQUERY_RETRY_DEADLINE_MS,
+        )
+
+    @property
+    def table_id(self) -> str:
+        return f"{self.project}.{self.dataset}.{self.table}"
+
+    @property
+    def table_path(self) -> str:
+        return f"projects/{self.project}/datasets/{self.dataset}/tables/{self.table}"
+
+    def describe(self) -> str:
+        return f"bigquery table {self.table_id} as {self.message}"
+
+    def check(self, schema: pa.Schema) -> list[str]:
+        converter = _converter(self.descriptor_set_b64, self.message)
+        problems = converter.encoder.check(schema)
+        if not problems and not converter.encoder.mapped_columns(schema.names):
+            problems.append(
+                f"SINK_CONNECTOR_SCHEMA_PROTO_MESSAGE_CLASS: no output column ({', '.join(schema.names)}) matches a "
+                f"field of {self.message}; every row would be empty"
+            )
+        return problems
+
+    def prepare(self) -> None:
+        """Create the dataset and table if missing; add fields the proto gained to the table schema."""
+        from google.api_core import exceptions
+        from google.cloud import bigquery
+
+        client = rest_client(self)
+        retry = _retry(self)
+        timeout = self.read_timeout_ms / 1000
+        wanted = bigquery_schema(_converter(self.descriptor_set_b64, self.message).encoder.descriptor)
+        try:
+            dataset = bigquery.Dataset(f"{self.project}.{self.dataset}")
+            dataset.location = self.location
+            dataset.labels = self.dataset_labels
+            client.create_dataset(dataset, exists_ok=True, retry=retry, timeout=timeout)
+            try:
+                table = client.get_table(self.table_id, retry=retry, timeout=timeout)
+            except exceptions.NotFound:
+                table = bigquery.Table(self.table_id, schema=wanted)
+                table.labels = self.table_labels
+                if self.partition_key:
+                    table.time_partitioning = bigquery.TimePartitioning(
+                        type_=bigquery.TimePartitioningType.DAY,
+                        field=self.partition_key,
+                        expiration_ms=self.partition_expiry_ms,
+                    )
+                client.create_table(table, retry=retry, timeout=timeout)
+                log.info("created BigQuery table %s (%d columns)", self.table_id, len(wanted))
+                return
+            merged, added = missing_fields(list(table.schema), wanted)
+            changed = []
+            if added:
+                table.schema = merged
+                changed.append("schema")
+            if self.table_labels and any(table.labels.get(k) != v for k, v in self.table_labels.items()):
+                table.labels = {**table.labels, **self.table_labels}
+                changed.append("labels")
+            if changed:
+                client.update_table(table, changed, retry=retry, timeout=timeout)
+                if added:
+                    log.info("added field(s) %s to BigQuery table %s", ", ".join(added), self.table_id)
+        except exceptions.GoogleAPICallError as exc:
+            raise SinkError(
+                f"sink '{self.display_name}': cannot prepare table {self.table_id}: {exc.message}"
+            ) from None
+        except exceptions.RetryError as exc:
+            raise SinkError(
+                f"sink '{self.display_name}': BigQuery at {self.api_endpoint or 'bigquery.googleapis.com'} did not "
+                f"answer within SINK_BIGQUERY_RETRY_DEADLINE_MS ({self.retry_deadline_ms} ms): {exc.cause}"
+            ) from None
+
+    def writer(self, partition_id: int, batch_id: int) -> SinkWriter:
+        return _BigQueryWriter(self, partition_id, batch_id)
+
+    # -- exactly-once commit ----------------------------------------------------------------------------
+
+    def commit(self, results: list[Any], batch_id: int) -> None:
+        streams = [r["stream"] for r in results if r and r.get("stream")]
+        rows = sum(r.get("rows", 0) for r in results if r)
+        recorded = self._read_marker(batch_id)
+        if recorded is not None:
+            outcome = self._commit_streams(recorded, replay=True)
+            if outcome != "missing":
+                log.info(
+                    "batch %d was already written to %s (streams %s); the re-run's %d row(s) are discarded",
+                    batch_id,
+                    self.table_id,
+                    outcome,
+                    rows,
+                )
+                return
+            log.warning(
+                "batch %d: the streams recorded by an earlier run are gone; writing the re-run's rows", batch_id
+            )
+        if not streams:
+            return
+        self._write_marker(batch_id, streams)
+        self._commit_streams(streams, replay=False)
+        log.info("batch %d: %d row(s) committed to %s", batch_id, rows, self.table_id)
+
+    def _commit_streams(self, streams: list[str], replay: bool) -> str:
+        from google.cloud.bigquery_storage_v1 import types
+
+        if not streams:
+            return "committed"
+        response = write_client(self).batch_commit_write_streams(
+            request=types.BatchCommitWriteStreamsRequest(parent=self.table_path, write_streams=streams),
+            retry=_retry(self),
+            timeout=self.read_timeout_ms / 1000,
+        )
+        errors = list(response.stream_errors)
+        if not errors:
+            return "committed now"
+        codes = types.StorageError.StorageErrorCode
+        already = [
+            e
+            for e in errors
+            if e.code == codes.STREAM_ALREADY_COMMITTED
+            or (e.code == codes.INVALID_STREAM_STATE and "committed" in e.error_message.lower())
+        ]
+        if replay and len(already) == len(errors):
+            return "committed before"
+        if replay and all(e.code == codes.STREAM_NOT_FOUND for e in errors):
+            return "missing"
+        raise SinkError(
+            f"sink '{self.display_name}': BigQuery refused to commit the batch to {self.table_id}: "
+            + "; ".join(f"{e.entity}: {e.error_message}" for e in errors[:3])
+        )
+
+    def _marker(self, batch_id: int) -> tuple[Any, str] | None:
+        if not self.state_dir:
+            return None
+        from pyarrow import fs
+
+        filesystem, path = (
+            fs.FileSystem.from_uri(self.state_dir)
+            if "://" in self.state_dir
+            else (
+                fs.LocalFileSystem(),
+                self.state_dir,
+            )
+        )
+        return filesystem, f"{path.rstrip('/')}/batch-{batch_id}.json"
+
+    def _read_marker(self, batch_id: int) -> list[str] | None:
+        marker = self._marker(batch_id)
+        if marker is None:
+            return None
+        filesystem, path = marker
+        try:
+            with filesystem.open_input_stream(path) as stream:
+                return json.loads(stream.read())["streams"]
+        except FileNotFoundError:
+            return None
+
+    def _write_marker(self, batch_id: int, streams: list[str]) -> None:
+        marker = self._marker(batch_id)
+        if marker is None:
+            return
+        filesystem, path = marker
+        filesystem.create_dir(path.rpartition("/")[0], recursive=True)
+        with filesystem.open_output_stream(path) as stream:
+            stream.write(json.dumps({"batch_id": batch_id, "streams": streams}).encode())
+        old = self._marker(batch_id - 100)
+        if old is not None:
+            try:
+                filesystem.delete_file(old[1])
+            except (FileNotFoundError, OSError):
+                pass
+
+
+def _labels(text: str | None, key: str) -> dict[str, str]:
+    if not text:
+        return {}
+    labels = {}
+    for part in text.split(","):
+        name, sep, value = part.partition("=")
+        if not sep or not name.strip():
+            raise DaggerConfigError(f"{key}: {part!r} must look like name=value (e.g. team=data,env=prod)")
+        labels[name.strip()] = value.strip()
+    return labels

@@ -1,0 +1,342 @@
+"""``SINK_TYPE=influx``: rows as InfluxDB points, Dagger's point model, line protocol built column-wise.
+
+Point model (Raystack Dagger's, column names decide):
+
+* ``window_timestamp`` (a TIMESTAMP, e.g. ``TUMBLE_END(...) AS window_timestamp``) is the point's time,
+  millisecond precision. Without it, the server's receive time is used.
+* ``tag_*`` columns are tags whose name keeps the ``tag_`` prefix; ``label_*`` columns are tags named
+  without the ``label_`` prefix. Null or empty tag values are left out (InfluxDB has no empty tags).
+* Every other non-null column is a field: integers as integers (``42i``), floating point as floats
+  (NaN and infinities are left out: InfluxDB cannot store them), booleans, strings; TIMESTAMP and DATE
+  columns are written as ISO-8601 strings (Dagger needed ``CAST(... AS VARCHAR)`` for them); arrays, maps
+  and structs as JSON strings.
+* A row with no field is rejected (``INVALID_MESSAGE_ERROR``): it fails the batch, or goes to the
+  dead-letter output when the job has one and the type is not in ``SINK_ERROR_TYPES_FOR_FAILURE``.
+
+Server generations (``SINK_INFLUX_API_VERSION``): ``1`` posts to ``/write?db=&rp=&precision=ms`` with
+the user and password (InfluxDB 1.x, what Dagger's influx-java client speaks); ``2`` writes through
+``influxdb-client`` to ``/api/v2/write`` with a token and a bucket (InfluxDB 2.x, 3.x and 1.8+).
+
+Delivery: every task sends its points before the micro-batch commits (in requests of
+``SINK_INFLUX_BATCH_SIZE`` points). A point with the same measurement, tag set and time as an existing one
+replaces it, so a re-run micro-batch (after a failure, or a replay) rewrites the same points:
+**idempotent** as long as the rows carry ``window_timestamp``. The partial-write error "points beyond
+retention policy dropped=N" is counted (``dropped``) and tolerated, as in Dagger; any other error fails the
+micro-batch with the server's message.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from dagger.errors import SinkError
+from dagger.sinks.base import RejectedRows, Sink, SinkWriter
+
+TIME_COLUMN = "window_timestamp"
+_RETENTION_DROP = re.compile(r"points beyond retention policy dropped=(\d+)")
+_DEFAULT_BATCH = 5000
+
+
+def _escape(array: pa.Array, specials: str) -> pa.Array:
+    out = array
+    for char in specials:
+        out = pc.replace_substring(out, char, "\\" + char)
+    return pc.replace_substring(out, "\n", "\\n")
+
+
+def _escape_key(name: str) -> str:
+    for char in "\\, =":
+        name = name.replace(char, "\\" + char)
+    return name
+
+
+def _as_text(array: pa.Array) -> pa.Array:
+    """Any column as a string array (nested values as JSON)."""
+    t = array.type
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return array.cast(pa.string())
+    if pa.types.is_timestamp(t):
+        if t.tz is None:
+            array = array.cast(pa.timestamp(t.unit, "UTC"))
+        return pc.strftime(array, format="%Y-%m-%dT%H:%M:%SZ")
+    if pa.types.is_date(t) or pa.types.is_integer(t) or pa.types.is_boolean(t) or pa.types.is_floating(t):
+        return array.cast(pa.string())
+    if pa.types.is_decimal(t):
+        return array.cast(pa.float64()).cast(pa.string())
+    from dagger.dead_letter import row_json
+
+    # binary, nested and other types: rare in metrics, converted value by value
+    return pa.array([None if v is None else row_json(v).strip('"') for v in array.to_pylist()], pa.string())
+
+
+def _field_values(array: pa.Array) -> pa.Array:
+    """Line-protocol field values of one column (null where the field is left out)."""
+    t = array.type
+    if pa.types.is_integer(t):
+        if pa.types.is_unsigned_integer(t) and t.bit_width == 64:
+            return _field_values(array.cast(pa.float64()))
+        return pc.binary_join_element_wise(array.cast(pa.string()), "i", "")
+    if pa.types.is_floating(t) or pa.types.is_decimal(t):
+        floats = array.cast(pa.float64())
+        finite = pc.is_finite(floats)
+        return pc.if_else(finite, floats.cast(pa.string()), pa.scalar(None, pa.string()))
+    if pa.types.is_boolean(t):
+        return array.cast(pa.string())
+    text = _escape(_as_text(array), '\\"')
+    return pc.binary_join_element_wise('"', text, '"', "")
+
+
+def _join_pieces(pieces: list[pa.Array], n: int) -> pa.Array:
+    """Comma-join the non-null pieces of each row ('' where all are null)."""
+    if not pieces:
+        return pa.array([""] * n, pa.string())
+    return pc.binary_join_element_wise(*pieces, ",", null_handling="skip")
+
+
+def line_protocol(batch: pa.RecordBatch, measurement: str) -> tuple[pa.Array, pa.Array]:
+    """The line of each row, and a boolean mask of rows that have at least one field.
+
+    Lines of rows without a field are not valid line protocol; callers must drop them.
+    """
+    n = batch.num_rows
+    tags: list[pa.Array] = []
+    fields: list[pa.Array] = []
+    time_ms = None
+    for name, column in zip(batch.schema.names, batch.columns, strict=True):
+        if not name:
+            continue
+        if name == TIME_COLUMN and pa.types.is_timestamp(column.type):
+            time_ms = pc.divide(column.cast(pa.timestamp("us", "UTC")).cast(pa.int64()), 1000)
+            continue
+        if name.startswith(("tag_", "label_")):
+            key = name.removeprefix("label_") if name.startswith("label_") else name
+            values = _escape(_as_text(column), "\\, =")
+            values = pc.if_else(pc.equal(values, ""), pa.scalar(None, pa.string()), values)
+            tags.append(pc.binary_join_element_wise(_escape_key(key) + "=", values, ""))
+            continue
+        values = _field_values(column)
+        fields.append(pc.binary_join_element_wise(_escape_key(name) + "=", values, ""))
+    head = pa.array([_escape_key(measurement).replace("\\=", "=")] * n, pa.string()) if n else pa.array([], pa.string())
+    tag_text = _join_pieces(tags, n)
+    head = pc.if_else(pc.equal(tag_text, ""), head, pc.binary_join_element_wise(head, tag_text, ","))
+    field_text = _join_pieces(fields, n)
+    has_field = pc.fill_null(pc.not_equal(field_text, ""), False)
+    line = pc.binary_join_element_wise(head, field_text, " ")
+    if time_ms is not None:
+        with_time = pc.binary_join_element_wise(line, time_ms.cast(pa.string()), " ")
+        line = pc.if_else(pc.is_valid(time_ms), with_time, line)
+    return line, has_field
+
+
+def _join_lines(lines: pa.Array) -> str:
+    """Newline-join a string array in Arrow (no Python string per line)."""
+    wrapped = pa.ListArray.from_arrays(pa.array([0, len(lines)], pa.int32()), lines)
+    return pc.binary_join(wrapped, "\n")[0].as_py()
+
+
+class _InfluxWriter(SinkWriter):
+    def __init__(self, sink: InfluxSink, partition_id: int, batch_id: int):
+        self.sink = sink
+        self.rejected = RejectedRows(sink, batch_id, partition_id)
+        self.pending: list[pa.Array] = []
+        self.pending_points = 0
+        self.first_pending = 0.0
+        self.written = 0
+        self.dropped = 0
+        self._client: Any = None
+
+    def write(self, batch: pa.RecordBatch) -> None:
+        if batch.num_rows == 0:
+            return
+        lines, has_field = line_protocol(batch, self.sink.measurement)
+        if not pc.all(has_field).as_py():
+            bad = pc.invert(has_field)
+            rows = batch.filter(bad)
+            self.rejected.add(
+                rows,
+                [f"row has no field: every column but tags and {TIME_COLUMN} is null"] * rows.num_rows,
+                ["INVALID_MESSAGE_ERROR"] * rows.num_rows,
+            )
+            lines = lines.filter(has_field)
+        if len(lines):
+            if not self.pending:
+                self.first_pending = time.monotonic()
+            self.pending.append(lines)
+            self.pending_points += len(lines)
+        size = self.sink.batch_size
+        duration = self.sink.flush_duration_ms / 1000
+        if self.pending_points >= size or (duration and time.monotonic() - self.first_pending >= duration):
+            self._send()
+
+    def _send(self) -> None:
+        if not self.pending:
+            return
+        lines = pa.concat_arrays(self.pending)
+        self.pending, self.pending_points = [], 0
+        size = self.sink.batch_size
+        for start in range(0, len(lines), size):
+            chunk = lines.slice(start, size)
+            self._post(_join_lines(chunk), len(chunk))
+
+    def _post(self, payload: str, points: int) -> None:
+        sink = self.sink
+        try:
+            if sink.api_version == "2":
+                message = self._post_v2(payload)
+            else:
+                message = self._post_v1(payload)
+        except SinkError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - connection errors, timeouts
+            raise SinkError(f"sink '{sink.display_name}': cannot write to InfluxDB at {sink.url}: {exc}") from None
+        if message is None:
+            self.written += points
+            return
+        dropped = _RETENTION_DROP.search(message)
+        if dropped and "partial write" in message and message.count("dropped=") == 1:
+            self.dropped += int(dropped.group(1))
+            self.written += points - int(dropped.group(1))
+            return
+        raise SinkError(f"sink '{sink.display_name}': InfluxDB at {sink.url} refused the write: {message}")
+
+    def _post_v1(self, payload: str) -> str | None:
+        import requests
+
+        sink = self.sink
+        if self._client is None:
+            self._client = requests.Session()
+            if sink.username:
+                self._client.auth = (sink.username, sink.password or "")
+        params = {"db": sink.database, "precision": "ms"}
+        if sink.retention_policy:
+            params["rp"] = sink.retention_policy
+        response = self._client.post(
+            sink.url.rstrip("/") + "/write", params=params, data=payload.encode(), timeout=sink.timeout_ms / 1000
+        )
+        if response.status_code in (200, 204):
+            return None
+        try:
+            return json.loads(response.text).get("error") or response.text
+        except ValueError:
+            return f"HTTP {response.status_code}: {response.text.strip()[:500]}"
+
+    def _post_v2(self, payload: str) -> str | None:
+        from influxdb_client import InfluxDBClient, WritePrecision
+        from influxdb_client.client.write_api import SYNCHRONOUS
+        from influxdb_client.rest import ApiException
+
+        sink = self.sink
+        if self._client is None:
+            client = InfluxDBClient(url=sink.url, token=sink.token or "", org=sink.org or "-", timeout=sink.timeout_ms)
+            self._client = client.write_api(write_options=SYNCHRONOUS)
+        try:
+            self._client.write(
+                bucket=sink.bucket, org=sink.org or "-", record=payload, write_precision=WritePrecision.MS
+            )
+        except ApiException as exc:
+            try:
+                return json.loads(exc.body or "{}").get("message") or f"HTTP {exc.status}: {exc.body}"
+            except ValueError:
+                return f"HTTP {exc.status}: {exc.body or exc.reason}"
+        return None
+
+    def flush(self) -> dict[str, int]:
+        self._send()
+        self.sink.count("written", self.written)
+        self.sink.count("dropped", self.dropped)
+        return {"written": self.written, "dropped": self.dropped, "dead_letters": self.rejected.flush()}
+
+
+class InfluxSink(Sink):
+    """Points to one InfluxDB measurement."""
+
+    name = "influx"
+
+    def __init__(
+        self,
+        url: str,
+        measurement: str,
+        database: str | None = None,
+        retention_policy: str | None = None,
+        username: str | None = None,
+        password: str | None = None,
+        api_version: str = "1",
+        token: str | None = None,
+        org: str | None = None,
+        bucket: str | None = None,
+        batch_size: int = 0,
+        flush_duration_ms: int = 0,
+        timeout_ms: int = 30000,
+    ):
+        self.url = url
+        self.measurement = measurement
+        self.database = database
+        self.retention_policy = retention_policy
+        self.username = username
+        self.password = password
+        self.api_version = api_version
+        self.token = token
+        self.org = org
+        self.bucket = bucket or (f"{database}/{retention_policy}" if retention_policy else database)
+        self.batch_size = batch_size or _DEFAULT_BATCH
+        self.flush_duration_ms = flush_duration_ms
+        self.timeout_ms = timeout_ms
+
+    @classmethod
+    def from_config(cls, config: Any, descriptors: Any) -> InfluxSink:
+        return cls(
+            url=config.SINK_INFLUX_URL,
+            measurement=config.SINK_INFLUX_MEASUREMENT_NAME,
+            database=config.SINK_INFLUX_DB_NAME,
+            retention_policy=config.SINK_INFLUX_RETENTION_POLICY,
+            username=config.SINK_INFLUX_USERNAME,
+            password=config.SINK_INFLUX_PASSWORD,
+            api_version=config.SINK_INFLUX_API_VERSION,
+            token=config.SINK_INFLUX_TOKEN,
+            org=config.SINK_INFLUX_ORG,
+            bucket=config.SINK_INFLUX_BUCKET,
+            batch_size=config.SINK_INFLUX_BATCH_SIZE,
+            flush_duration_ms=config.SINK_INFLUX_FLUSH_DURATION_MS,
+            timeout_ms=config.SINK_INFLUX_TIMEOUT_MS,
+        )
+
+    def describe(self) -> str:
+        where = f"bucket {self.bucket}" if self.api_version == "2" else f"db {self.database}"
+        return f"influx measurement {self.measurement} in {where} at {self.url} (API v{self.api_version})"
+
+    def check(self, schema: pa.Schema) -> list[str]:
+        problems = []
+        if TIME_COLUMN in schema.names and not pa.types.is_timestamp(schema.field(TIME_COLUMN).type):
+            problems.append(
+                f"SINK_TYPE influx: column {TIME_COLUMN} is {schema.field(TIME_COLUMN).type}, but it is the point "
+                "time and must be a TIMESTAMP (e.g. TUMBLE_END(rowtime, INTERVAL '1' MINUTE) AS window_timestamp)"
+            )
+        fields = [n for n in schema.names if n and n != TIME_COLUMN and not n.startswith(("tag_", "label_"))]
+        if not fields:
+            problems.append(
+                f"SINK_TYPE influx: the output ({', '.join(schema.names)}) has no field column; InfluxDB needs at "
+                f"least one column besides tag_*, label_* and {TIME_COLUMN}"
+            )
+        return problems
+
+    def writer(self, partition_id: int, batch_id: int) -> SinkWriter:
+        return _InfluxWriter(self, partition_id, batch_id)
+
+    def commit(self, results: list[Any], batch_id: int) -> None:
+        import logging
+
+        written = sum((r or {}).get("written", 0) for r in results)
+        dropped = sum((r or {}).get("dropped", 0) for r in results)
+        logging.getLogger(__name__).info(
+            "batch %d: %d point(s) written to %s%s",
+            batch_id,
+            written,
+            self.measurement,
+            f", {dropped} beyond the retention policy dropped" if dropped else "",
+        )
