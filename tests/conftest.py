@@ -40,6 +40,31 @@ def stencil():
 
 
 @pytest.fixture(scope="session")
+def influx():
+    from dagger.devtools.influx import InfluxServer
+
+    try:
+        server = InfluxServer().start()
+    except RuntimeError as exc:
+        pytest.fail(f"cannot start InfluxDB: {exc}")
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def bigquery():
+    """bqemulator with a 256 KiB request cap, so a single oversized row is refused by the server."""
+    from dagger.devtools.bigquery_emulator import BigQueryEmulator
+
+    try:
+        server = BigQueryEmulator(max_request_bytes=256 * 1024).start()
+    except RuntimeError as exc:
+        pytest.fail(f"cannot start the BigQuery emulator: {exc}")
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
 def spark():
     from pyspark.sql import SparkSession
 

@@ -58,7 +58,7 @@ def _schema_field(field: Any, path: tuple[str, ...]) -> Any:
 
     from dagger.serde.types import is_map
 
-    mode = "REPEATED" if field.label == FieldDescriptor.LABEL_REPEATED else "NULLABLE"
+    mode = "REPEATED" if field.is_repeated else "NULLABLE"
     if is_map(field):
         entry = field.message_type
         subfields = [_schema_field(entry.fields_by_name[n], path) for n in ("key", "value")]
@@ -219,7 +219,7 @@ def _json_as_string(field: pa.Field, descriptor: Any) -> pa.Field:
     if proto.message_type is None or proto.message_type.full_name in (TIMESTAMP, DURATION):
         return field
     if proto.message_type.full_name in JSON_TYPES:
-        t = pa.list_(pa.string()) if proto.label == proto.LABEL_REPEATED else pa.string()
+        t = pa.list_(pa.string()) if proto.is_repeated else pa.string()
         return pa.field(field.name, t)
     if pa.types.is_struct(field.type):
         children = [_json_as_string(f, proto.message_type) for f in field.type]
@@ -553,14 +553,17 @@ class BigQuerySink(Sink):
         wanted = bigquery_schema(_converter(self.descriptor_set_b64, self.message).encoder.descriptor)
         try:
             dataset = bigquery.Dataset(f"{self.project}.{self.dataset}")
-            dataset.location = self.location
-            dataset.labels = self.dataset_labels
+            if self.location:
+                dataset.location = self.location
+            if self.dataset_labels:
+                dataset.labels = self.dataset_labels
             client.create_dataset(dataset, exists_ok=True, retry=retry, timeout=timeout)
             try:
                 table = client.get_table(self.table_id, retry=retry, timeout=timeout)
             except exceptions.NotFound:
                 table = bigquery.Table(self.table_id, schema=wanted)
-                table.labels = self.table_labels
+                if self.table_labels:
+                    table.labels = self.table_labels
                 if self.partition_key:
                     table.time_partitioning = bigquery.TimePartitioning(
                         type_=bigquery.TimePartitioningType.DAY,

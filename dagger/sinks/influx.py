@@ -93,10 +93,18 @@ def _field_values(array: pa.Array) -> pa.Array:
 
 
 def _join_pieces(pieces: list[pa.Array], n: int) -> pa.Array:
-    """Comma-join the non-null pieces of each row ('' where all are null)."""
+    """Comma-join the non-null pieces of each row ('' where all are null).
+
+    (Folded pairwise: pyarrow 26's ``binary_join_element_wise(..., null_handling="skip")`` drops rows
+    whose pieces are all null.)
+    """
     if not pieces:
         return pa.array([""] * n, pa.string())
-    return pc.binary_join_element_wise(*pieces, ",", null_handling="skip")
+    joined = pieces[0]
+    for piece in pieces[1:]:
+        both = pc.binary_join_element_wise(joined, piece, ",")
+        joined = pc.if_else(pc.is_null(joined), piece, pc.if_else(pc.is_null(piece), joined, both))
+    return pc.fill_null(joined, "")
 
 
 def line_protocol(batch: pa.RecordBatch, measurement: str) -> tuple[pa.Array, pa.Array]:
