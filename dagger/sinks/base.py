@@ -23,6 +23,7 @@ from abc import ABC, abstractmethod
 from typing import Any, ClassVar
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from dagger.errors import SinkError
 
@@ -93,6 +94,18 @@ class Sink(ABC):
         """Called on the driver after every task of micro-batch ``batch_id`` succeeded."""
 
 
+def require(module: str, extra: str, what: str) -> None:
+    """Fail with an install hint when an optional dependency of ``what`` is missing."""
+    import importlib.util
+
+    from dagger.errors import DaggerConfigError
+
+    if importlib.util.find_spec(module.split(".")[0]) is None or importlib.util.find_spec(module) is None:
+        raise DaggerConfigError(
+            f"{what} needs the {module} package: pip install 'dagger-on-spark[{extra}]' (make install includes it)"
+        )
+
+
 class RejectedRows:
     """Rows one task of a sink rejected: failed on, or sent to the dead-letter output.
 
@@ -143,3 +156,38 @@ class RejectedRows:
         self.sink.count("dead_letters", self.count)
         written, self.count = self.count, 0
         return written
+
+
+class RowsRefused(Exception):
+    """Raised by a write attempt when its destination refused rows (all of them, or the ``rows`` indexes)."""
+
+    def __init__(self, error_type: str, reason: str, rows: list[int] | None = None):
+        super().__init__(reason)
+        self.error_type = error_type
+        self.reason = reason
+        self.rows = rows
+
+
+def isolate(batch: pa.RecordBatch, attempt: Any, rejected: RejectedRows) -> None:
+    """Write ``batch`` with ``attempt``; when it is refused, find the refused rows and reject only them.
+
+    ``attempt(part)`` must either write all of ``part`` or nothing (raising :class:`RowsRefused`). Rows the
+    refusal names are rejected and the rest retried; otherwise the batch is halved until the refused rows
+    are alone (k bad rows in n cost about k·log2(n) attempts). A ``SINK_5XX_ERROR`` refusal is about the
+    server, not the rows: the whole part is rejected without splitting.
+    """
+    try:
+        attempt(batch)
+    except RowsRefused as refused:
+        n = batch.num_rows
+        if refused.rows:
+            bad = pa.array(sorted(set(refused.rows)), pa.int64())
+            keep = pc.invert(pc.is_in(pa.array(range(n), pa.int64()), value_set=bad))
+            rejected.add(batch.take(bad), [refused.reason] * len(bad), [refused.error_type] * len(bad))
+            if pc.any(keep).as_py():
+                isolate(batch.filter(keep), attempt, rejected)
+        elif n == 1 or refused.error_type == "SINK_5XX_ERROR":
+            rejected.add(batch, [refused.reason] * n, [refused.error_type] * n)
+        else:
+            isolate(batch.slice(0, n // 2), attempt, rejected)
+            isolate(batch.slice(n // 2), attempt, rejected)

@@ -37,7 +37,7 @@ import pyarrow.compute as pc
 
 from dagger.errors import DaggerConfigError, SinkError
 from dagger.serde.types import DURATION, JSON_TYPES, TIMESTAMP, WRAPPERS
-from dagger.sinks.base import RejectedRows, Sink, SinkWriter
+from dagger.sinks.base import RejectedRows, RowsRefused, Sink, SinkWriter, isolate, require
 
 log = logging.getLogger(__name__)
 
@@ -317,14 +317,6 @@ _TRANSIENT_CODES = {4, 8, 10, 13, 14}  # DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED, 
 _ALREADY_EXISTS = 6
 
 
-class _Refused(Exception):
-    def __init__(self, error_type: str, reason: str, rows: list[int] | None = None):
-        super().__init__(reason)
-        self.error_type = error_type
-        self.reason = reason
-        self.rows = rows
-
-
 class _BigQueryWriter(SinkWriter):
     def __init__(self, sink: BigQuerySink, partition_id: int, batch_id: int):
         self.sink = sink
@@ -338,35 +330,17 @@ class _BigQueryWriter(SinkWriter):
     def write(self, batch: pa.RecordBatch) -> None:
         size = self.sink.batch_size
         for start in range(0, batch.num_rows, size):
-            self._isolate(batch.slice(start, size))
-
-    def _isolate(self, batch: pa.RecordBatch) -> None:
-        try:
-            self._append(batch)
-        except _Refused as refused:
-            if refused.rows:  # the server named the rows
-                bad = pa.array(sorted(set(refused.rows)), pa.int64())
-                keep = pc.invert(pc.is_in(pa.array(range(batch.num_rows), pa.int64()), value_set=bad))
-                self.rejected.add(batch.take(bad), [refused.reason] * len(bad), [refused.error_type] * len(bad))
-                if pc.any(keep).as_py():
-                    self._isolate(batch.filter(keep))
-            elif batch.num_rows == 1 or refused.error_type == "SINK_5XX_ERROR":
-                # a server outage is not about particular rows: the whole request is rejected
-                self.rejected.add(batch, [refused.reason] * batch.num_rows, [refused.error_type] * batch.num_rows)
-            else:
-                half = batch.num_rows // 2
-                self._isolate(batch.slice(0, half))
-                self._isolate(batch.slice(half))
+            isolate(batch.slice(start, size), self._append, self.rejected)
 
     def _append(self, batch: pa.RecordBatch) -> None:
         try:
             rows = self.converter.convert(batch)
         except SinkError as exc:
-            raise _Refused("INVALID_MESSAGE_ERROR", str(exc)) from None
+            raise RowsRefused("INVALID_MESSAGE_ERROR", str(exc)) from None
         if rows.nbytes > _MAX_REQUEST_BYTES and rows.num_rows > 1:
             half = batch.num_rows // 2
-            self._isolate(batch.slice(0, half))
-            self._isolate(batch.slice(half))
+            isolate(batch.slice(0, half), self._append, self.rejected)
+            isolate(batch.slice(half), self._append, self.rejected)
             return
         self._send(rows)
 
@@ -400,7 +374,7 @@ class _BigQueryWriter(SinkWriter):
                 raise SinkError(f"sink '{self.sink.display_name}': {self.sink.table_path}: {exc.message}") from None
             except exceptions.GoogleAPICallError as exc:
                 if time.monotonic() + delay > deadline:
-                    raise _Refused("SINK_5XX_ERROR", f"BigQuery did not accept the rows in time: {exc}") from None
+                    raise RowsRefused("SINK_5XX_ERROR", f"BigQuery did not accept the rows in time: {exc}") from None
                 time.sleep(delay)
                 delay = min(delay * 2, 10.0)
                 continue
@@ -416,15 +390,15 @@ class _BigQueryWriter(SinkWriter):
             if row_errors:
                 reasons = {e.index: e.message for e in row_errors}
                 first = next(iter(reasons.values()))
-                raise _Refused("SINK_4XX_ERROR", f"BigQuery refused the row: {first}", rows=list(reasons))
+                raise RowsRefused("SINK_4XX_ERROR", f"BigQuery refused the row: {first}", rows=list(reasons))
             too_large = "exceed" in error.message.lower() or "too large" in error.message.lower()
             if error.code in _TRANSIENT_CODES and not too_large:
                 if time.monotonic() + delay > deadline:
-                    raise _Refused("SINK_5XX_ERROR", f"BigQuery error {error.code}: {error.message}") from None
+                    raise RowsRefused("SINK_5XX_ERROR", f"BigQuery error {error.code}: {error.message}") from None
                 time.sleep(delay)
                 delay = min(delay * 2, 10.0)
                 continue
-            raise _Refused("SINK_4XX_ERROR", f"BigQuery refused the rows: {error.message}")
+            raise RowsRefused("SINK_4XX_ERROR", f"BigQuery refused the rows: {error.message}")
 
     def flush(self) -> dict[str, Any]:
         rows = self.offset
@@ -486,6 +460,8 @@ class BigQuerySink(Sink):
 
     @classmethod
     def from_config(cls, config: Any, descriptors: Any) -> BigQuerySink:
+        require("google.cloud.bigquery", "bigquery", "SINK_TYPE bigquery")
+        require("google.cloud.bigquery_storage_v1", "bigquery", "SINK_TYPE bigquery")
         key = "SINK_CONNECTOR_SCHEMA_PROTO_MESSAGE_CLASS"
         descriptor = descriptors.find_message(config.SINK_CONNECTOR_SCHEMA_PROTO_MESSAGE_CLASS, key)
         partition_key = (

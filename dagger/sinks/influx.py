@@ -36,7 +36,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from dagger.errors import SinkError
-from dagger.sinks.base import RejectedRows, Sink, SinkWriter
+from dagger.sinks.base import RejectedRows, Sink, SinkWriter, require
 
 TIME_COLUMN = "window_timestamp"
 _RETENTION_DROP = re.compile(r"points beyond retention policy dropped=(\d+)")
@@ -298,6 +298,8 @@ class InfluxSink(Sink):
 
     @classmethod
     def from_config(cls, config: Any, descriptors: Any) -> InfluxSink:
+        if config.SINK_INFLUX_API_VERSION == "2":
+            require("influxdb_client", "influx", "SINK_INFLUX_API_VERSION 2")
         return cls(
             url=config.SINK_INFLUX_URL,
             measurement=config.SINK_INFLUX_MEASUREMENT_NAME,

@@ -16,7 +16,7 @@ from typing import Any
 import pyarrow as pa
 
 from dagger.errors import SinkError
-from dagger.sinks.base import Sink, SinkWriter
+from dagger.sinks.base import RejectedRows, RowsRefused, Sink, SinkWriter, isolate
 
 _ENCODERS: dict[str, Any] = {}
 
@@ -37,10 +37,11 @@ def _encoder(descriptor_set_b64: str, message: str, key: str) -> Any:
 
 
 class _KafkaWriter(SinkWriter):
-    def __init__(self, sink: KafkaSink):
+    def __init__(self, sink: KafkaSink, partition_id: int, batch_id: int):
         from confluent_kafka import Producer
 
         self.sink = sink
+        self.rejected = RejectedRows(sink, batch_id, partition_id)
         self.producer = Producer(sink.producer_config)
         self.errors: list[str] = []
         self.count = 0
@@ -50,23 +51,27 @@ class _KafkaWriter(SinkWriter):
             self.errors.append(str(err))
 
     def write(self, batch: pa.RecordBatch) -> None:
-        if batch.num_rows == 0:
-            return
+        if batch.num_rows:
+            isolate(batch, self._produce, self.rejected)
+
+    def _encode(self, batch: pa.RecordBatch) -> tuple[list[bytes], list[bytes] | None]:
         sink = self.sink
         if sink.data_type == "JSON":
-            values = _json_lines(batch)
-            keys = None
-        else:
-            values = (
-                _encoder(sink.descriptor_set_b64, sink.value_message, "SINK_KAFKA_PROTO_MESSAGE")
-                .encode(batch)
-                .to_pylist()
-            )
+            return _json_lines(batch), None
+        try:
+            values = _encoder(sink.descriptor_set_b64, sink.value_message, "SINK_KAFKA_PROTO_MESSAGE").encode(batch)
             keys = (
-                _encoder(sink.descriptor_set_b64, sink.key_message, "SINK_KAFKA_PROTO_KEY").encode(batch).to_pylist()
+                _encoder(sink.descriptor_set_b64, sink.key_message, "SINK_KAFKA_PROTO_KEY").encode(batch)
                 if sink.key_message
                 else None
             )
+        except SinkError as exc:  # a value the message cannot take: find the rows, reject only them
+            raise RowsRefused("INVALID_MESSAGE_ERROR", str(exc)) from None
+        return values.to_pylist(), keys.to_pylist() if keys is not None else None
+
+    def _produce(self, batch: pa.RecordBatch) -> None:
+        sink = self.sink
+        values, keys = self._encode(batch)
         messages = (
             [{"value": v} for v in values]
             if keys is None
@@ -95,6 +100,7 @@ class _KafkaWriter(SinkWriter):
                 f"to {self.sink.producer_config.get('bootstrap.servers')}: {'; '.join(self.errors[:3]) or 'flush timed out'}"
             )
         self.sink.count("written", self.count)
+        self.rejected.flush()
         return self.count
 
 
@@ -183,7 +189,7 @@ class KafkaSink(Sink):
         return problems
 
     def writer(self, partition_id: int, batch_id: int) -> SinkWriter:
-        return _KafkaWriter(self)
+        return _KafkaWriter(self, partition_id, batch_id)
 
     def commit(self, results: list[Any], batch_id: int) -> None:
         import logging
