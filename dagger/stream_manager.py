@@ -353,7 +353,7 @@ class StreamManager:
         if not progress:
             return
         invalid = {
-            k.removeprefix("invalid_records_"): v.get("count")
+            k.removeprefix("invalid_records_"): v["count"]  # a Row (or a dict in JSON progress)
             for k, v in (progress.get("observedMetrics") or {}).items()
             if k.startswith("invalid_records_")
         }

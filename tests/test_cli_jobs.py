@@ -166,3 +166,36 @@ def broker_topics(broker) -> set[str]:
     from confluent_kafka.admin import AdminClient
 
     return set(AdminClient({"bootstrap.servers": broker.bootstrap}).list_topics(timeout=10).topics)
+
+
+def test_multi_sink_example_writes_the_same_windows_to_the_log_and_influx(broker, stencil, influx, topic, tmp_path):
+    import uuid
+
+    source, db = topic("multi-sink"), f"dagger_{uuid.uuid4().hex[:6]}"
+    influx.query(f'CREATE DATABASE "{db}"')
+    values = bookings(240, START, step_seconds=0.5)
+    values.insert(7, b"\x08\xff not a booking")
+    produce(broker.bootstrap, source, ((None, v) for v in values))
+    env = {
+        "BOOKINGS_TOPIC": source,
+        "KAFKA_BOOTSTRAP": broker.bootstrap,
+        "DESCRIPTOR_URL": stencil.url("examples.desc"),
+        "INFLUX_URL": influx.url,
+        "INFLUX_DB": db,
+        "DEAD_LETTER_PATH": str(tmp_path / "dead"),
+        "PYSPARK_PYTHON": sys.executable,
+    }
+    command = ["run", "configs/multi_sink.json", "--available-now", "--checkpoint-dir", str(tmp_path / "cp")]
+    command += ["--set", "SPARK_MASTER=local[2]"]
+    result = dagger(*command, env=env)
+    assert result.returncode == 0, result.stderr[-3000:]
+    expected = {("jakarta", 40, 121.0), ("bandung", 40, 119.0), ("surabaya", 40, 117.0)}
+    logged = [line for line in result.stdout.splitlines() + result.stderr.splitlines() if "tag_service_area_id=" in line]
+    assert len(logged) == 3
+    points = influx.points(db, "booking_counts")
+    assert {(p["tag_service_area_id"], p["booking_count"], p["total_distance_in_kms"]) for p in points} == expected
+    assert {p["time"] for p in points} == {int((START.timestamp() + 60) * 1000)}
+    assert {p["window_start"] for p in points} == {"2026-11-22T10:00:00.000000Z"}
+    assert "dashboards written=3" in result.stderr
+    [letters] = list((tmp_path / "dead").glob("source-data_stream_0-*.jsonl"))
+    assert json.loads(letters.read_text())["coordinates"]["offset"] == 7
