@@ -135,7 +135,8 @@ def _validate(config) -> int:  # noqa: ANN001
     manager.check_descriptors()
     plan = manager.plan()
     out = sys.stdout
-    out.write(f"config: OK ({len(config.STREAMS)} stream(s), SINK_TYPE={config.SINK_TYPE})\n")
+    sinks = ", ".join(f"{name} ({c.SINK_TYPE})" for name, c in config.sink_configs)
+    out.write(f"config: OK ({len(config.STREAMS)} stream(s), sink(s): {sinks})\n")
     out.write(f"descriptors: {', '.join(manager.descriptors.sources)} (sha256 {manager.descriptors.sha256})\n")
     for stream in config.STREAMS:
         schema = plan.tables[stream.INPUT_SCHEMA_TABLE]
@@ -150,7 +151,13 @@ def _validate(config) -> int:  # noqa: ANN001
         out.write(f"  {f.name}: {f.dataType.simpleString()}\n")
     out.write(f"output mode: {plan.output_mode}\n")
     for sink in plan.sinks:
-        out.write(f"sink: {sink.describe()}\n")
+        out.write(f"sink {sink.display_name}: {sink.describe()}\n")
+    from dagger.dead_letter import DeadLetterSpec
+
+    dead_letter = DeadLetterSpec.from_config(config)
+    out.write(
+        f"dead-letter output: {dead_letter.describe() if dead_letter else 'none (rejected rows fail the batch)'}\n"
+    )
     if plan.problems:
         out.write("problems:\n  - " + "\n  - ".join(plan.problems) + "\n")
         return 2

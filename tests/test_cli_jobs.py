@@ -190,7 +190,9 @@ def test_multi_sink_example_writes_the_same_windows_to_the_log_and_influx(broker
     result = dagger(*command, env=env)
     assert result.returncode == 0, result.stderr[-3000:]
     expected = {("jakarta", 40, 121.0), ("bandung", 40, 119.0), ("surabaya", 40, 117.0)}
-    logged = [line for line in result.stdout.splitlines() + result.stderr.splitlines() if "tag_service_area_id=" in line]
+    logged = [
+        line for line in result.stdout.splitlines() + result.stderr.splitlines() if "tag_service_area_id=" in line
+    ]
     assert len(logged) == 3
     points = influx.points(db, "booking_counts")
     assert {(p["tag_service_area_id"], p["booking_count"], p["total_distance_in_kms"]) for p in points} == expected

@@ -383,9 +383,13 @@ def read_partition(spec: KafkaSourceSpec, part: KafkaPartition) -> Iterator[Any]
     consumer = Consumer(conf)
     dead_letters = None
     if spec.invalid_policy == "dead-letter" and spec.dead_letter:
+        from pyspark import TaskContext
+
         from dagger.dead_letter import DeadLetterSpec
 
-        dead_letters = DeadLetterSpec(**spec.dead_letter).writer("source", spec.table, partition=part.partition)
+        context = TaskContext.get()
+        batch_id = int(context.getLocalProperty("streaming.sql.batchId") or -1) if context else -1
+        dead_letters = DeadLetterSpec(**spec.dead_letter).writer("source", spec.table, batch_id, part.partition)
     try:
         consumer.assign([TopicPartition(part.topic, part.partition, part.start)])
         position = part.start
