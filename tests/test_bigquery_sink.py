@@ -151,8 +151,6 @@ def test_a_replayed_micro_batch_is_not_written_twice(spark, broker, stencil, big
 
 
 def test_rows_the_message_cannot_take_go_to_the_dead_letter_topic(spark, broker, stencil, bigquery, topic, tmp_path):
-    from confluent_kafka.admin import AdminClient  # noqa: F401 - broker is real
-
     source, dead, table = topic("bq-bad"), topic("bq-dead"), _table()
     produce(broker.bootstrap, source, ((None, v) for v in bookings(10, START)))
     sql = (

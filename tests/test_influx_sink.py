@@ -186,6 +186,36 @@ def test_v2_api_through_influxdb_client_with_token_and_db_rp_bucket(influx):
     ]
 
 
+def test_batch_size_and_flush_duration_decide_when_a_request_goes_out(influx):
+    import time
+
+    db = _database(influx)
+
+    def batch(start: int, n: int) -> pa.RecordBatch:
+        stamps = [_ts(2026, 11, 22, 10, 0, i) for i in range(start, start + n)]
+        return pa.RecordBatch.from_pydict(
+            {"tag_k": ["k"] * n, "v": list(range(start, start + n)), "window_timestamp": stamps}
+        )
+
+    with V2WriteShim(influx.url) as shim:
+        sink = _sink(influx, db, SINK_INFLUX_API_VERSION="2", SINK_INFLUX_TOKEN="t", SINK_INFLUX_BATCH_SIZE="4")
+        sink.url = shim.url
+        assert _write(sink, batch(0, 10))["written"] == 10
+        assert len(shim.tokens) == 3  # 4 + 4 + 2 points
+
+        shim.tokens.clear()
+        sink.batch_size, sink.flush_duration_ms = 1000, 50
+        writer = sink.writer(0, 1)
+        writer.write(batch(10, 2))
+        assert len(shim.tokens) == 0  # buffered: neither size nor age reached
+        time.sleep(0.1)
+        writer.write(batch(12, 2))  # the buffer is older than 50 ms: sent now
+        assert len(shim.tokens) == 1
+        assert writer.flush()["written"] == 4
+        assert len(shim.tokens) == 1  # nothing left for the end of the task
+    assert sorted(p["v"] for p in influx.points(db, "m")) == list(range(14))
+
+
 def test_line_protocol_escapes_and_leaves_out_what_influx_cannot_store():
     batch = pa.RecordBatch.from_pydict(
         {

@@ -1,6 +1,6 @@
 """Start ``bqemulator`` (BigQuery REST + Storage Write/Read gRPC) on free loopback ports.
 
-The emulator lives in its own virtualenv (``.venv-bqemu``, made by ``make install``) because it pins
+The emulator lives in its own virtualenv (``.venv-bqemu``, made by ``make test-servers``) because it pins
 ``grpcio-tools`` and ``sqlglot`` versions the job runtime does not want. It needs DuckDB's ``spatial``
 extension at start and would download it, so the extension files shipped on PyPI are copied into the
 server's own ``$HOME/.duckdb`` first. Stock 1.4.0 drops RECORD sub-fields in the Storage Write path; the
@@ -17,10 +17,11 @@ import time
 from pathlib import Path
 
 from dagger.devtools.broker import free_port
+from dagger.devtools.process import stop_process
 
 ROOT = Path(__file__).resolve().parents[2]
 EMULATOR_VENV = Path(os.environ.get("DAGGER_BQEMU_VENV", ROOT / ".venv-bqemu"))
-INSTALL_HINT = "run `make install` (it builds .venv-bqemu with bqemulator==1.4.0 and duckdb==1.5.5)"
+INSTALL_HINT = "run `make test-servers` (it builds .venv-bqemu with bqemulator==1.4.0 and duckdb==1.5.5)"
 
 _LAUNCHER = """
 import sys
@@ -129,12 +130,7 @@ class BigQueryEmulator:
         )
 
     def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(15)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
+        stop_process(self.process, 15)
         shutil.rmtree(self.dir, ignore_errors=True)
 
     def __enter__(self) -> BigQueryEmulator:

@@ -7,6 +7,8 @@ import subprocess
 import time
 from pathlib import Path
 
+from dagger.devtools.process import stop_process
+
 
 def free_port() -> int:
     with socket.socket() as s:
@@ -84,12 +86,7 @@ class Broker:
         raise RuntimeError(f"tansu on {self.bootstrap} does not answer metadata requests")
 
     def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
+        stop_process(self.process)
         self.process = None
 
     def create_topic(self, name: str, partitions: int = 1) -> None:

@@ -18,8 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from dagger.devtools.broker import free_port
+from dagger.devtools.process import stop_process
 
-INSTALL_HINT = "apt-get install -y --no-install-recommends influxdb (make install does it)"
+INSTALL_HINT = "apt-get install -y --no-install-recommends influxdb (make test-servers does it)"
 
 
 class InfluxServer:
@@ -86,12 +87,7 @@ class InfluxServer:
         return [dict(zip(s["columns"], row, strict=True)) for s in series for row in s["values"]]
 
     def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
+        stop_process(self.process)
         shutil.rmtree(self.dir, ignore_errors=True)
 
     def __enter__(self) -> InfluxServer:
