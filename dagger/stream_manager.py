@@ -65,8 +65,11 @@ class StreamManager:
         available_now: bool = False,
         spark: Any = None,
         commit_offsets: bool = True,
+        from_ms: int | None = None,
+        to_ms: int | None = None,
     ):
         self.config = config
+        self.from_ms, self.to_ms = from_ms, to_ms
         self.available_now = available_now
         self.checkpoint = (
             checkpoint_dir or config.SPARK_CHECKPOINT_LOCATION or str(Path("checkpoints") / config.job_slug)
@@ -79,6 +82,26 @@ class StreamManager:
         self.udf_context = None
         self.sink_counters: dict[str, dict[str, Any]] = {}
         self.query = None
+        self._observations: dict[str, Any] = {}
+        self._inputs: list[Any] = []
+        self.bounded = self._is_bounded()
+
+    def _is_bounded(self) -> bool:
+        """True when every stream has an end (Parquet, or Kafka with an end position or ``--to``)."""
+        kinds = {
+            s.INPUT_SCHEMA_TABLE: s.is_bounded or (s.is_kafka and self.to_ms is not None) for s in self.config.STREAMS
+        }
+        if all(kinds.values()):
+            return True
+        if any(kinds.values()):
+            bounded = ", ".join(t for t, b in kinds.items() if b)
+            unbounded = ", ".join(t for t, b in kinds.items() if not b)
+            raise DaggerConfigError(
+                f"STREAMS: {bounded} bounded but {unbounded} not; a job reads either bounded streams (Parquet, "
+                "or Kafka with SOURCE_KAFKA_ENDING_OFFSETS / SOURCE_KAFKA_ENDING_TIMESTAMP or `dagger run --to`) "
+                "or unbounded ones"
+            )
+        return False
 
     # -- building ----------------------------------------------------------------------------------------
 
@@ -141,16 +164,29 @@ class StreamManager:
         from dagger.sources import SOURCES, SourceOptions, register_data_sources
 
         register_data_sources(self.spark)
-        options = SourceOptions(commit_offsets=self._commit_offsets)
+        options = SourceOptions(
+            commit_offsets=self._commit_offsets and self.from_ms is None and self.to_ms is None,
+            bounded=self.bounded,
+            from_ms=self.from_ms,
+            to_ms=self.to_ms,
+        )
         delay = f"{self.config.FLINK_WATERMARK_DELAY_MS} milliseconds"
         rowtime = self.config.FLINK_ROWTIME_ATTRIBUTE_NAME
         tables = {}
         for stream in self.config.STREAMS:
             df = SOURCES[stream.source_name](self.spark, stream, self.config, self.descriptors, options)
             tables[stream.INPUT_SCHEMA_TABLE] = df.schema
+            invalid = F.count(F.when(~F.col(VALIDITY_COLUMN), 1)).alias("count")
+            if self.bounded:  # a batch query reports through Observation objects
+                from pyspark.sql import Observation
+
+                observation = Observation(f"input_{stream.INPUT_SCHEMA_TABLE}")
+                self._observations[stream.INPUT_SCHEMA_TABLE] = observation
+                df = df.observe(observation, F.count(F.lit(1)).alias("rows"), invalid)
+                self._inputs.append(self._input_description(stream))
             if stream.SOURCE_KAFKA_INVALID_RECORD_POLICY in ("drop", "dead-letter"):
-                name = f"invalid_records_{stream.INPUT_SCHEMA_TABLE}"
-                df = df.observe(name, F.count(F.when(~F.col(VALIDITY_COLUMN), 1)).alias("count"))
+                if not self.bounded:
+                    df = df.observe(f"invalid_records_{stream.INPUT_SCHEMA_TABLE}", invalid)
                 df = df.where(F.col(VALIDITY_COLUMN))
             df = df.withWatermark(rowtime, delay)
             df.createOrReplaceTempView(stream.INPUT_SCHEMA_TABLE)
@@ -187,7 +223,7 @@ class StreamManager:
                 f"FLINK_SQL_QUERY is not valid Spark SQL: {_first_line(exc)}\nquery as run: {rewritten}"
             ) from None
         plan = Plan(self.config.sql, rewritten, tables, df.schema, dataframe=df)
-        plan.output_mode = self._output_mode(df)
+        plan.output_mode = "batch (bounded input)" if self.bounded else self._output_mode(df)
         plan.sinks = build_sinks(self.config, self.descriptors)
         arrow_schema = to_arrow_schema(df.schema, timezone="UTC")
         for sink in plan.sinks:
@@ -222,6 +258,8 @@ class StreamManager:
         plan = plan or self.plan()
         if plan.problems:
             raise DaggerConfigError("the SQL output does not fit the sink:\n  - " + "\n  - ".join(plan.problems))
+        if self.bounded:
+            return self._start_bounded(plan)
         check_and_record(
             self.checkpoint, snapshot(self.descriptors.sha256, plan.tables), referenced_columns(plan.rewritten_sql)
         )
@@ -250,6 +288,57 @@ class StreamManager:
         self.query = writer.start()
         return self.query
 
+    def _input_description(self, stream: Any) -> dict[str, Any]:
+        """What a bounded stream reads, for the run's fingerprint."""
+        if stream.is_kafka:
+            from dagger.sources.kafka_positions import end_position, start_position
+
+            start, end = start_position(stream, self.from_ms), end_position(stream, self.to_ms)
+            return {
+                "table": stream.INPUT_SCHEMA_TABLE,
+                "topics": stream.SOURCE_KAFKA_TOPIC_NAMES,
+                "start": start.describe(),
+                "end": end.describe() if end else None,
+            }
+        from dagger.sources.parquet import list_files
+
+        files = list_files(self.spark, stream.SOURCE_PARQUET_FILE_PATHS, stream.INPUT_SCHEMA_TABLE)
+        return {"table": stream.INPUT_SCHEMA_TABLE, "files": files, "range": stream.SOURCE_PARQUET_FILE_DATE_RANGE}
+
+    def _start_bounded(self, plan: Plan) -> Any:
+        """Run the SQL once over the bounded input and write the result to every sink as one batch."""
+        from dagger.bounded import BoundedRun, batch_id_for, fingerprint, record_run
+        from dagger.sinks.spark_writer import encode_sinks, write_micro_batch
+
+        self._prepare_sinks(plan.sinks)
+        print_ = fingerprint(self._inputs)
+        batch_id = batch_id_for(self.checkpoint, print_)
+        write = write_micro_batch(encode_sinks(plan.sinks))
+
+        def work() -> dict[str, Any]:
+            write(plan.dataframe, batch_id)
+            record_run(self.checkpoint, print_, batch_id)
+            rows, observed = {}, {}
+            for table, observation in self._observations.items():
+                values = observation.get
+                rows[table] = values.get("rows", 0)
+                observed[f"invalid_records_{table}"] = {"count": values.get("count", 0)}
+            return {"rows": rows, "observed": observed}
+
+        log.info(
+            "starting %r on master %s: %d bounded stream(s) -> %s, one batch query (batch %d of %s), "
+            "descriptors sha256 %s",
+            self.config.FLINK_JOB_ID,
+            self.spark.sparkContext.master,
+            len(plan.tables),
+            "; ".join(s.describe() for s in plan.sinks),
+            batch_id,
+            self.checkpoint,
+            self.descriptors.sha256[:12],
+        )
+        self.query = BoundedRun(self.spark, self.config.job_slug, batch_id, work).start()
+        return self.query
+
     def _prepare_sinks(self, sinks: list[Any]) -> None:
         """Give each sink its counters and state directory, and let it set up its destination."""
         from dagger.sinks.base import COUNTERS
@@ -273,7 +362,7 @@ class StreamManager:
 
         from dagger.sources.kafka import commit_offsets
 
-        if not self._commit_offsets or query.exception() is not None:
+        if not self._commit_offsets or self.bounded or self.from_ms is not None or query.exception() is not None:
             return
         progress = query.lastProgress or {}
         for source in progress.get("sources", []):
@@ -331,6 +420,10 @@ class StreamManager:
         return 0
 
     def _stop_between_batches(self, query: Any, timeout: float = 120.0) -> None:
+        if self.bounded:  # one batch: nothing to finish first; cancel it (a re-run redoes it)
+            log.info("cancelling the bounded run %r", self.config.FLINK_JOB_ID)
+            query.stop()
+            return
         deadline = time.monotonic() + timeout
         while query.isActive and query.status.get("isTriggerActive") and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -351,7 +444,16 @@ class StreamManager:
     def _report(self, query: Any, final: bool = False) -> None:
         progress = query.lastProgress
         if not progress:
+            if hasattr(query, "progress_line"):
+                log.info("%s", query.progress_line())
             return
+        if "rowsPerStream" in progress:
+            log.info(
+                "bounded run done in %.1f s: %s rows read (%s)",
+                progress["durationSeconds"],
+                progress["numInputRows"],
+                ", ".join(f"{t} {n}" for t, n in progress["rowsPerStream"].items()),
+            )
         invalid = {
             k.removeprefix("invalid_records_"): v["count"]  # a Row (or a dict in JSON progress)
             for k, v in (progress.get("observedMetrics") or {}).items()

@@ -17,6 +17,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
+from dagger.errors import DaggerConfigError
+
 
 def _json_in_string(value: Any) -> Any:
     """Accept Dagger's JSON-in-a-string form for structured values."""
@@ -152,6 +154,27 @@ class StreamConfig(_Strict):
     SOURCE_KAFKA_DEAD_LETTER_BROKERS: str | None = Field(
         None, description="Bootstrap servers of the dead-letter topic. Default: the stream's own."
     )
+    SOURCE_KAFKA_STARTING_OFFSETS: str = Field(
+        "group",
+        description="Where a new job (no checkpoint) starts: `group` (the consumer group's committed offsets, "
+        "else `AUTO_OFFSET_RESET`), `earliest`, `latest`, or JSON offsets "
+        '`{"topic": {"0": 42, "1": -2}}` (-2 earliest, -1 latest; partitions left out start at earliest).',
+    )
+    SOURCE_KAFKA_STARTING_TIMESTAMP: str | None = Field(
+        None,
+        description="Start at the first record at or after this instant (ISO-8601 such as "
+        "`2026-11-01T00:00:00Z`, or epoch ms), per partition. Excludes `SOURCE_KAFKA_STARTING_OFFSETS`.",
+    )
+    SOURCE_KAFKA_ENDING_OFFSETS: str | None = Field(
+        None,
+        description="Makes the stream bounded: `latest` (the end offsets when the job starts) or JSON offsets "
+        "per partition (exclusive). The job then reads its range and exits; see docs/sources.md.",
+    )
+    SOURCE_KAFKA_ENDING_TIMESTAMP: str | None = Field(
+        None,
+        description="Makes the stream bounded: stop before the first record at or after this instant "
+        "(exclusive). Excludes `SOURCE_KAFKA_ENDING_OFFSETS`.",
+    )
     SOURCE_PARQUET_FILE_PATHS: Annotated[list[str], Json] | None = Field(
         None, description="Parquet files or directories (searched recursively)."
     )
@@ -189,10 +212,46 @@ class StreamConfig(_Strict):
             ):
                 if getattr(self, key) in (None, ""):
                     raise ValueError(f"{key} is required for Kafka stream '{table}'")
+            self._check_positions()
         else:
             if not self.SOURCE_PARQUET_FILE_PATHS:
                 raise ValueError(f"SOURCE_PARQUET_FILE_PATHS is required for Parquet stream '{table}'")
+            from dagger.sources.time_partitions import parse_date_ranges
+
+            try:
+                parse_date_ranges(self.SOURCE_PARQUET_FILE_DATE_RANGE, "SOURCE_PARQUET_FILE_DATE_RANGE")
+            except DaggerConfigError as exc:
+                raise ValueError(str(exc)) from None
         return self
+
+    def _check_positions(self) -> None:
+        from dagger.sources.kafka_positions import end_position, start_position
+
+        table = self.INPUT_SCHEMA_TABLE
+        if self.SOURCE_KAFKA_STARTING_TIMESTAMP and self.SOURCE_KAFKA_STARTING_OFFSETS != "group":
+            raise ValueError(
+                f"stream '{table}' sets both SOURCE_KAFKA_STARTING_TIMESTAMP and SOURCE_KAFKA_STARTING_OFFSETS; "
+                "keep one"
+            )
+        if self.SOURCE_KAFKA_ENDING_TIMESTAMP and self.SOURCE_KAFKA_ENDING_OFFSETS:
+            raise ValueError(
+                f"stream '{table}' sets both SOURCE_KAFKA_ENDING_TIMESTAMP and SOURCE_KAFKA_ENDING_OFFSETS; keep one"
+            )
+        try:
+            start, end = start_position(self), end_position(self)
+        except DaggerConfigError as exc:
+            raise ValueError(str(exc)) from None
+        if start.kind == "timestamp" and end is not None and end.kind == "timestamp":
+            if start.timestamp_ms >= end.timestamp_ms:
+                raise ValueError(
+                    f"stream '{table}': SOURCE_KAFKA_STARTING_TIMESTAMP {start.describe()} is not before "
+                    f"SOURCE_KAFKA_ENDING_TIMESTAMP {end.describe()}"
+                )
+
+    @property
+    def is_bounded(self) -> bool:
+        """Parquet streams, and Kafka streams given an end position."""
+        return not self.is_kafka or bool(self.SOURCE_KAFKA_ENDING_OFFSETS or self.SOURCE_KAFKA_ENDING_TIMESTAMP)
 
     @property
     def is_kafka(self) -> bool:

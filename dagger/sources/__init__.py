@@ -19,11 +19,15 @@ class SourceOptions:
     """Run-wide source settings that are not part of a stream's own config."""
 
     commit_offsets: bool = True
+    bounded: bool = False  # every stream has an end: the job runs as one batch query
+    from_ms: int | None = None  # dagger run --from: every Kafka stream starts here
+    to_ms: int | None = None  # dagger run --to: every Kafka stream stops here (exclusive)
 
 
 def kafka_stream(spark: Any, stream: Any, config: Any, descriptors: Any, options: SourceOptions) -> Any:
     """A KAFKA_SOURCE / KAFKA_CONSUMER stream read by the ``dagger-kafka`` Python data source."""
     from dagger.sources.kafka import SOURCE_FORMAT, KafkaSourceSpec, client_config
+    from dagger.sources.kafka_positions import end_position, start_position
 
     descriptors.find_message(stream.INPUT_SCHEMA_PROTO_CLASS)
     conf = client_config(stream, config.job_slug, config.SOURCE_KAFKA_CONSUME_LARGE_MESSAGE_ENABLE)
@@ -42,8 +46,19 @@ def kafka_stream(spark: Any, stream: Any, config: Any, descriptors: Any, options
         dead_letter=asdict(dead_letter) if dead_letter else None,
         max_records_per_trigger=config.SPARK_MAX_RECORDS_PER_TRIGGER,
         read_batch_size=config.SPARK_KAFKA_READ_BATCH_SIZE,
-        commit_offsets=options.commit_offsets,
+        commit_offsets=options.commit_offsets and not options.bounded,
     )
+    start, end = start_position(stream, options.from_ms), end_position(stream, options.to_ms)
+    spec.start = asdict(start)
+    spec.end = asdict(end) if end is not None else None
+    low = start.timestamp_ms if start.kind == "timestamp" else None
+    high = end.timestamp_ms if end is not None and end.kind == "timestamp" else None
+    if low is not None and high is not None:
+        spec.time_range = [low, high]
+    if options.bounded:
+        if end is None:
+            raise DaggerConfigError(f"stream '{stream.INPUT_SCHEMA_TABLE}' has no end position in a bounded run")
+        return spark.read.format(SOURCE_FORMAT).option("spec", spec.to_option()).load()
     return spark.readStream.format(SOURCE_FORMAT).option("spec", spec.to_option()).load()
 
 
@@ -60,14 +75,11 @@ def stream_dead_letter(stream: Any, consumer_config: dict[str, str], config: Any
     return DeadLetterSpec.from_config(config)
 
 
-def _not_available(name: str) -> Callable[..., Any]:
-    def build(spark: Any, stream: Any, *_: Any) -> Any:
-        raise DaggerConfigError(
-            f"STREAMS[{stream.INPUT_SCHEMA_TABLE}].SOURCE_DETAILS: SOURCE_NAME {name} is not available in this "
-            f"version; available: {', '.join(sorted(k for k, v in SOURCES.items() if v is not build))}"
-        )
+def parquet_stream(spark: Any, stream: Any, config: Any, descriptors: Any, options: SourceOptions) -> Any:
+    """A PARQUET_SOURCE stream: files read by Spark's Parquet reader (:mod:`dagger.sources.parquet`)."""
+    from dagger.sources.parquet import parquet_stream as build
 
-    return build
+    return build(spark, stream, config, descriptors, options)
 
 
 #: SOURCE_NAME → builder. Both Kafka names map to the same Spark source.
@@ -75,7 +87,7 @@ SOURCES: dict[str, Callable[..., Any]] = {
     "KAFKA_SOURCE": kafka_stream,
     "KAFKA_CONSUMER": kafka_stream,
 }
-SOURCES["PARQUET_SOURCE"] = _not_available("PARQUET_SOURCE")
+SOURCES["PARQUET_SOURCE"] = parquet_stream
 
 
 def register_data_sources(spark: Any) -> None:

@@ -33,7 +33,7 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
 from pyspark.sql.types import StructType
 
@@ -62,6 +62,9 @@ class KafkaSourceSpec:
     max_records_per_trigger: int | None = None
     read_batch_size: int = 50_000
     commit_offsets: bool = True
+    start: dict[str, Any] | None = None  # a Position's fields; None: the group's offsets
+    end: dict[str, Any] | None = None  # a Position's fields; None: unbounded
+    time_range: list[int | None] | None = None  # [from_ms, to_ms): records outside are left out
 
     def to_option(self) -> str:
         return json.dumps(asdict(self))
@@ -73,6 +76,12 @@ class KafkaSourceSpec:
     @property
     def group_id(self) -> str:
         return self.client_config["group.id"]
+
+    def position(self, which: str) -> Any:
+        from dagger.sources.kafka_positions import Position
+
+        data = getattr(self, which)
+        return Position(**data) if data else None
 
 
 def client_config(stream: Any, job_slug: str, large_messages: bool = False) -> dict[str, str]:
@@ -208,9 +217,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return out
 
     def initialOffset(self) -> dict:
-        """The group's committed offsets, else the ``auto.offset.reset`` position, per partition."""
-        from confluent_kafka import TopicPartition
-
+        """Where the stream starts (``SOURCE_KAFKA_STARTING_*``; default the group's committed offsets)."""
         tps = self._topic_partitions()
         if not tps:
             log.warning(
@@ -219,19 +226,36 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 self.spec.topic_pattern,
             )
             return {}
-        marks = self._watermarks(tps)
-        committed = self._admin().committed([TopicPartition(t, p) for t, p in tps], timeout=30)
-        reset = self.spec.client_config.get("auto.offset.reset", "latest")
-        offsets = {}
-        for tp in committed:
-            key = _key(tp.topic, tp.partition)
-            low, high = marks[key]
-            if tp.offset >= 0:
-                offsets[key] = min(max(tp.offset, low), high)
-            else:
-                offsets[key] = low if reset == "earliest" else high
+        offsets = self._resolve("start", self._watermarks(tps))
         log.info("stream '%s' starts at %s (group %s)", self.spec.table, offsets, self.spec.group_id)
         return offsets
+
+    def _resolve(self, which: str, marks: dict[str, tuple[int, int]]) -> dict[str, int]:
+        from dagger.sources.kafka_positions import Position, resolve
+
+        position = self.spec.position(which) or Position("group")
+        reset = self.spec.client_config.get("auto.offset.reset", "latest")
+        return resolve(self._admin(), position, marks, self.spec.table, reset, self.spec.client_config)
+
+    def bounded_partitions(self, max_records: int = 1_000_000) -> list[KafkaPartition]:
+        """The offset ranges from the start position to the end position, split into tasks of ``max_records``."""
+        tps = self._topic_partitions()
+        if not tps:
+            raise SourceError(
+                f"stream '{self.spec.table}': no topic on {self.spec.client_config['bootstrap.servers']} matches "
+                f"SOURCE_KAFKA_TOPIC_NAMES={self.spec.topic_pattern!r}"
+            )
+        marks = self._watermarks(tps)
+        start = self._resolve("start", marks)
+        end = self._resolve("end", marks)
+        log.info("stream '%s' reads %s .. %s", self.spec.table, start, end)
+        parts = []
+        for key in sorted(end):
+            topic, partition = _split(key)
+            begin = start.get(key, marks[key][0])
+            for lo in range(begin, end[key], max_records):
+                parts.append(KafkaPartition(topic, partition, lo, min(lo + max_records, end[key])))
+        return parts
 
     def prepareForTriggerAvailableNow(self) -> None:
         """Pin the end offsets: an ``--available-now`` run reads up to here and stops."""
@@ -390,6 +414,10 @@ def read_partition(spec: KafkaSourceSpec, part: KafkaPartition) -> Iterator[Any]
         context = TaskContext.get()
         batch_id = int(context.getLocalProperty("streaming.sql.batchId") or -1) if context else -1
         dead_letters = DeadLetterSpec(**spec.dead_letter).writer("source", spec.table, batch_id, part.partition)
+    window = None
+    if spec.time_range is not None:
+        low, high = spec.time_range
+        window = (low if low is not None else -(2**63), high if high is not None else 2**63)
     try:
         consumer.assign([TopicPartition(part.topic, part.partition, part.start)])
         position = part.start
@@ -399,6 +427,7 @@ def read_partition(spec: KafkaSourceSpec, part: KafkaPartition) -> Iterator[Any]
             messages = consumer.consume(want, timeout=1.0)
             chunk = []
             eof = False
+            last = None
             for m in messages:
                 err = m.error()
                 if err is not None:
@@ -410,14 +439,18 @@ def read_partition(spec: KafkaSourceSpec, part: KafkaPartition) -> Iterator[Any]
                     )
                 if m.offset() >= part.end:
                     continue
+                last = m.offset()
+                if window is not None and not window[0] <= m.timestamp()[1] < window[1]:
+                    continue  # inside the offset range, outside the time range (timestamps out of order)
                 chunk.append(m)
-            if chunk:
-                position = chunk[-1].offset() + 1
+            if last is not None:
+                position = last + 1
                 last_progress = time.monotonic()
+            if chunk:
                 yield _decode_chunk(spec, decoder, part, chunk, dead_letters)
-            if eof and not chunk:
+            if eof and last is None:
                 break  # the range ends early (compaction, transaction markers); nothing more will come
-            if not chunk and time.monotonic() - last_progress > _STALL_SECONDS:
+            if last is None and time.monotonic() - last_progress > _STALL_SECONDS:
                 raise InvalidRecordError(
                     f"stream '{spec.table}': no records from {part.topic}[{part.partition}] for {_STALL_SECONDS:.0f}s "
                     f"while offsets {position}..{part.end - 1} were expected; is the broker reachable?"
@@ -464,3 +497,26 @@ class KafkaDataSource(DataSource):
 
     def streamReader(self, schema: StructType) -> KafkaStreamReader:
         return KafkaStreamReader(self._spec())
+
+    def reader(self, schema: StructType) -> KafkaBatchReader:
+        return KafkaBatchReader(self._spec())
+
+
+class KafkaBatchReader(DataSourceReader):
+    """A bounded stream (``SOURCE_KAFKA_ENDING_*`` or ``dagger run --to``) read as one batch.
+
+    The offset ranges are resolved once, when Spark plans the read; nothing is committed to the group.
+    """
+
+    def __init__(self, spec: KafkaSourceSpec):
+        self.spec = spec
+
+    def partitions(self) -> list[KafkaPartition]:
+        planner = KafkaStreamReader(self.spec)
+        try:
+            return planner.bounded_partitions()
+        finally:
+            planner.stop()
+
+    def read(self, partition: KafkaPartition) -> Iterator[Any]:
+        yield from read_partition(self.spec, partition)
