@@ -210,6 +210,7 @@ def _validate(config) -> int:  # noqa: ANN001
     out.write(f"output mode: {plan.output_mode}\n")
     for sink in plan.sinks:
         out.write(f"sink {sink.display_name}: {sink.describe()}\n")
+        out.write(f"  on a re-run over input already written, it {sink.rerun}\n")
     from dagger.dead_letter import DeadLetterSpec
 
     dead_letter = DeadLetterSpec.from_config(config)

@@ -336,6 +336,8 @@ class StreamManager:
             self.checkpoint,
             self.descriptors.sha256[:12],
         )
+        for sink in plan.sinks:
+            log.info("sink %s: a re-run over input already written %s", sink.display_name, sink.rerun)
         self.query = BoundedRun(self.spark, self.config.job_slug, batch_id, work).start()
         return self.query
 

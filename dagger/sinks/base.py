@@ -49,6 +49,8 @@ class Sink(ABC):
 
     #: the name users write in ``SINK_TYPE``
     name: ClassVar[str]
+    #: what writing input that was already written does (a replay, a re-run bounded job); logged and documented
+    rerun: ClassVar[str] = "writes it again"
 
     #: this sink's name in logs, counters and dead letters (``SINK_NAME``; set by the stream manager)
     label: str = ""

@@ -417,6 +417,7 @@ class BigQuerySink(Sink):
     """Rows to one BigQuery table, exactly once per micro-batch."""
 
     name = "bigquery"
+    rerun = "idempotent for the same input and checkpoint: the recorded write streams are committed once; other input appends rows"
 
     def __init__(
         self,

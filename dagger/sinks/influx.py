@@ -265,6 +265,7 @@ class InfluxSink(Sink):
     """Points to one InfluxDB measurement."""
 
     name = "influx"
+    rerun = "overwrites: points of the same series and time replace the ones written before (idempotent)"
 
     def __init__(
         self,

@@ -121,6 +121,7 @@ class KafkaSink(Sink):
     """Protobuf (or JSON) records to ``SINK_KAFKA_TOPIC``."""
 
     name = "kafka"
+    rerun = "duplicates: its records are produced again (the Kafka sink is at-least-once; with SINK_KAFKA_PROTO_KEY and a compacted topic, readers keep one record per key)"
 
     def __init__(
         self,

@@ -57,6 +57,7 @@ class LogSink(Sink):
     """Print every output row on the driver."""
 
     name = "log"
+    rerun = "prints the rows again"
 
     def __init__(self, stream: Any = None):
         self._stream = stream
