@@ -201,3 +201,25 @@ def test_multi_sink_example_writes_the_same_windows_to_the_log_and_influx(broker
     assert "dashboards written=3" in result.stderr
     [letters] = list((tmp_path / "dead").glob("source-data_stream_0-*.jsonl"))
     assert json.loads(letters.read_text())["coordinates"]["offset"] == 7
+
+
+def test_parquet_backfill_example_emits_every_window_of_the_history(tmp_path):
+    data = tmp_path / "bookings-parquet"
+    made = subprocess.run(
+        [sys.executable, "-m", "dagger.devtools.parquet_samples", str(data)], capture_output=True, text=True, cwd=ROOT
+    )
+    assert made.returncode == 0, made.stderr
+    env = {"BOOKINGS_PARQUET": str(data), "BOOKINGS_RANGE": "2026-11-22T09:00:00Z,2026-11-22T10:00:00Z"}
+    result = dagger(
+        "run",
+        "configs/parquet_backfill.json",
+        "--checkpoint-dir",
+        str(tmp_path / "cp"),
+        env={**env, "PYSPARK_PYTHON": sys.executable},
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    logged = [line for line in result.stdout.splitlines() + result.stderr.splitlines() if "booking_count=" in line]
+    # hours 09 and 10 are in the range: four 30-minute windows x three areas, the last window included
+    assert len(logged) == 12
+    assert sum("booking_count=10," in line for line in logged) == 12
+    assert "bounded run done" in result.stderr and "120 rows read" in result.stderr

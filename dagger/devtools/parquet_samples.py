@@ -145,3 +145,28 @@ def write_legacy(spark: Any, path: str | Path, messages: Sequence[Any]) -> Path:
     finally:
         writer.close()
     return out
+
+
+def write_sample_dataset(root: str | Path, start: Any = None, hours: int = 3, per_hour: int = 60) -> list[Path]:
+    """``hours`` hourly partitions of ``per_hour`` bookings each (one a minute) under ``root``; returns the files."""
+    import datetime as dt
+
+    from dagger.devtools.samples import bookings, message_class
+
+    start = start or dt.datetime(2026, 11, 22, 9, 0, tzinfo=dt.UTC)
+    booking = message_class("dagger.examples.BookingLogMessage")
+    messages = [booking.FromString(b) for b in bookings(hours * per_hour, start, step_seconds=3600 / per_hour)]
+    files = []
+    for h in range(hours):
+        instant = start + dt.timedelta(hours=h)
+        chunk = messages[h * per_hour : (h + 1) * per_hour]
+        files.append(write_standard(partition_path(root, instant) / "part-0.parquet", chunk))
+    return files
+
+
+if __name__ == "__main__":
+    import sys
+
+    target = sys.argv[1] if len(sys.argv) > 1 else "data/bookings-parquet"
+    written = write_sample_dataset(target)
+    print(f"wrote {len(written)} Parquet files of sample bookings under {target}")
