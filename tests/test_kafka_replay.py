@@ -129,6 +129,17 @@ def test_a_live_job_can_start_at_a_timestamp_or_at_the_end(spark, broker, stenci
     assert query.exception() is None
     assert query.lastProgress["numInputRows"] == 0
 
+    # earliest wins over the group's reset policy
+    stream = kafka_stream(
+        broker,
+        source,
+        SOURCE_KAFKA_STARTING_OFFSETS="earliest",
+        SOURCE_KAFKA_CONSUMER_CONFIG_AUTO_OFFSET_RESET="latest",
+    )
+    _, query = run_job(spark, job(stencil, [stream], SQL, **kafka_sink(broker, empty, SUMMARY)), tmp_path / "c")
+    assert query.exception() is None
+    assert _orders(broker.bootstrap, empty, expected=60) == sorted(f"order-{i}" for i in range(60))
+
 
 def test_replay_cli_reads_exactly_the_range_keeps_its_own_checkpoint_and_commits_nothing(
     broker, stencil, topic, tmp_path

@@ -149,6 +149,7 @@ def test_listing_skips_hidden_files_and_orders_by_partition_time(spark, dataset)
     root, _ = dataset
     files = list_files(spark, [str(root)], "here")
     assert len(files) == 3 and all(f.endswith(".parquet") and "/." not in f for f in files)
+    assert list_files(spark, [f"file://{root}"], "here") == files  # a filesystem URL lists the same files
     ordered = [Path(p).name for _, p in order_files(files, "EARLIEST_TIME_URL_FIRST", [], "here")]
     assert ordered == ["part-z.parquet", "part-m.parquet", "part-a.parquet"]
     ranges = parse_date_ranges("2026-11-22T09:00:00Z,2026-11-22T09:59:59Z;2026-11-22T11:00:00Z,2026-11-22T12:00:00Z")
