@@ -83,6 +83,7 @@ class StreamManager:
         self.sink_counters: dict[str, dict[str, Any]] = {}
         self.query = None
         self._observations: dict[str, Any] = {}
+        self._processor_observations: dict[str, Any] = {}
         self._inputs: list[Any] = []
         self.bounded = self._is_bounded()
 
@@ -172,8 +173,15 @@ class StreamManager:
         )
         delay = f"{self.config.FLINK_WATERMARK_DELAY_MS} milliseconds"
         rowtime = self.config.FLINK_ROWTIME_ATTRIBUTE_NAME
+        from dagger.processors import check_preprocessor_tables, filters_invalid_records, preprocess
+
+        check_preprocessor_tables(self.config)
         tables = {}
         for stream in self.config.STREAMS:
+            # Dagger's InvalidRecordFilterTransformer receives undecodable records instead of the source failing
+            filtered_later = filters_invalid_records(self.config, stream.INPUT_SCHEMA_TABLE)
+            if filtered_later and "SOURCE_KAFKA_INVALID_RECORD_POLICY" not in stream.model_fields_set:
+                stream = stream.model_copy(update={"SOURCE_KAFKA_INVALID_RECORD_POLICY": "drop"})
             df = SOURCES[stream.source_name](self.spark, stream, self.config, self.descriptors, options)
             tables[stream.INPUT_SCHEMA_TABLE] = df.schema
             invalid = F.count(F.when(~F.col(VALIDITY_COLUMN), 1)).alias("count")
@@ -184,13 +192,28 @@ class StreamManager:
                 self._observations[stream.INPUT_SCHEMA_TABLE] = observation
                 df = df.observe(observation, F.count(F.lit(1)).alias("rows"), invalid)
                 self._inputs.append(self._input_description(stream))
-            if stream.SOURCE_KAFKA_INVALID_RECORD_POLICY in ("drop", "dead-letter"):
+            if stream.SOURCE_KAFKA_INVALID_RECORD_POLICY in ("drop", "dead-letter") and not filtered_later:
                 if not self.bounded:
                     df = df.observe(f"invalid_records_{stream.INPUT_SCHEMA_TABLE}", invalid)
                 df = df.where(F.col(VALIDITY_COLUMN))
             df = df.withWatermark(rowtime, delay)
+            df = preprocess(df, stream.INPUT_SCHEMA_TABLE, self._processor_context("pre", stream.INPUT_SCHEMA_TABLE))
             df.createOrReplaceTempView(stream.INPUT_SCHEMA_TABLE)
         return tables
+
+    def _processor_context(self, stage: str, table: str = "NULL") -> Any:
+        from dagger.processors.transformers import ProcessorContext
+
+        return ProcessorContext(
+            spark=self.spark,
+            config=self.config,
+            descriptors=self.descriptors,
+            macros=self.register_functions().macros,
+            stage=stage,
+            table_name=table,
+            bounded=self.bounded,
+            observations=self._processor_observations,
+        )
 
     def register_functions(self) -> Any:
         """Register the function library, factory modules and Python UDF files; returns the catalog."""
@@ -222,6 +245,9 @@ class StreamManager:
             raise SqlError(
                 f"FLINK_SQL_QUERY is not valid Spark SQL: {_first_line(exc)}\nquery as run: {rewritten}"
             ) from None
+        from dagger.processors import postprocess
+
+        df = postprocess(df, self._processor_context("post"))
         plan = Plan(self.config.sql, rewritten, tables, df.schema, dataframe=df)
         plan.output_mode = "batch (bounded input)" if self.bounded else self._output_mode(df)
         plan.sinks = build_sinks(self.config, self.descriptors)
@@ -323,6 +349,8 @@ class StreamManager:
                 values = observation.get
                 rows[table] = values.get("rows", 0)
                 observed[f"invalid_records_{table}"] = {"count": values.get("count", 0)}
+            for name, observation in self._processor_observations.items():
+                observed[name] = dict(observation.get)
             return {"rows": rows, "observed": observed}
 
         log.info(
@@ -405,6 +433,10 @@ class StreamManager:
                 if self._stop_requested.is_set():
                     self._stop_between_batches(query)
                     break
+                if self.available_now and self.is_drained(query):
+                    log.info("every source is read to its end and the last batches were empty: stopping")
+                    self._stop_between_batches(query)
+                    break
                 try:
                     query.awaitTermination(0.5)
                 except StreamingQueryException:
@@ -420,6 +452,21 @@ class StreamManager:
             log.error("query failed: %s", _root_message(exc))
             return 1
         return 0
+
+    def is_drained(self, query: Any, empty_batches: int = 3) -> bool:
+        """An ``--available-now`` query that keeps running batches after reading everything.
+
+        Spark ends such a query itself, except when an operator asks for batches forever: a processing-time
+        state TTL (``DeDuplicationTransformer``) does. Drained = the last ``empty_batches`` batches read no
+        row and every source's offset is its latest.
+        """
+        progress = list(query.recentProgress or [])[-empty_batches:]
+        if len(progress) < empty_batches or any(p.get("numInputRows") for p in progress):
+            return False
+        return all(
+            s.get("latestOffset") is not None and s.get("endOffset") == s.get("latestOffset")
+            for s in progress[-1].get("sources", [])
+        )
 
     def _stop_between_batches(self, query: Any, timeout: float = 120.0) -> None:
         if self.bounded:  # one batch: nothing to finish first; cancel it (a re-run redoes it)
@@ -457,9 +504,9 @@ class StreamManager:
                 ", ".join(f"{t} {n}" for t, n in progress["rowsPerStream"].items()),
             )
         invalid = {
-            k.removeprefix("invalid_records_"): v["count"]  # a Row (or a dict in JSON progress)
+            k.removeprefix("filtered_").removeprefix("invalid_records_"): v["count"]  # a Row (or a dict)
             for k, v in (progress.get("observedMetrics") or {}).items()
-            if k.startswith("invalid_records_")
+            if k.startswith(("invalid_records_", "filtered_invalid_records_"))
         }
         log.info(
             "%sbatch %s: %s input rows (%.0f rows/s), watermark %s%s",

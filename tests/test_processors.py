@@ -1,0 +1,459 @@
+"""Pre- and post-processors: internal sources, the output-row model and every transformer, in real jobs over
+the broker (JSON output through the Kafka sink)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import struct
+import time
+
+import pytest
+
+from dagger.config import load_config
+from dagger.devtools.produce import consume_all, produce
+from dagger.devtools.samples import bookings
+from dagger.errors import DaggerConfigError
+from dagger.processors.transformers import Transformer, register_transformer
+from tests.conftest import START, job, kafka_stream, run_job
+
+pytestmark = pytest.mark.integration
+
+BASE_SQL = (
+    "SELECT order_number, customer_id, service_area_id, amount_paid_by_cash, driver_id, "
+    "driver_pickup_location AS pickup, rowtime FROM data_stream_0"
+)
+
+
+@register_transformer
+class UpperTransformer(Transformer):
+    """A user transformer registered by name (the contract's example)."""
+
+    name = "UpperTransformer"
+
+    def transform(self, df):
+        from pyspark.sql import functions as F
+
+        column = self.column(self.argument("column", str), "column")
+        return df.withColumn(column, F.upper(column))
+
+
+def _json_sink(broker, topic: str) -> dict:
+    return {
+        "SINK_TYPE": "kafka",
+        "SINK_KAFKA_BROKERS": broker.bootstrap,
+        "SINK_KAFKA_TOPIC": topic,
+        "SINK_KAFKA_DATA_TYPE": "JSON",
+    }
+
+
+def _run(
+    spark, broker, stencil, topic, tmp_path, sql=BASE_SQL, post=None, pre=None, count=12, expected=None, **stream_keys
+):
+    """Produce ``count`` bookings, run the job bounded (every record, then exit) and return the JSON rows."""
+    source, out = topic("proc-src"), topic("proc-out")
+    produce(broker.bootstrap, source, ((None, v) for v in bookings(count, START, step_seconds=60)))
+    stream_keys.setdefault("SOURCE_KAFKA_ENDING_OFFSETS", "latest")
+    extra = _json_sink(broker, out)
+    if post is not None:
+        extra.update(PROCESSOR_POSTPROCESSOR_ENABLE="true", PROCESSOR_POSTPROCESSOR_CONFIG=json.dumps(post))
+    if pre is not None:
+        extra.update(PROCESSOR_PREPROCESSOR_ENABLE="true", PROCESSOR_PREPROCESSOR_CONFIG=json.dumps(pre))
+    data = job(stencil, [kafka_stream(broker, source, **stream_keys)], sql, **extra)
+    manager, run = run_job(spark, data, tmp_path / "cp")
+    assert run.exception() is None, run.exception()
+    rows = [json.loads(m.value()) for m in consume_all(broker.bootstrap, out, expected=expected or count)]
+    return manager, rows
+
+
+STAR = {"output_field": "*", "type": "sql", "value": "*"}
+
+
+def test_internal_sources_build_the_output_row_and_drop_everything_else(spark, broker, stencil, topic, tmp_path):
+    post = {
+        "internal_source": [
+            {"output_field": "order", "type": "sql", "value": "order_number"},
+            {"output_field": "source", "type": "constant", "value": "dagger"},
+            {"output_field": "processed_at", "type": "function", "value": "CURRENT_TIMESTAMP"},
+            {
+                "output_field": "payload",
+                "type": "function",
+                "value": "JSON_PAYLOAD",
+                "internal_processor_config": {"schema_proto_class": "dagger.examples.BookingLogKey"},
+            },
+            {"output_field": "booking", "type": "sql", "value": "*"},
+        ]
+    }
+    before = dt.datetime.now(dt.UTC)
+    _, rows = _run(spark, broker, stencil, topic, tmp_path, post=post, count=6)
+    by_order = {r["order"]: r for r in rows}
+    assert set(by_order) == {f"order-{i}" for i in range(6)}
+    row = by_order["order-4"]
+    assert set(row) == {"order", "source", "processed_at", "payload", "booking"}  # customer_id etc. are gone
+    assert row["source"] == "dagger"
+    assert json.loads(row["payload"]) == {"order_number": "order-4", "service_area_id": "bandung"}
+    assert row["booking"]["customer_id"] == "c4" and row["booking"]["pickup"]["name"] == "pickup-0"
+    assert dt.datetime.fromisoformat(row["processed_at"].replace("Z", "+00:00")) >= before.replace(microsecond=0)
+
+
+def test_star_passes_every_column_then_transformers_run_in_order(spark, broker, stencil, topic, tmp_path):
+    post = {
+        "internal_source": [{"output_field": "tag", "type": "constant", "value": "x"}, STAR],
+        "transformers": [
+            {
+                "transformation_class": "org.raystack.dagger.functions.transformers.HashTransformer",
+                "transformation_arguments": {"maskColumns": ["customer_id", "amount_paid_by_cash", "pickup.name"]},
+            },
+            {
+                "transformation_class": "ClearColumnTransformer",
+                "transformation_arguments": {"targetColumnName": "driver_id"},
+            },
+            {"transformation_class": "UpperTransformer", "transformation_arguments": {"column": "tag"}},
+        ],
+    }
+    _, rows = _run(spark, broker, stencil, topic, tmp_path, post=post, count=4)
+    row = next(r for r in rows if r["order_number"] == "order-3")
+    assert list(row)[:2] == ["tag", "order_number"]  # named sources first, then every SQL column
+    assert row["tag"] == "X"
+    assert row["customer_id"] == hashlib.sha256(b"c3").hexdigest()
+    cash = struct.unpack("<q", hashlib.sha256(struct.pack("<q", 30)).digest()[:8])[0]
+    assert row["amount_paid_by_cash"] == cash  # Guava's hashLong(v).asLong()
+    assert row["pickup"]["name"] == hashlib.sha256(b"pickup-3").hexdigest()
+    assert row["pickup"]["longitude"] == pytest.approx(106.8)  # the rest of the struct is kept
+    assert row["driver_id"] == ""
+    assert row["service_area_id"] == "jakarta"
+
+
+def test_feature_transformers_build_feast_rows(spark, broker, stencil, topic, tmp_path):
+    post = {
+        "internal_source": [STAR, {"output_field": "features", "type": "constant", "value": ""}],
+        "transformers": [
+            {
+                "transformation_class": "FeatureTransformer",
+                "transformation_arguments": {"keyColumnName": "customer_id", "valueColumnName": "amount_paid_by_cash"},
+            },
+            {
+                "transformation_class": "FeatureWithTypeTransformer",
+                "transformation_arguments": {
+                    "outputColumnName": "features",
+                    "data": [
+                        {"keyColumnName": "service_area_id", "valueColumnName": "order_number", "type": "StringType"}
+                    ],
+                },
+            },
+        ],
+    }
+    _, rows = _run(spark, broker, stencil, topic, tmp_path, post=post, count=3)
+    row = next(r for r in rows if r["order_number"] == "order-2")
+    [feature] = row["amount_paid_by_cash"]
+    assert feature["name"] == "c2" and feature["value"]["int64_val"] == 20
+    [typed] = row["features"]
+    assert typed["name"] == "surabaya" and typed["value"]["string_val"] == "order-2"
+
+
+def test_sql_transformer_aggregates_post_processed_rows_with_library_functions(spark, broker, stencil, topic, tmp_path):
+    post = {
+        "internal_source": [STAR, {"output_field": "channel", "type": "constant", "value": "app"}],
+        "transformers": [
+            {
+                "transformation_class": "SQLTransformer",
+                "transformation_arguments": {
+                    "sqlQuery": "SELECT channel, COUNT(1) AS bookings, DistinctCount(customer_id) AS customers, "
+                    "TUMBLE_END(rowtime, INTERVAL '10' MINUTE) AS window_end FROM data_stream "
+                    "GROUP BY channel, TUMBLE(rowtime, INTERVAL '10' MINUTE)",
+                    "allowedLatenessInMs": "1000",
+                },
+            }
+        ],
+    }
+    _, rows = _run(spark, broker, stencil, topic, tmp_path, post=post, count=30, expected=3)
+    assert sorted((r["window_end"], r["bookings"], r["customers"]) for r in rows) == [
+        ("2026-11-22T10:10:00.000000Z", 10, 5),
+        ("2026-11-22T10:20:00.000000Z", 10, 5),
+        ("2026-11-22T10:30:00.000000Z", 10, 5),
+    ]
+
+
+def test_invalid_record_filter_drops_and_counts_what_the_source_could_not_decode(
+    spark, broker, stencil, topic, tmp_path
+):
+    source, out = topic("irf-src"), topic("irf-out")
+    values = bookings(6, START)
+    values.insert(2, b"\xff\xff not a booking")
+    produce(broker.bootstrap, source, ((None, v) for v in values))
+    pre = {
+        "table_transformers": [
+            {
+                "table_name": "data_stream_0",
+                "transformers": [
+                    {"transformation_class": "io.odpf.dagger.functions.transformers.InvalidRecordFilterTransformer"}
+                ],
+            }
+        ]
+    }
+    data = job(
+        stencil,
+        [kafka_stream(broker, source)],  # no explicit invalid-record policy: Dagger's behaviour
+        "SELECT order_number FROM data_stream_0",
+        PROCESSOR_PREPROCESSOR_ENABLE="true",
+        PROCESSOR_PREPROCESSOR_CONFIG=json.dumps(pre),
+        **_json_sink(broker, out),
+    )
+    _, query = run_job(spark, data, tmp_path / "cp")
+    assert query.exception() is None, query.exception()
+    assert sorted(json.loads(m.value())["order_number"] for m in consume_all(broker.bootstrap, out, expected=6)) == [
+        f"order-{i}" for i in range(6)
+    ]
+    metrics = [p["observedMetrics"] for p in query.recentProgress if p["observedMetrics"]]
+    assert sum(m["filtered_invalid_records_data_stream_0"]["count"] for m in metrics) == 1
+
+
+def _dedup_job(stencil, broker, source, out, ttl: int) -> dict:
+    pre = {
+        "table_transformers": [
+            {
+                "table_name": "data_stream_0",
+                "transformers": [
+                    {
+                        "transformation_class": "DeDuplicationTransformer",
+                        "transformation_arguments": {"key_column": "customer_id", "ttl_in_seconds": ttl},
+                    }
+                ],
+            }
+        ]
+    }
+    return job(
+        stencil,
+        [kafka_stream(broker, source)],
+        "SELECT order_number, customer_id FROM data_stream_0",
+        PROCESSOR_PREPROCESSOR_ENABLE="true",
+        PROCESSOR_PREPROCESSOR_CONFIG=json.dumps(pre),
+        **_json_sink(broker, out),
+    )
+
+
+def _run_until_drained(spark, data: dict, checkpoint):
+    """An available-now run stopped once drained (a state TTL keeps Spark running batches)."""
+    from dagger.stream_manager import StreamManager
+
+    manager = StreamManager(load_config(data=data), checkpoint_dir=str(checkpoint), available_now=True, spark=spark)
+    query = manager.start()
+    deadline = time.monotonic() + 180
+    while query.isActive and not manager.is_drained(query) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    query.stop()
+    return query
+
+
+def test_deduplication_passes_the_first_row_per_key_until_its_ttl_expires(spark, broker, stencil, topic, tmp_path):
+    source, out = topic("dedup-src"), topic("dedup-out")
+    produce(broker.bootstrap, source, ((None, v) for v in bookings(20, START)))  # customers c0..c4, four each
+    ttl = 20
+    data = _dedup_job(stencil, broker, source, out, ttl=ttl)
+    query = _run_until_drained(spark, data, tmp_path / "cp")
+    assert query.exception() is None, query.exception()
+    first = [json.loads(m.value()) for m in consume_all(broker.bootstrap, out, expected=5, idle_seconds=1)]
+    assert sorted(r["order_number"] for r in first) == [f"order-{i}" for i in range(5)]  # the first row per key
+
+    # the TTL counts from the micro-batch that stored the key: wait it out, then the same keys pass again
+    stored = _batch_time(query.recentProgress[0])
+    time.sleep(max(0.0, stored + ttl + 1 - time.time()))
+    produce(broker.bootstrap, source, ((None, v) for v in bookings(5, START)))
+    query = _run_until_drained(spark, data, tmp_path / "cp")
+    assert query.exception() is None
+    assert len(consume_all(broker.bootstrap, out, expected=10, idle_seconds=1)) == 10
+
+    # ... and are dropped again while their new state lives
+    stored = _batch_time(next(p for p in query.recentProgress if p["numInputRows"]))
+    produce(broker.bootstrap, source, ((None, v) for v in bookings(5, START)))
+    query = _run_until_drained(spark, data, tmp_path / "cp")
+    assert query.exception() is None
+    batch = _batch_time(next(p for p in query.recentProgress if p["numInputRows"]))
+    assert batch - stored < ttl, f"the third run started {batch - stored:.0f} s after the second: outside the TTL"
+    assert len(consume_all(broker.bootstrap, out, expected=10, idle_seconds=2)) == 10
+
+
+def _batch_time(progress: dict) -> float:
+    return dt.datetime.fromisoformat(progress["timestamp"].replace("Z", "+00:00")).timestamp()
+
+
+def test_deduplication_in_a_bounded_job_keeps_the_earliest_row_per_key(spark, broker, stencil, topic, tmp_path):
+    pre = {
+        "table_transformers": [
+            {
+                "table_name": "data_stream_0",
+                "transformers": [
+                    {
+                        "transformation_class": "DeDuplicationTransformer",
+                        "transformation_arguments": {"key_column": "customer_id", "ttl_in_seconds": "60"},
+                    }
+                ],
+            }
+        ]
+    }
+    _, rows = _run(
+        spark,
+        broker,
+        stencil,
+        topic,
+        tmp_path,
+        sql="SELECT order_number, customer_id FROM data_stream_0",
+        pre=pre,
+        count=20,
+        expected=5,
+    )
+    assert sorted(r["order_number"] for r in rows) == [f"order-{i}" for i in range(5)]
+
+
+def test_processor_configs_are_checked_before_anything_runs(spark, broker, stencil):
+    from dagger.stream_manager import StreamManager
+
+    def plan(post=None, pre=None):
+        extra = {}
+        if post is not None:
+            extra.update(PROCESSOR_POSTPROCESSOR_ENABLE="true", PROCESSOR_POSTPROCESSOR_CONFIG=json.dumps(post))
+        if pre is not None:
+            extra.update(PROCESSOR_PREPROCESSOR_ENABLE="true", PROCESSOR_PREPROCESSOR_CONFIG=json.dumps(pre))
+        config = load_config(data=job(stencil, [kafka_stream(broker, "cfg-never-created")], BASE_SQL, **extra))
+        return StreamManager(config, spark=spark).plan()
+
+    with pytest.raises(
+        DaggerConfigError, match="transformers without an internal or external source would produce empty rows"
+    ):
+        plan(
+            post={
+                "transformers": [
+                    {
+                        "transformation_class": "ClearColumnTransformer",
+                        "transformation_arguments": {"targetColumnName": "driver_id"},
+                    }
+                ]
+            }
+        )
+    with pytest.raises(
+        DaggerConfigError,
+        match=r"transformers\[0\].transformation_class: unknown transformation_class 'Nope'; accepted: .*HashTransformer",
+    ):
+        plan(post={"internal_source": [STAR], "transformers": [{"transformation_class": "Nope"}]})
+    with pytest.raises(
+        DaggerConfigError, match="ClearColumnTransformer needs transformation_arguments.targetColumnName"
+    ):
+        plan(post={"internal_source": [STAR], "transformers": [{"transformation_class": "ClearColumnTransformer"}]})
+    with pytest.raises(DaggerConfigError, match="names column 'nothing', which is not in the rows"):
+        plan(
+            post={
+                "internal_source": [STAR],
+                "transformers": [
+                    {
+                        "transformation_class": "ClearColumnTransformer",
+                        "transformation_arguments": {"targetColumnName": "nothing"},
+                    }
+                ],
+            }
+        )
+    with pytest.raises(
+        DaggerConfigError, match=r"cannot hash 'pickup.latitude' of type double; accepted: STRING, INT, BIGINT"
+    ):
+        plan(
+            post={
+                "internal_source": [STAR],
+                "transformers": [
+                    {
+                        "transformation_class": "HashTransformer",
+                        "transformation_arguments": {"maskColumns": ["pickup.latitude"]},
+                    }
+                ],
+            }
+        )
+    with pytest.raises(
+        DaggerConfigError, match=r"internal_source\[0\]: value 'missing' is not a column of the SQL output"
+    ):
+        plan(post={"internal_source": [{"output_field": "x", "type": "sql", "value": "missing"}]})
+    with pytest.raises(
+        DaggerConfigError, match="function 'NOW' is not available; accepted: CURRENT_TIMESTAMP, JSON_PAYLOAD"
+    ):
+        plan(post={"internal_source": [{"output_field": "x", "type": "function", "value": "NOW"}]})
+    with pytest.raises(DaggerConfigError, match="JSON_PAYLOAD needs internal_processor_config.schema_proto_class"):
+        plan(post={"internal_source": [{"output_field": "x", "type": "function", "value": "JSON_PAYLOAD"}]})
+    with pytest.raises(
+        DaggerConfigError, match=r"table_transformers\[0\].table_name 'other' is not a stream; streams: data_stream_0"
+    ):
+        plan(
+            pre={
+                "table_transformers": [
+                    {
+                        "table_name": "other",
+                        "transformers": [{"transformation_class": "InvalidRecordFilterTransformer"}],
+                    }
+                ]
+            }
+        )
+    with pytest.raises(DaggerConfigError, match="HashTransformer runs only as a post-processor"):
+        plan(
+            pre={
+                "table_transformers": [
+                    {
+                        "table_name": "data_stream_0",
+                        "transformers": [
+                            {
+                                "transformation_class": "HashTransformer",
+                                "transformation_arguments": {"maskColumns": ["customer_id"]},
+                            }
+                        ],
+                    }
+                ]
+            }
+        )
+    with pytest.raises(DaggerConfigError, match="ttl_in_seconds must be int, got str 'soon'"):
+        plan(
+            pre={
+                "table_transformers": [
+                    {
+                        "table_name": "data_stream_0",
+                        "transformers": [
+                            {
+                                "transformation_class": "DeDuplicationTransformer",
+                                "transformation_arguments": {"key_column": "customer_id", "ttl_in_seconds": "soon"},
+                            }
+                        ],
+                    }
+                ]
+            }
+        )
+    with pytest.raises(DaggerConfigError, match="external lookups are not available in this version yet"):
+        plan(
+            post={
+                "internal_source": [STAR],
+                "external_source": {
+                    "pg": [
+                        {
+                            "host": "h",
+                            "port": 1,
+                            "user": "u",
+                            "password": "p",
+                            "database": "d",
+                            "query_pattern": "q",
+                            "stream_timeout": 1,
+                            "capacity": 1,
+                            "connect_timeout": 1,
+                            "idle_timeout": 1,
+                            "output_mapping": {},
+                        }
+                    ]
+                },
+            }
+        )
+    # a user's transformer by module path
+    planned = plan(
+        post={
+            "internal_source": [STAR],
+            "transformers": [
+                {
+                    "transformation_class": "tests.test_processors:UpperTransformer",
+                    "transformation_arguments": {"column": "customer_id"},
+                }
+            ],
+        }
+    )
+    assert "customer_id" in planned.output_schema.names
