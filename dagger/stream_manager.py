@@ -84,6 +84,8 @@ class StreamManager:
         self.query = None
         self._observations: dict[str, Any] = {}
         self._processor_observations: dict[str, Any] = {}
+        #: external source label (``HTTP.0``) → its metrics (calls, failures by kind, latency histogram)
+        self.lookup_metrics: dict[str, Any] = {}
         self._inputs: list[Any] = []
         self.bounded = self._is_bounded()
 
@@ -213,6 +215,7 @@ class StreamManager:
             table_name=table,
             bounded=self.bounded,
             observations=self._processor_observations,
+            lookups=self.lookup_metrics,
         )
 
     def register_functions(self) -> Any:
@@ -524,6 +527,13 @@ class StreamManager:
                 sinks.append(f"{name} " + " ".join(f"{k}={v}" for k, v in values.items()))
         if sinks:
             log.info("sinks: %s", "; ".join(sinks))
+        lookups = []
+        for name, metrics in self.lookup_metrics.items():
+            values = {k: v for k, v in metrics.values().items() if v}
+            if values:
+                lookups.append(f"{name} " + " ".join(f"{k}={v}" for k, v in values.items()))
+        if lookups:
+            log.info("lookups: %s", "; ".join(lookups))
         counters = {k: v.value for k, v in (self.udf_context.counters if self.udf_context else {}).items()}
         if any(counters.values()):
             log.info("DARTS: %s", ", ".join(f"{k}={v}" for k, v in counters.items()))

@@ -421,7 +421,7 @@ def test_processor_configs_are_checked_before_anything_runs(spark, broker, stenc
                 ]
             }
         )
-    with pytest.raises(DaggerConfigError, match="external lookups are not available in this version yet"):
+    with pytest.raises(DaggerConfigError, match=r"pg\[0\]: pg lookups are not available in this version yet; available: http"):
         plan(
             post={
                 "internal_source": [STAR],

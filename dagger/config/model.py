@@ -306,6 +306,10 @@ class _ExternalCommon(_Strict):
     type: str | None = Field(None, description="Output proto used to type the response.")
     retain_response_type: bool = Field(False, description="Keep the raw JSON type of the response.")
     metricId: str | None = Field(None, description="Metric id of this source.")
+    cache_ttl_seconds: int = Field(0, description="Beyond Dagger: cache answers per executor for this long (0: off).")
+    retries: int = Field(0, description="Beyond Dagger: retries of a timed-out, unreachable or 5xx call.")
+    retry_backoff_ms: int = Field(100, description="Beyond Dagger: first retry delay, doubled each retry.")
+    rate_limit_per_second: float = Field(0, description="Beyond Dagger: calls per second per task (0: no limit).")
 
 
 class HttpSourceConfig(_ExternalCommon):

@@ -79,43 +79,46 @@ def postprocess(df: Any, context: ProcessorContext) -> Any:
     if not config.PROCESSOR_POSTPROCESSOR_ENABLE or config.PROCESSOR_POSTPROCESSOR_CONFIG is None:
         return df
     post = config.PROCESSOR_POSTPROCESSOR_CONFIG
-    external = post.external_source
-    for kind in ("http", "es", "pg", "grpc"):
-        if getattr(external, kind):
-            raise DaggerConfigError(
-                f"{POST}.external_source.{kind}: external lookups are not available in this version yet; "
-                "accepted now: internal_source and transformers"
-            )
-    if not post.internal_source:
+    from dagger.processors.external import enrich
+
+    df, external = enrich(df, post, context)
+    if not post.internal_source and not external:
         raise DaggerConfigError(
             f"{POST}: transformers without an internal or external source would produce empty rows (Dagger keeps "
             'only output columns); add "internal_source": [{"output_field": "*", "type": "sql", "value": "*"}] '
             "to pass the SQL columns on"
         )
-    df = df.select(*output_columns(df, post.internal_source, context))
+    df = df.select(*output_columns(df, post.internal_source, context, external))
     for i, spec in enumerate(post.transformers):
         df = _run_transformer(df, spec, context, f"{POST}.transformers[{i}]")
     return df
 
 
-def output_columns(df: Any, sources: list[Any], context: ProcessorContext) -> list[Any]:
-    """The output row: each internal source's column in order, ``*`` → every SQL column after the named ones."""
-    named, star = [], False
+def output_columns(
+    df: Any, sources: list[Any], context: ProcessorContext, external: list[tuple[str, str]] = ()
+) -> list[Any]:
+    """The output row: external outputs, each internal source's column, then ``*`` → every other SQL column."""
+    from pyspark.sql import functions as F
+
+    from dagger.processors.external import PREFIX
+
+    sql_columns = [c for c in df.columns if not c.startswith(PREFIX)]
+    sql = df.select(*[_quote(c) for c in sql_columns])
+    named = [(name, F.col(_quote(hidden))) for name, hidden in external]
+    star = False
     for i, source in enumerate(sources):
         where = f"{POST}.internal_source[{i}]"
         if source.type == "sql" and source.value == "*" and source.output_field == "*":
             star = True
             continue
-        named.append((source.output_field, internal_column(df, source, context, where)))
+        named.append((source.output_field, internal_column(sql, source, context, where)))
     names = [n for n, _ in named]
     duplicated = sorted({n for n in names if names.count(n) > 1})
     if duplicated:
-        raise DaggerConfigError(f"{POST}.internal_source: output_field repeated: {', '.join(duplicated)}")
+        raise DaggerConfigError(f"{POST}: output column(s) repeated: {', '.join(duplicated)}")
     columns = [column.alias(name) for name, column in named]
     if star:
-        from pyspark.sql import functions as F
-
-        columns += [F.col(_quote(c)) for c in df.columns if c not in names]
+        columns += [F.col(_quote(c)) for c in sql_columns if c not in names]
     return columns
 
 

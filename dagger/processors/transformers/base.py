@@ -49,6 +49,7 @@ class ProcessorContext:
     table_name: str  # the pre-processed table, or "NULL" in post-processors (as Dagger)
     bounded: bool = False
     observations: dict[str, Any] = field(default_factory=dict)  # bounded runs: name → Observation
+    lookups: dict[str, Any] = field(default_factory=dict)  # external source label → its Metrics
 
     def observe(self, df: Any, name: str, *metrics: Any) -> Any:
         """``df.observe`` that reports in the query progress (streaming) or the run summary (bounded)."""

@@ -1,0 +1,203 @@
+"""External sources of post-processors (``external_source``), registered by the key users write: ``http`` (and,
+to come, ``es``, ``pg``, ``grpc``).
+
+:func:`enrich` appends one hidden column per ``output_mapping`` entry (``__ext_<source>_<column>``) to the SQL
+output, computed on the executors with ``mapInArrow``; the post-processor's output-row model then selects them
+under their output names, before the internal sources (Dagger's order: http, es, pg, grpc, internal).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from dagger.errors import DaggerConfigError
+from dagger.processors.external.base import (
+    Metrics,
+    check_pattern,
+    convert,
+    output_columns,
+    parse_variables,
+)
+
+PREFIX = "__ext_"
+KINDS = ("http", "es", "pg", "grpc")
+
+
+def enrich(df: Any, post: Any, context: Any) -> tuple[Any, list[tuple[str, str]]]:
+    """``df`` with every external source's output columns; returns it and ``[(output name, hidden column)]``."""
+    outputs: list[tuple[str, str]] = []
+    for kind in KINDS:
+        for index, source in enumerate(getattr(post.external_source, kind)):
+            where = f"PROCESSOR_POSTPROCESSOR_CONFIG.external_source.{kind}[{index}]"
+            build = LOOKUPS.get(kind)
+            if build is None:
+                raise DaggerConfigError(
+                    f"{where}: {kind} lookups are not available in this version yet; available: "
+                    + ", ".join(sorted(LOOKUPS))
+                )
+            df, added = build(df, source, index, context, where)
+            outputs.extend(added)
+    names = [name for name, _ in outputs]
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise DaggerConfigError(f"PROCESSOR_POSTPROCESSOR_CONFIG.external_source: output_mapping repeats {repeated}")
+    return df, outputs
+
+
+def _typing_message(source: Any, context: Any, where: str) -> Any:
+    """The message typing a response: the source's ``type``, else the Kafka sink's message (as Dagger)."""
+    name = source.type
+    if not name:
+        for _, sink in context.config.sink_configs:
+            if sink.SINK_TYPE == "kafka" and sink.SINK_KAFKA_PROTO_MESSAGE:
+                name = sink.SINK_KAFKA_PROTO_MESSAGE
+                break
+    if not name:
+        if not source.retain_response_type:
+            raise DaggerConfigError(
+                f"{where}: no message types the response; set `type` to an output proto, or "
+                "retain_response_type: true to keep the values as JSON text"
+            )
+        return None
+    return context.descriptors.find_message(name, f"{where}.type")
+
+
+def http_lookup(df: Any, source: Any, index: int, context: Any, where: str) -> tuple[Any, list[tuple[str, str]]]:
+    """Plan one HTTP source: check it against the SQL columns, type its outputs, add its columns."""
+    from jsonpath_ng.exceptions import JsonPathLexerError, JsonPathParserError
+    from jsonpath_ng.ext import parse
+
+    if source.capacity <= 0:
+        raise DaggerConfigError(f"{where}.capacity must be > 0, got {source.capacity}")
+    variables = {}
+    for key in ("endpoint_variables", "request_variables", "header_variables"):
+        names = parse_variables(getattr(source, key))
+        missing = [n for n in names if n not in df.columns]
+        if missing:
+            raise DaggerConfigError(
+                f"{where}.{key}: {', '.join(missing)} not in the SQL output; columns: "
+                + ", ".join(c for c in df.columns if not c.startswith(PREFIX))
+            )
+        variables[key] = names
+    check_pattern(source.endpoint, variables["endpoint_variables"], f"{where}.endpoint")
+    check_pattern(source.request_pattern, variables["request_variables"], f"{where}.request_pattern")
+    if source.header_pattern:
+        check_pattern(source.header_pattern, variables["header_variables"], f"{where}.header_pattern")
+        sample = source.header_pattern % tuple("x" for _ in variables["header_variables"])
+        try:
+            if not isinstance(json.loads(sample), dict):
+                raise ValueError("not an object")
+        except ValueError as exc:
+            raise DaggerConfigError(f"{where}.header_pattern must be a JSON object template: {exc}") from None
+    proto = _typing_message(source, context, where)
+    mapping = {name: out.path for name, out in source.output_mapping.items()}
+    for name, path in mapping.items():
+        try:
+            parse(path)
+        except (JsonPathLexerError, JsonPathParserError, Exception) as exc:  # noqa: BLE001 - the parser raises plain Exceptions too
+            raise DaggerConfigError(f"{where}.output_mapping.{name}.path {path!r} is not JSONPath: {exc}") from None
+    columns = output_columns(mapping, proto, source.retain_response_type, where)
+    label = f"HTTP.{source.metricId or index}"
+    metrics = Metrics.create(context.spark, label)
+    context.lookups[label] = metrics
+    hidden = [f"{PREFIX}http{index}_{c.name}" for c in columns]
+    spec = {
+        "name": label,
+        "verb": source.verb,
+        "endpoint": source.endpoint,
+        "request_pattern": source.request_pattern,
+        "header_pattern": source.header_pattern,
+        "headers": dict(source.headers),
+        "stream_timeout": source.stream_timeout,
+        "connect_timeout": source.connect_timeout,
+        "capacity": source.capacity,
+        "fail_on_errors": source.fail_on_errors,
+        "cache_ttl_seconds": source.cache_ttl_seconds,
+        "retries": source.retries,
+        "retry_backoff_ms": source.retry_backoff_ms,
+        "rate_limit_per_second": source.rate_limit_per_second,
+        **variables,
+        "outputs": [(c.name, c.path) for c in columns],
+        "message": proto.full_name if proto is not None else None,
+        "descriptor_set_b64": base64.b64encode(context.descriptors.serialized).decode(),
+    }
+    return _map(df, spec, columns, hidden, metrics, _http_batches), list(
+        zip([c.name for c in columns], hidden, strict=True)
+    )
+
+
+def _map(df: Any, spec: dict, columns: list, hidden: list[str], metrics: Metrics, run: Callable) -> Any:
+    from pyspark.sql.types import StructField, StructType
+
+    schema = StructType(
+        list(df.schema.fields) + [StructField(h, c.spark_type, True) for h, c in zip(hidden, columns, strict=True)]
+    )
+
+    def batches(iterator: Iterator[Any]) -> Iterator[Any]:
+        return run(iterator, spec, schema, metrics)
+
+    return df.mapInArrow(batches, schema)
+
+
+_FIELDS: dict[str, dict[str, Any]] = {}
+
+
+def _fields(spec: dict) -> dict[str, Any]:
+    """The proto fields typing the outputs, resolved once per worker from the shipped descriptor set."""
+    if spec["message"] is None:
+        return {}
+    key = f"{spec['name']}|{spec['message']}|{hash(spec['descriptor_set_b64'])}"
+    if key not in _FIELDS:
+        from google.protobuf import descriptor_pb2
+
+        from dagger.schema.registry import build_pool
+
+        fds = descriptor_pb2.FileDescriptorSet.FromString(base64.b64decode(spec["descriptor_set_b64"]))
+        _FIELDS[key] = dict(build_pool(fds).FindMessageTypeByName(spec["message"]).fields_by_name)
+    return _FIELDS[key]
+
+
+def _http_batches(iterator: Iterator[Any], spec: dict, schema: Any, metrics: Metrics) -> Iterator[Any]:
+    import pyarrow as pa
+    from jsonpath_ng.ext import parse
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    from dagger.processors.external.base import LookupError_
+    from dagger.processors.external.http import HttpCaller, build_requests
+
+    arrow_schema = to_arrow_schema(schema, timezone="UTC")
+    fields = _fields(spec)
+    paths = [(name, path, parse(path)) for name, path in spec["outputs"]]
+    needed = sorted(set(spec["endpoint_variables"] + spec["request_variables"] + spec["header_variables"]))
+    caller = HttpCaller(spec)
+    try:
+        for batch in iterator:
+            columns = {c: batch.column(c).to_pylist() for c in needed}
+            answers, counts, latencies = caller.call_all(build_requests(spec, columns, batch.num_rows))
+            metrics.add(counts, latencies)
+            arrays = list(batch.columns)
+            for offset, (name, path, compiled) in enumerate(paths):
+                values = []
+                for answer in answers:
+                    if answer is None:
+                        values.append(None)
+                        continue
+                    found = compiled.find(answer)
+                    if not found:
+                        raise LookupError_(
+                            f"{spec['name']}: output_mapping.{name} path {path} finds nothing in the response "
+                            f"{json.dumps(answer)[:200]} (a missing path always fails, as in Dagger)"
+                        )
+                    values.append(convert(found[0].value, fields.get(name)))
+                target = arrow_schema.field(batch.num_columns + offset).type
+                arrays.append(pa.array(values, type=target))
+            yield pa.RecordBatch.from_arrays(arrays, schema=arrow_schema)
+    finally:
+        caller.close()
+
+
+#: external_source key → planner
+LOOKUPS: dict[str, Callable[..., tuple[Any, list[tuple[str, str]]]]] = {"http": http_lookup}

@@ -1,0 +1,216 @@
+"""What every external lookup shares: variables and ``%s`` patterns, the empty-input skip, typing responses
+through the output proto, and the per-source metrics.
+
+A lookup runs on the executors inside ``mapInArrow``: each Arrow batch of SQL output rows becomes one set of
+concurrent calls (at most ``capacity`` in flight), whose results are appended as typed columns **in row
+order** (Dagger's ordered async I/O).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from dagger.errors import DaggerConfigError, DaggerError
+
+#: counter names kept per external source (Dagger's metric names where it has them)
+METRICS = (
+    "calls",
+    "success",
+    "failures_code404",
+    "failures_code4XX",
+    "failures_code5XX",
+    "failures_other",
+    "timeouts",
+    "empty_input",
+    "cache_hits",
+    "retries",
+)
+#: upper bounds (ms) of the latency histogram buckets; the last bucket is everything slower
+LATENCY_BUCKETS_MS = (5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000)
+
+
+class LookupError_(DaggerError):  # noqa: N801 - "LookupError" is a builtin
+    """An external lookup failed and the source has ``fail_on_errors`` (or its response lacks a mapped path)."""
+
+
+def parse_variables(text: str | None) -> list[str]:
+    """``"a,b"`` → ``["a", "b"]`` (Dagger's comma-separated column lists)."""
+    return [v.strip() for v in (text or "").split(",") if v.strip()]
+
+
+def check_pattern(pattern: str, variables: list[str], where: str) -> None:
+    """A ``%s`` pattern must take exactly its variables (``%%`` is a literal ``%``)."""
+    try:
+        pattern % tuple("x" for _ in variables)
+    except (TypeError, ValueError) as exc:
+        raise DaggerConfigError(
+            f"{where}: pattern {pattern!r} does not take its {len(variables)} variable(s) {variables}: {exc} "
+            "(use %s per variable and %% for a literal %)"
+        ) from None
+
+
+def as_text(value: Any) -> str:
+    """A column value as Dagger puts it into a pattern (§7.4): Timestamp as ``yyyy-MM-dd HH:mm:ss`` UTC, structs
+    and lists as JSON, maps as ``null``, booleans lowercase."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, dt.datetime):
+        if value.tzinfo is not None:
+            value = value.astimezone(dt.UTC)
+        return value.strftime("%Y-%m-%d %H:%M:%S")
+    if isinstance(value, dict):
+        return json.dumps(value, default=str)
+    if isinstance(value, list):
+        if value and isinstance(value[0], tuple):  # an Arrow map arrives as (key, value) pairs
+            return "null"
+        return json.dumps(value, default=str)
+    return str(value)
+
+
+@dataclass
+class OutputColumn:
+    """One ``output_mapping`` entry with its Spark type and the converter of response values to it."""
+
+    name: str
+    path: str
+    spark_type: Any
+    field: Any = None  # the proto field typing it, or None (untyped: JSON text)
+
+
+def output_columns(mapping: dict[str, str], proto: Any, retain: bool, where: str) -> list[OutputColumn]:
+    """Type ``{column: path}`` through ``proto`` (the source's ``type`` or the Kafka sink's message)."""
+    from pyspark.sql.types import StringType
+
+    from dagger.serde.types import field_type
+
+    out = []
+    for name, path in mapping.items():
+        if proto is None:  # no message types the response: the value as JSON text (retain_response_type)
+            out.append(OutputColumn(name, path, StringType()))
+            continue
+        found = proto.fields_by_name.get(name)
+        if found is None:
+            raise DaggerConfigError(
+                f"{where}.output_mapping: {name!r} is not a field of {proto.full_name}, which types the response "
+                f"(set `type` to the message that has it); fields: {', '.join(f.name for f in proto.fields)}"
+            )
+        out.append(OutputColumn(name, path, field_type(found), found))
+    return out
+
+
+def convert(value: Any, field_: Any) -> Any:
+    """A JSON response value typed as ``field_`` (Dagger's "from post-processor" conversion, §7.3)."""
+    from dagger.serde.types import is_map
+
+    if field_ is None:
+        return value if isinstance(value, str) or value is None else json.dumps(value)
+    if is_map(field_):
+        key_f, value_f = field_.message_type.fields_by_name["key"], field_.message_type.fields_by_name["value"]
+        if isinstance(value, dict):
+            return [(_single(k, key_f), _single(v, value_f)) for k, v in value.items()]
+        if isinstance(value, list):
+            return [
+                (_single(e.get("key"), key_f), _single(e.get("value"), value_f)) for e in value if isinstance(e, dict)
+            ]
+        return []
+    if field_.is_repeated:
+        return [_single(v, field_) for v in value] if isinstance(value, list) else []
+    return _single(value, field_)
+
+
+def _single(value: Any, field_: Any) -> Any:
+    from google.protobuf.descriptor import FieldDescriptor
+
+    from dagger.serde.types import DURATION, JSON_TYPES, TIMESTAMP, WRAPPERS
+
+    kind = field_.type
+    if kind == FieldDescriptor.TYPE_MESSAGE:
+        name = field_.message_type.full_name
+        if name == TIMESTAMP:
+            if isinstance(value, str):
+                try:
+                    return dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+                except ValueError:
+                    return None
+            return None
+        if name == DURATION:
+            return None
+        if name in JSON_TYPES:
+            return None if value is None else json.dumps(value)
+        if name in WRAPPERS:
+            return None if value is None else _single(value, field_.message_type.fields_by_name["value"])
+        if not isinstance(value, dict):
+            return None
+        return {f.name: convert(value.get(f.name), f) for f in field_.message_type.fields}
+    if kind == FieldDescriptor.TYPE_ENUM:
+        values = field_.enum_type.values
+        if isinstance(value, bool):
+            value = None
+        if isinstance(value, (int, float)) and int(value) in field_.enum_type.values_by_number:
+            return field_.enum_type.values_by_number[int(value)].name
+        if isinstance(value, str) and value in field_.enum_type.values_by_name:
+            return value
+        return values[0].name
+    if kind == FieldDescriptor.TYPE_BOOL:
+        if isinstance(value, str):
+            return value.strip().lower() == "true"
+        return bool(value) if value is not None else False
+    if kind in (FieldDescriptor.TYPE_STRING,):
+        if value is None:
+            return ""
+        return value if isinstance(value, str) else json.dumps(value) if isinstance(value, (dict, list)) else str(value)
+    if kind == FieldDescriptor.TYPE_BYTES:
+        return b"" if value is None else str(value).encode()
+    if kind in (FieldDescriptor.TYPE_FLOAT, FieldDescriptor.TYPE_DOUBLE):
+        try:
+            return float(value) if value is not None else 0.0
+        except (TypeError, ValueError):
+            return 0.0
+    try:
+        return int(float(value)) if value is not None else 0
+    except (TypeError, ValueError):
+        return 0
+
+
+@dataclass
+class Metrics:
+    """Counters of one external source: Spark accumulators (summed on the driver) keyed by metric name."""
+
+    name: str
+    counters: dict[str, Any] = field(default_factory=dict)
+    latency: list[Any] = field(default_factory=list)  # one accumulator per bucket of LATENCY_BUCKETS_MS (+1)
+
+    @classmethod
+    def create(cls, spark: Any, name: str) -> Metrics:
+        context = spark.sparkContext
+        return cls(
+            name,
+            {m: context.accumulator(0) for m in METRICS},
+            [context.accumulator(0) for _ in range(len(LATENCY_BUCKETS_MS) + 1)],
+        )
+
+    def add(self, counts: dict[str, int], latencies_ms: Iterable[float]) -> None:
+        for key, n in counts.items():
+            if n:
+                self.counters[key].add(n)
+        buckets = [0] * (len(LATENCY_BUCKETS_MS) + 1)
+        for ms in latencies_ms:
+            buckets[next((i for i, b in enumerate(LATENCY_BUCKETS_MS) if ms <= b), len(LATENCY_BUCKETS_MS))] += 1
+        for accumulator, n in zip(self.latency, buckets, strict=True):
+            if n:
+                accumulator.add(n)
+
+    def values(self) -> dict[str, int]:
+        """Driver side: every counter's total."""
+        return {k: a.value for k, a in self.counters.items()}
+
+    def histogram(self) -> dict[str, int]:
+        """Driver side: calls per latency bucket (``<=5ms`` … ``>5000ms``)."""
+        labels = [f"<={b}ms" for b in LATENCY_BUCKETS_MS] + [f">{LATENCY_BUCKETS_MS[-1]}ms"]
+        return {label: a.value for label, a in zip(labels, self.latency, strict=True)}

@@ -1,0 +1,258 @@
+"""HTTP external sources against a real local HTTP server (aiohttp) with controllable latency and failures."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from dagger.devtools.lookup_server import LookupServer
+from dagger.errors import DaggerConfigError
+from tests.test_processors import STAR, _run
+
+pytestmark = pytest.mark.integration
+
+# amount_paid_by_cash is 10 * i: pick special customer ids for some rows
+IDS_SQL = (
+    "SELECT order_number, CASE amount_paid_by_cash WHEN 10 THEN 'missing' WHEN 20 THEN 'boom' WHEN 30 THEN '' "
+    "WHEN 40 THEN 'slow' ELSE customer_id END AS customer_id, amount_paid_by_cash, rowtime FROM data_stream_0"
+)
+
+
+@pytest.fixture(scope="module")
+def lookup():
+    with LookupServer() as server:
+        yield server
+
+
+def _http(server, **extra) -> dict:
+    source = {
+        "endpoint": f"{server.url}/customers/",
+        "verb": "get",
+        "request_pattern": "%s",
+        "request_variables": "customer_id",
+        "stream_timeout": "1500",
+        "connect_timeout": "1000",
+        "capacity": "10",
+        "type": "dagger.examples.CustomerLogMessage",
+        "output_mapping": {
+            "name": {"path": "$.name"},
+            "age": {"path": "$.tier"},
+            "event_timestamp": {"path": "$.since"},
+        },
+    }
+    source.update(extra)
+    return source
+
+
+def _post(*sources, internal=(STAR,), transformers=()) -> dict:
+    return {
+        "external_source": {"http": list(sources)},
+        "internal_source": list(internal),
+        "transformers": list(transformers),
+    }
+
+
+def test_get_lookups_enrich_every_row_in_order_with_typed_outputs(spark, broker, stencil, topic, tmp_path, lookup):
+    manager, rows = _run(spark, broker, stencil, topic, tmp_path, post=_post(_http(lookup)), count=20)
+    assert len(rows) == 20
+    for row in rows:
+        assert list(row)[:3] == ["name", "age", "event_timestamp"]  # external outputs first, then the SQL columns
+        assert row["name"] == f"name-{row['customer_id']}"  # each answer landed on its own row
+        assert row["age"] == len(row["customer_id"])
+        assert row["event_timestamp"].startswith("2026-01-02T03:04:05")
+    metrics = manager.lookup_metrics["HTTP.0"].values()
+    assert metrics["calls"] == 20 and metrics["success"] == 20
+    assert sum(manager.lookup_metrics["HTTP.0"].histogram().values()) == 20
+
+
+def test_failures_timeouts_and_empty_inputs_pass_rows_on_with_null_enrichment(
+    spark, broker, stencil, topic, tmp_path, lookup
+):
+    calls_before = lookup.calls["/customers/"]
+    manager, rows = _run(
+        spark, broker, stencil, topic, tmp_path, sql=IDS_SQL, post=_post(_http(lookup, stream_timeout="800")), count=8
+    )
+    by_cash = {r["amount_paid_by_cash"]: r for r in rows}
+    for cash in (10, 20, 30, 40):  # 404, 500, empty id (not called), timeout
+        assert by_cash[cash]["name"] is None and by_cash[cash]["age"] is None, by_cash[cash]
+    assert by_cash[50]["name"] == "name-c0"
+    metrics = manager.lookup_metrics["HTTP.0"].values()
+    assert metrics["failures_code404"] == 1 and metrics["failures_code5XX"] == 1
+    assert metrics["timeouts"] == 1 and metrics["empty_input"] == 1
+    assert metrics["calls"] == 7 and metrics["success"] == 4
+    assert lookup.calls["/customers/"] == calls_before  # the empty id never reached the server
+
+
+def test_fail_on_errors_fails_the_batch_naming_the_call(spark, broker, stencil, topic, tmp_path, lookup):
+    from dagger.config import load_config
+    from dagger.devtools.produce import produce
+    from dagger.devtools.samples import bookings
+    from dagger.stream_manager import StreamManager
+    from tests.conftest import START, job, kafka_stream
+    from tests.test_processors import _json_sink
+
+    source, out = topic("fail-src"), topic("fail-out")
+    produce(broker.bootstrap, source, ((None, v) for v in bookings(4, START)))
+    data = job(
+        stencil,
+        [kafka_stream(broker, source, SOURCE_KAFKA_ENDING_OFFSETS="latest")],
+        IDS_SQL,
+        PROCESSOR_POSTPROCESSOR_ENABLE="true",
+        PROCESSOR_POSTPROCESSOR_CONFIG=json.dumps(_post(_http(lookup, fail_on_errors=True))),
+        **_json_sink(broker, out),
+    )
+    manager = StreamManager(load_config(data=data), checkpoint_dir=str(tmp_path / "cp"), spark=spark)
+    run = manager.start()
+    run.awaitTermination(120)
+    error = str(run.exception())
+    assert "HTTP.0 (GET " in error and "/customers/missing) answered 404" in error and "fail_on_errors is true" in error
+
+
+def test_post_with_body_template_dynamic_headers_and_untyped_response(spark, broker, stencil, topic, tmp_path, lookup):
+    source = {
+        "endpoint": f"{lookup.url}/score",
+        "verb": "POST",
+        "request_pattern": '{"order": "%s", "cash": %s, "pct": "100%%"}',
+        "request_variables": "order_number,amount_paid_by_cash",
+        "headers": {"X-Static": "yes"},
+        "header_pattern": '{"X-Customer": "%s"}',
+        "header_variables": "customer_id",
+        "stream_timeout": "2000",
+        "connect_timeout": "1000",
+        "capacity": "4",
+        "retain_response_type": True,
+        "output_mapping": {"score": {"path": "$.score"}, "echo": {"path": "$.body"}, "method": {"path": "$.method"}},
+    }
+    _, rows = _run(spark, broker, stencil, topic, tmp_path, post=_post(source), count=3)
+    row = next(r for r in rows if r["order_number"] == "order-2")
+    assert json.loads(row["echo"]) == {"order": "order-2", "cash": 20, "pct": "100%"}
+    assert row["method"] == "POST" and row["score"] == str(len('{"order": "order-2", "cash": 20, "pct": "100%"}'))
+    headers = lookup.headers["/score"]
+    assert headers["X-Static"] == "yes" and headers["X-Customer"].startswith("c")
+
+    source["verb"] = "put"
+    _, rows = _run(spark, broker, stencil, topic, tmp_path / "put", post=_post(source), count=1)
+    assert rows[0]["method"] == "PUT"
+
+
+def test_retries_and_the_response_cache(spark, broker, stencil, topic, tmp_path, lookup):
+    flaky_sql = (
+        "SELECT order_number, concat('flaky-', customer_id, '-', order_number) AS customer_id FROM data_stream_0"
+    )
+    manager, rows = _run(
+        spark,
+        broker,
+        stencil,
+        topic,
+        tmp_path,
+        sql=flaky_sql,
+        count=3,
+        post=_post(_http(lookup, retries=2, retry_backoff_ms=10)),
+    )
+    assert all(r["name"] == f"name-{r['customer_id']}" for r in rows)  # 503, 503, then 200
+    assert manager.lookup_metrics["HTTP.0"].values()["retries"] == 6
+
+    before = sum(n for path, n in lookup.calls.items() if path.startswith("/customers/c"))
+    manager, rows = _run(
+        spark,
+        broker,
+        stencil,
+        topic,
+        tmp_path / "cache",
+        count=40,
+        post=_post(_http(lookup, cache_ttl_seconds=600, capacity="1")),
+    )
+    assert all(r["name"] == f"name-{r['customer_id']}" for r in rows)
+    metrics = manager.lookup_metrics["HTTP.0"].values()
+    server_calls = sum(n for path, n in lookup.calls.items() if path.startswith("/customers/c")) - before
+    assert metrics["cache_hits"] > 0 and metrics["calls"] == server_calls < 40
+    assert metrics["cache_hits"] + metrics["calls"] == 40
+
+
+def test_a_mapped_path_missing_from_the_answer_always_fails(spark, broker, stencil, topic, tmp_path, lookup):
+    from dagger.config import load_config
+    from dagger.devtools.produce import produce
+    from dagger.devtools.samples import bookings
+    from dagger.stream_manager import StreamManager
+    from tests.conftest import START, job, kafka_stream
+    from tests.test_processors import _json_sink
+
+    source, out = topic("path-src"), topic("path-out")
+    produce(broker.bootstrap, source, ((None, v) for v in bookings(2, START)))
+    http = _http(lookup, output_mapping={"name": {"path": "$.nickname"}})
+    data = job(
+        stencil,
+        [kafka_stream(broker, source, SOURCE_KAFKA_ENDING_OFFSETS="latest")],
+        "SELECT order_number, customer_id FROM data_stream_0",
+        PROCESSOR_POSTPROCESSOR_ENABLE="true",
+        PROCESSOR_POSTPROCESSOR_CONFIG=json.dumps(_post(http)),
+        **_json_sink(broker, out),
+    )
+    run = StreamManager(load_config(data=data), checkpoint_dir=str(tmp_path / "cp"), spark=spark).start()
+    run.awaitTermination(120)
+    assert "output_mapping.name path $.nickname finds nothing in the response" in str(run.exception())
+
+
+def test_http_source_configs_are_checked_before_anything_runs(spark, broker, stencil, lookup):
+    from dagger.config import load_config
+    from dagger.stream_manager import StreamManager
+    from tests.conftest import job, kafka_stream
+
+    def plan(source):
+        data = job(
+            stencil,
+            [kafka_stream(broker, "never-created")],
+            "SELECT order_number, customer_id FROM data_stream_0",
+            PROCESSOR_POSTPROCESSOR_ENABLE="true",
+            PROCESSOR_POSTPROCESSOR_CONFIG=json.dumps(_post(source)),
+        )
+        return StreamManager(load_config(data=data), spark=spark).plan()
+
+    with pytest.raises(
+        DaggerConfigError,
+        match=r"http\[0\].request_variables: driver not in the SQL output; columns: order_number, customer_id",
+    ):
+        plan(_http(lookup, request_variables="driver"))
+    with pytest.raises(DaggerConfigError, match=r"request_pattern: pattern '%s/%s' does not take its 1 variable"):
+        plan(_http(lookup, request_pattern="%s/%s"))
+    with pytest.raises(
+        DaggerConfigError, match=r"output_mapping: 'nickname' is not a field of dagger.examples.CustomerLogMessage"
+    ):
+        plan(_http(lookup, output_mapping={"nickname": {"path": "$.name"}}))
+    with pytest.raises(DaggerConfigError, match=r"output_mapping.name.path '\$\[' is not JSONPath"):
+        plan(_http(lookup, output_mapping={"name": {"path": "$["}}))
+    with pytest.raises(DaggerConfigError, match="no message types the response; set `type`"):
+        plan(_http(lookup, type=None))
+    with pytest.raises(DaggerConfigError, match="header_pattern must be a JSON object template"):
+        plan(_http(lookup, header_pattern="X-A: %s", header_variables="customer_id"))
+    with pytest.raises(
+        DaggerConfigError, match=r"external_source.pg\[0\]: pg lookups are not available in this version yet"
+    ):
+        data = {
+            "host": "h",
+            "port": 1,
+            "user": "u",
+            "password": "p",
+            "database": "d",
+            "query_pattern": "q",
+            "stream_timeout": 1,
+            "capacity": 1,
+            "connect_timeout": 1,
+            "idle_timeout": 1,
+            "output_mapping": {},
+        }
+        plan_pg = {"external_source": {"pg": [data]}, "internal_source": [STAR]}
+        config = load_config(
+            data=job(
+                stencil,
+                [kafka_stream(broker, "never-created")],
+                "SELECT order_number FROM data_stream_0",
+                PROCESSOR_POSTPROCESSOR_ENABLE="true",
+                PROCESSOR_POSTPROCESSOR_CONFIG=json.dumps(plan_pg),
+            )
+        )
+        StreamManager(config, spark=spark).plan()
+    planned = plan(_http(lookup))
+    assert planned.output_schema.names[:3] == ["name", "age", "event_timestamp"]
+    assert dict((f.name, f.dataType.simpleString()) for f in planned.output_schema.fields)["age"] == "int"
