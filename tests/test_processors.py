@@ -209,20 +209,14 @@ def test_invalid_record_filter_drops_and_counts_what_the_source_could_not_decode
     assert sum(m["filtered_invalid_records_data_stream_0"]["count"] for m in metrics) == 1
 
 
+def _pre(transformer: str, **arguments) -> dict:
+    """A pre-processor config running one transformer on data_stream_0."""
+    spec = {"transformation_class": transformer, "transformation_arguments": arguments}
+    return {"table_transformers": [{"table_name": "data_stream_0", "transformers": [spec]}]}
+
+
 def _dedup_job(stencil, broker, source, out, ttl: int) -> dict:
-    pre = {
-        "table_transformers": [
-            {
-                "table_name": "data_stream_0",
-                "transformers": [
-                    {
-                        "transformation_class": "DeDuplicationTransformer",
-                        "transformation_arguments": {"key_column": "customer_id", "ttl_in_seconds": ttl},
-                    }
-                ],
-            }
-        ]
-    }
+    pre = _pre("DeDuplicationTransformer", key_column="customer_id", ttl_in_seconds=ttl)
     return job(
         stencil,
         [kafka_stream(broker, source)],
@@ -279,19 +273,7 @@ def _batch_time(progress: dict) -> float:
 
 
 def test_deduplication_in_a_bounded_job_keeps_the_earliest_row_per_key(spark, broker, stencil, topic, tmp_path):
-    pre = {
-        "table_transformers": [
-            {
-                "table_name": "data_stream_0",
-                "transformers": [
-                    {
-                        "transformation_class": "DeDuplicationTransformer",
-                        "transformation_arguments": {"key_column": "customer_id", "ttl_in_seconds": "60"},
-                    }
-                ],
-            }
-        ]
-    }
+    pre = _pre("DeDuplicationTransformer", key_column="customer_id", ttl_in_seconds="60")
     _, rows = _run(
         spark,
         broker,
@@ -419,29 +401,6 @@ def test_processor_configs_are_checked_before_anything_runs(spark, broker, stenc
                         ],
                     }
                 ]
-            }
-        )
-    with pytest.raises(DaggerConfigError, match=r"pg\[0\]: pg lookups are not available in this version yet; available: http"):
-        plan(
-            post={
-                "internal_source": [STAR],
-                "external_source": {
-                    "pg": [
-                        {
-                            "host": "h",
-                            "port": 1,
-                            "user": "u",
-                            "password": "p",
-                            "database": "d",
-                            "query_pattern": "q",
-                            "stream_timeout": 1,
-                            "capacity": 1,
-                            "connect_timeout": 1,
-                            "idle_timeout": 1,
-                            "output_mapping": {},
-                        }
-                    ]
-                },
             }
         )
     # a user's transformer by module path
