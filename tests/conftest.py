@@ -63,6 +63,18 @@ def bigquery():
 
 
 @pytest.fixture(scope="session")
+def elasticsearch():
+    """osmem-server: a real HTTP server speaking the OpenSearch/Elasticsearch document API, in memory."""
+    try:
+        from osmem_server import OsmemServer
+    except ImportError:
+        pytest.fail("osmem-server is not installed: run `make install` (it is in the test extras)")
+    server = OsmemServer.start(addr="127.0.0.1:0")
+    yield server
+    server.close()
+
+
+@pytest.fixture(scope="session")
 def spark():
     from pyspark.sql import SparkSession
 

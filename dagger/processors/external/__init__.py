@@ -1,5 +1,5 @@
-"""External sources of post-processors (``external_source``), registered by the key users write: ``http`` (and,
-to come, ``es``, ``pg``, ``grpc``).
+"""External sources of post-processors (``external_source``), registered by the key users write: ``http``, ``es``
+(and, to come, ``pg``, ``grpc``).
 
 :func:`enrich` appends one hidden column per ``output_mapping`` entry (``__ext_<source>_<column>``) to the SQL
 output, computed on the executors with ``mapInArrow``; the post-processor's output-row model then selects them
@@ -67,21 +67,12 @@ def _typing_message(source: Any, context: Any, where: str) -> Any:
 
 def http_lookup(df: Any, source: Any, index: int, context: Any, where: str) -> tuple[Any, list[tuple[str, str]]]:
     """Plan one HTTP source: check it against the SQL columns, type its outputs, add its columns."""
-    from jsonpath_ng.exceptions import JsonPathLexerError, JsonPathParserError
-    from jsonpath_ng.ext import parse
-
     if source.capacity <= 0:
         raise DaggerConfigError(f"{where}.capacity must be > 0, got {source.capacity}")
-    variables = {}
-    for key in ("endpoint_variables", "request_variables", "header_variables"):
-        names = parse_variables(getattr(source, key))
-        missing = [n for n in names if n not in df.columns]
-        if missing:
-            raise DaggerConfigError(
-                f"{where}.{key}: {', '.join(missing)} not in the SQL output; columns: "
-                + ", ".join(c for c in df.columns if not c.startswith(PREFIX))
-            )
-        variables[key] = names
+    variables = {
+        key: _columns(df, getattr(source, key), f"{where}.{key}")
+        for key in ("endpoint_variables", "request_variables", "header_variables")
+    }
     check_pattern(source.endpoint, variables["endpoint_variables"], f"{where}.endpoint")
     check_pattern(source.request_pattern, variables["request_variables"], f"{where}.request_pattern")
     if source.header_pattern:
@@ -93,40 +84,103 @@ def http_lookup(df: Any, source: Any, index: int, context: Any, where: str) -> t
         except ValueError as exc:
             raise DaggerConfigError(f"{where}.header_pattern must be a JSON object template: {exc}") from None
     proto = _typing_message(source, context, where)
-    mapping = {name: out.path for name, out in source.output_mapping.items()}
-    for name, path in mapping.items():
-        try:
-            parse(path)
-        except (JsonPathLexerError, JsonPathParserError, Exception) as exc:  # noqa: BLE001 - the parser raises plain Exceptions too
-            raise DaggerConfigError(f"{where}.output_mapping.{name}.path {path!r} is not JSONPath: {exc}") from None
+    mapping = _paths(source.output_mapping, where)
     columns = output_columns(mapping, proto, source.retain_response_type, where)
     label = f"HTTP.{source.metricId or index}"
     metrics = Metrics.create(context.spark, label)
     context.lookups[label] = metrics
-    hidden = [f"{PREFIX}http{index}_{c.name}" for c in columns]
     spec = {
-        "name": label,
+        **_common_spec(source, label, columns, proto, context),
         "verb": source.verb,
         "endpoint": source.endpoint,
         "request_pattern": source.request_pattern,
         "header_pattern": source.header_pattern,
         "headers": dict(source.headers),
+        **variables,
+    }
+    hidden = [f"{PREFIX}http{index}_{c.name}" for c in columns]
+    return _map(df, spec, columns, hidden, metrics, _http_batches), list(
+        zip([c.name for c in columns], hidden, strict=True)
+    )
+
+
+def es_lookup(df: Any, source: Any, index: int, context: Any, where: str) -> tuple[Any, list[tuple[str, str]]]:
+    """Plan one Elasticsearch source: a document GET per row on the comma-separated hosts (same port)."""
+    import base64 as b64
+
+    if source.capacity <= 0:
+        raise DaggerConfigError(f"{where}.capacity must be > 0, got {source.capacity}")
+    variables = _columns(df, source.endpoint_variables, f"{where}.endpoint_variables")
+    check_pattern(source.endpoint_pattern, variables, f"{where}.endpoint_pattern")
+    proto = _typing_message(source, context, where)
+    mapping = _paths(source.output_mapping, where)
+    columns = output_columns(mapping, proto, source.retain_response_type, where)
+    label = f"ES.{source.metricId or index}"
+    metrics = Metrics.create(context.spark, label)
+    context.lookups[label] = metrics
+    headers = {}
+    if source.user:
+        token = b64.b64encode(f"{source.user}:{source.password or ''}".encode()).decode()
+        headers["Authorization"] = f"Basic {token}"
+    hosts = [h.strip() for h in source.host.split(",") if h.strip()]
+    spec = {
+        **_common_spec(source, label, columns, proto, context),
+        "kind": "es",
+        "hosts": [(h if "://" in h else f"http://{h}") + f":{source.port}" for h in hosts],
+        "endpoint_pattern": source.endpoint_pattern,
+        "endpoint_variables": variables,
+        "request_variables": [],
+        "header_variables": [],
+        "headers": headers,
+        "socket_timeout": source.socket_timeout,
+    }
+    hidden = [f"{PREFIX}es{index}_{c.name}" for c in columns]
+    return _map(df, spec, columns, hidden, metrics, _http_batches), list(
+        zip([c.name for c in columns], hidden, strict=True)
+    )
+
+
+def _common_spec(source: Any, label: str, columns: list, proto: Any, context: Any) -> dict[str, Any]:
+    """The executor-side settings every lookup kind has (plain data: it is pickled to the executors)."""
+    return {
+        "name": label,
         "stream_timeout": source.stream_timeout,
-        "connect_timeout": source.connect_timeout,
+        "connect_timeout": source.connect_timeout or source.stream_timeout,
         "capacity": source.capacity,
         "fail_on_errors": source.fail_on_errors,
         "cache_ttl_seconds": source.cache_ttl_seconds,
         "retries": source.retries,
         "retry_backoff_ms": source.retry_backoff_ms,
         "rate_limit_per_second": source.rate_limit_per_second,
-        **variables,
         "outputs": [(c.name, c.path) for c in columns],
         "message": proto.full_name if proto is not None else None,
         "descriptor_set_b64": base64.b64encode(context.descriptors.serialized).decode(),
     }
-    return _map(df, spec, columns, hidden, metrics, _http_batches), list(
-        zip([c.name for c in columns], hidden, strict=True)
-    )
+
+
+def _columns(df: Any, text: str | None, where: str) -> list[str]:
+    """The variables of a ``*_variables`` key; each must be a SQL output column."""
+    names = parse_variables(text)
+    missing = [n for n in names if n not in df.columns]
+    if missing:
+        raise DaggerConfigError(
+            f"{where}: {', '.join(missing)} not in the SQL output; columns: "
+            + ", ".join(c for c in df.columns if not c.startswith(PREFIX))
+        )
+    return names
+
+
+def _paths(output_mapping: dict[str, Any], where: str) -> dict[str, str]:
+    """``{column: {path}}`` → ``{column: path}``, every path parsed as JSONPath."""
+    from jsonpath_ng.ext import parse
+
+    mapping = {name: out.path for name, out in output_mapping.items()}
+    for name, path in mapping.items():
+        try:
+            parse(path)
+        except Exception as exc:  # noqa: BLE001 - jsonpath-ng raises plain Exceptions as well as its own
+            raise DaggerConfigError(f"{where}.output_mapping.{name}.path {path!r} is not JSONPath: {exc}") from None
+    return mapping
 
 
 def _map(df: Any, spec: dict, columns: list, hidden: list[str], metrics: Metrics, run: Callable) -> Any:
@@ -166,7 +220,7 @@ def _http_batches(iterator: Iterator[Any], spec: dict, schema: Any, metrics: Met
     from pyspark.sql.pandas.types import to_arrow_schema
 
     from dagger.processors.external.base import LookupError_
-    from dagger.processors.external.http import HttpCaller, build_requests
+    from dagger.processors.external.http import HttpCaller, build_es_requests, build_requests
 
     arrow_schema = to_arrow_schema(schema, timezone="UTC")
     fields = _fields(spec)
@@ -176,7 +230,8 @@ def _http_batches(iterator: Iterator[Any], spec: dict, schema: Any, metrics: Met
     try:
         for batch in iterator:
             columns = {c: batch.column(c).to_pylist() for c in needed}
-            answers, counts, latencies = caller.call_all(build_requests(spec, columns, batch.num_rows))
+            build = build_es_requests if spec.get("kind") == "es" else build_requests
+            answers, counts, latencies = caller.call_all(build(spec, columns, batch.num_rows))
             metrics.add(counts, latencies)
             arrays = list(batch.columns)
             for offset, (name, path, compiled) in enumerate(paths):
@@ -200,4 +255,4 @@ def _http_batches(iterator: Iterator[Any], spec: dict, schema: Any, metrics: Met
 
 
 #: external_source key → planner
-LOOKUPS: dict[str, Callable[..., tuple[Any, list[tuple[str, str]]]]] = {"http": http_lookup}
+LOOKUPS: dict[str, Callable[..., tuple[Any, list[tuple[str, str]]]]] = {"http": http_lookup, "es": es_lookup}

@@ -33,7 +33,12 @@ class HttpCaller:
 
         self.spec = spec
         self.loop = asyncio.new_event_loop()
-        timeout = aiohttp.ClientTimeout(total=spec["stream_timeout"] / 1000, connect=spec["connect_timeout"] / 1000)
+        socket = spec.get("socket_timeout")
+        timeout = aiohttp.ClientTimeout(
+            total=spec["stream_timeout"] / 1000,
+            connect=spec["connect_timeout"] / 1000,
+            sock_read=socket / 1000 if socket else None,
+        )
         connector = aiohttp.TCPConnector(limit=spec["capacity"], loop=self.loop)
 
         async def make() -> Any:
@@ -131,6 +136,8 @@ class HttpCaller:
             return self._failed(f"{where} failed: {exc}", last, retriable=True)
         if 200 <= status < 300:
             counts["success"] += 1
+            if spec_only_200(self.spec) and status != 200:
+                return False, None  # Elasticsearch: other 2xx answers pass the row on unenriched
             try:
                 return False, json.loads(text) if text else None
             except ValueError:
@@ -175,4 +182,23 @@ def build_requests(spec: dict[str, Any], columns: dict[str, list[Any]], rows: in
         else:
             headers.setdefault("Content-Type", "application/json")
             out.append((method, endpoint, pattern, tuple(sorted(headers.items()))))
+    return out
+
+
+def spec_only_200(spec: dict[str, Any]) -> bool:
+    return spec.get("kind") == "es"
+
+
+def build_es_requests(spec: dict[str, Any], columns: dict[str, list[Any]], rows: int) -> list[tuple | None]:
+    """Elasticsearch: ``GET <host>:<port>`` + ``endpoint_pattern``, hosts taken in turn, basic auth if given."""
+    hosts, variables = spec["hosts"], spec["endpoint_variables"]
+    headers = tuple(sorted(spec["headers"].items()))
+    out: list[tuple | None] = []
+    for i in range(rows):
+        values = [as_text(columns[c][i]) for c in variables]
+        if values and all(v in ("", "null") for v in values):
+            out.append(None)
+            continue
+        path = spec["endpoint_pattern"] % tuple(values) if variables else spec["endpoint_pattern"]
+        out.append(("GET", hosts[i % len(hosts)] + path, None, headers))
     return out

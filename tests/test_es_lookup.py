@@ -1,0 +1,85 @@
+"""Elasticsearch external sources against osmem-server (a real server speaking the Elasticsearch document API)."""
+
+from __future__ import annotations
+
+import pytest
+import requests
+
+from tests.test_processors import STAR, _run
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def customers(elasticsearch):
+    index = "customers"
+    for i in range(4):  # c4 is not indexed: its lookup answers 404
+        answer = requests.put(
+            f"{elasticsearch.url}/{index}/_doc/c{i}?refresh=true",
+            json={"name": f"Customer {i}", "tier": i * 10},
+            timeout=10,
+        )
+        assert answer.status_code in (200, 201), answer.text
+    return elasticsearch
+
+
+def _es(server, **extra) -> dict:
+    host, port = server.url.removeprefix("http://").rsplit(":", 1)
+    source = {
+        "host": f"{host},localhost",  # comma-separated hosts on the same port, taken in turn
+        "port": port,
+        "user": "reader",
+        "password": "secret",
+        "endpoint_pattern": "/customers/_doc/%s",
+        "endpoint_variables": "customer_id",
+        "connect_timeout": "1000",
+        "socket_timeout": "2000",
+        "retry_timeout": "2000",
+        "stream_timeout": "3000",
+        "capacity": "8",
+        "type": "dagger.examples.CustomerLogMessage",
+        "output_mapping": {"name": {"path": "$._source.name"}, "age": {"path": "$._source.tier"}},
+    }
+    source.update(extra)
+    return source
+
+
+def test_document_gets_enrich_rows_in_order_and_missing_documents_pass_on(
+    spark, broker, stencil, topic, tmp_path, customers
+):
+    post = {"external_source": {"es": [_es(customers, metricId="customers")]}, "internal_source": [STAR]}
+    manager, rows = _run(spark, broker, stencil, topic, tmp_path, post=post, count=15)
+    for row in rows:
+        number = int(row["customer_id"][1:])
+        if number == 4:
+            assert row["name"] is None and row["age"] is None  # 404: null enrichment (fail_on_errors false)
+        else:
+            assert (row["name"], row["age"]) == (f"Customer {number}", number * 10)
+    metrics = manager.lookup_metrics["ES.customers"].values()
+    assert metrics["calls"] == 15 and metrics["success"] == 12 and metrics["failures_code404"] == 3
+
+
+def test_fail_on_errors_fails_on_a_missing_document(spark, broker, stencil, topic, tmp_path, customers):
+    import json
+
+    from dagger.config import load_config
+    from dagger.devtools.produce import produce
+    from dagger.devtools.samples import bookings
+    from dagger.stream_manager import StreamManager
+    from tests.conftest import START, job, kafka_stream
+    from tests.test_processors import _json_sink
+
+    source, out = topic("es-fail"), topic("es-fail-out")
+    produce(broker.bootstrap, source, ((None, v) for v in bookings(5, START)))
+    post = {"external_source": {"es": [_es(customers, fail_on_errors=True)]}, "internal_source": [STAR]}
+    data = job(
+        stencil,
+        [kafka_stream(broker, source, SOURCE_KAFKA_ENDING_OFFSETS="latest")],
+        "SELECT order_number, customer_id FROM data_stream_0",
+        PROCESSOR_POSTPROCESSOR_ENABLE="true",
+        PROCESSOR_POSTPROCESSOR_CONFIG=json.dumps(post),
+        **_json_sink(broker, out),
+    )
+    run = StreamManager(load_config(data=data), checkpoint_dir=str(tmp_path / "cp"), spark=spark).start()
+    run.awaitTermination(120)
+    assert "ES.0 (GET " in str(run.exception()) and "/customers/_doc/c4) answered 404" in str(run.exception())
