@@ -25,8 +25,9 @@ $(BQEMU_VENV)/.installed:
 		duckdb-extension-avro==1.5.5 numpy
 	@touch $@
 
-test-servers: $(BQEMU_VENV)/.installed ## InfluxDB (apt) and the BigQuery emulator, for the integration tests
+test-servers: $(BQEMU_VENV)/.installed ## InfluxDB and PostgreSQL (apt) and the BigQuery emulator, for the integration tests
 	@command -v influxd >/dev/null 2>&1 || { echo "installing InfluxDB 1.x (Debian)"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends influxdb; }
+	@test -x /usr/lib/postgresql/15/bin/initdb || { echo "installing PostgreSQL 15 (Debian)"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends postgresql; }
 
 quickstart: install ## broker + descriptor server + sample bookings + configs/quickstart.json, then stop
 	$(PY) scripts/quickstart.py
@@ -47,7 +48,7 @@ format: install
 	$(VENV)/bin/ruff check --fix dagger udfs tests scripts bench
 
 descriptors: install ## recompile descriptors/*.proto into descriptors/examples.desc
-	$(PY) -m grpc_tools.protoc -Idescriptors --descriptor_set_out=descriptors/examples.desc --include_imports descriptors/booking.proto descriptors/everything.proto
+	$(PY) -m grpc_tools.protoc -Idescriptors --descriptor_set_out=descriptors/examples.desc --include_imports descriptors/booking.proto descriptors/everything.proto descriptors/lookup.proto
 
 docs: install ## regenerate docs/config.md and docs/functions.md from the code
 	$(VENV)/bin/dagger config-docs > docs/config.md

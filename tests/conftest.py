@@ -63,6 +63,13 @@ def bigquery():
 
 
 @pytest.fixture(scope="session")
+def postgres():
+    from dagger.devtools.postgres import PostgresServer
+
+    yield from _serve("PostgreSQL", PostgresServer())
+
+
+@pytest.fixture(scope="session")
 def elasticsearch():
     """osmem-server: a real HTTP server speaking the OpenSearch/Elasticsearch document API, in memory."""
     try:

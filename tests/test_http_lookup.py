@@ -170,6 +170,16 @@ def test_retries_and_the_response_cache(spark, broker, stencil, topic, tmp_path,
     assert metrics["cache_hits"] + metrics["calls"] == 40
 
 
+def test_rate_limit_spaces_the_calls_of_a_task(spark, broker, stencil, topic, tmp_path, lookup):
+    lookup.arrivals.clear()
+    manager, rows = _run(
+        spark, broker, stencil, topic, tmp_path, count=10, post=_post(_http(lookup, rate_limit_per_second=20))
+    )
+    assert len(rows) == 10 and manager.lookup_metrics["HTTP.0"].values()["calls"] == 10
+    # one Kafka partition, one task: 10 calls at 20/s cannot arrive faster than 9 gaps of 50 ms
+    assert lookup.arrivals[-1] - lookup.arrivals[0] >= 9 / 20 * 0.9
+
+
 def test_a_mapped_path_missing_from_the_answer_always_fails(spark, broker, stencil, topic, tmp_path, lookup):
     from dagger.config import load_config
     from dagger.devtools.produce import produce
@@ -226,33 +236,6 @@ def test_http_source_configs_are_checked_before_anything_runs(spark, broker, ste
         plan(_http(lookup, type=None))
     with pytest.raises(DaggerConfigError, match="header_pattern must be a JSON object template"):
         plan(_http(lookup, header_pattern="X-A: %s", header_variables="customer_id"))
-    with pytest.raises(
-        DaggerConfigError, match=r"external_source.pg\[0\]: pg lookups are not available in this version yet"
-    ):
-        data = {
-            "host": "h",
-            "port": 1,
-            "user": "u",
-            "password": "p",
-            "database": "d",
-            "query_pattern": "q",
-            "stream_timeout": 1,
-            "capacity": 1,
-            "connect_timeout": 1,
-            "idle_timeout": 1,
-            "output_mapping": {},
-        }
-        plan_pg = {"external_source": {"pg": [data]}, "internal_source": [STAR]}
-        config = load_config(
-            data=job(
-                stencil,
-                [kafka_stream(broker, "never-created")],
-                "SELECT order_number FROM data_stream_0",
-                PROCESSOR_POSTPROCESSOR_ENABLE="true",
-                PROCESSOR_POSTPROCESSOR_CONFIG=json.dumps(plan_pg),
-            )
-        )
-        StreamManager(config, spark=spark).plan()
     planned = plan(_http(lookup))
     assert planned.output_schema.names[:3] == ["name", "age", "event_timestamp"]
     assert dict((f.name, f.dataType.simpleString()) for f in planned.output_schema.fields)["age"] == "int"

@@ -8,7 +8,7 @@ Routes (JSON answers):
 * ``POST``/``PUT /score``: ``{"score": <length of the body>, "method", "body": <the parsed body>}``.
 
 ``delay_ms`` delays every answer; ``calls`` counts requests per path; ``headers`` keeps the last request's
-headers per path.
+headers per path; ``arrivals`` the arrival time of every request.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ class LookupServer:
         self.delay_ms = delay_ms
         self.calls: collections.Counter[str] = collections.Counter()
         self.headers: dict[str, dict[str, str]] = {}
+        self.arrivals: list[float] = []  # time.monotonic() of every request, in arrival order
         self.url = ""
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="lookup-server", daemon=True)
@@ -65,6 +66,9 @@ class LookupServer:
         self.stop()
 
     async def _pause(self, request: Any) -> None:
+        import time
+
+        self.arrivals.append(time.monotonic())
         self.calls[request.path] += 1
         self.headers[request.path] = dict(request.headers)
         if self.delay_ms:

@@ -96,18 +96,6 @@ class Sink(ABC):
         """Called on the driver after every task of micro-batch ``batch_id`` succeeded."""
 
 
-def require(module: str, extra: str, what: str) -> None:
-    """Fail with an install hint when an optional dependency of ``what`` is missing."""
-    import importlib.util
-
-    from dagger.errors import DaggerConfigError
-
-    if importlib.util.find_spec(module.split(".")[0]) is None or importlib.util.find_spec(module) is None:
-        raise DaggerConfigError(
-            f"{what} needs the {module} package: pip install 'dagger-on-spark[{extra}]' (make install includes it)"
-        )
-
-
 class RejectedRows:
     """Rows one task of a sink rejected: failed on, or sent to the dead-letter output.
 

@@ -36,8 +36,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from dagger.errors import DaggerConfigError, SinkError
+from dagger.optional import require
 from dagger.serde.types import DURATION, JSON_TYPES, TIMESTAMP, WRAPPERS
-from dagger.sinks.base import RejectedRows, RowsRefused, Sink, SinkWriter, isolate, require
+from dagger.sinks.base import RejectedRows, RowsRefused, Sink, SinkWriter, isolate
 
 log = logging.getLogger(__name__)
 

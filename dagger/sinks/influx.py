@@ -36,7 +36,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from dagger.errors import SinkError
-from dagger.sinks.base import RejectedRows, Sink, SinkWriter, require
+from dagger.optional import require
+from dagger.sinks.base import RejectedRows, Sink, SinkWriter
 
 TIME_COLUMN = "window_timestamp"
 _RETENTION_DROP = re.compile(r"points beyond retention policy dropped=(\d+)")

@@ -1,5 +1,5 @@
-"""External sources of post-processors (``external_source``), registered by the key users write: ``http``, ``es``
-(and, to come, ``pg``, ``grpc``).
+"""External sources of post-processors (``external_source``), registered by the key users write: ``http``, ``es``,
+``pg`` and ``grpc``.
 
 :func:`enrich` appends one hidden column per ``output_mapping`` entry (``__ext_<source>_<column>``) to the SQL
 output, computed on the executors with ``mapInArrow``; the post-processor's output-row model then selects them
@@ -99,7 +99,7 @@ def http_lookup(df: Any, source: Any, index: int, context: Any, where: str) -> t
         **variables,
     }
     hidden = [f"{PREFIX}http{index}_{c.name}" for c in columns]
-    return _map(df, spec, columns, hidden, metrics, _http_batches), list(
+    return _map(df, spec, columns, hidden, metrics, _lookup_batches), list(
         zip([c.name for c in columns], hidden, strict=True)
     )
 
@@ -135,7 +135,95 @@ def es_lookup(df: Any, source: Any, index: int, context: Any, where: str) -> tup
         "socket_timeout": source.socket_timeout,
     }
     hidden = [f"{PREFIX}es{index}_{c.name}" for c in columns]
-    return _map(df, spec, columns, hidden, metrics, _http_batches), list(
+    return _map(df, spec, columns, hidden, metrics, _lookup_batches), list(
+        zip([c.name for c in columns], hidden, strict=True)
+    )
+
+
+def pg_lookup(df: Any, source: Any, index: int, context: Any, where: str) -> tuple[Any, list[tuple[str, str]]]:
+    """Plan one Postgres source: a query per row, at most one result row, columns mapped by name."""
+    from dagger.optional import require
+
+    require("asyncpg", "postgres", f"{where} (a Postgres lookup)")
+    if source.capacity <= 0:
+        raise DaggerConfigError(f"{where}.capacity must be > 0 (it is also the pool size), got {source.capacity}")
+    variables = _columns(df, source.query_variables, f"{where}.query_variables")
+    check_pattern(source.query_pattern, variables, f"{where}.query_pattern")
+    proto = _typing_message(source, context, where)
+    columns = output_columns(dict(source.output_mapping), proto, source.retain_response_type, where)
+    label = f"PG.{source.metricId or index}"
+    metrics = Metrics.create(context.spark, label)
+    context.lookups[label] = metrics
+    spec = {
+        **_common_spec(source, label, columns, proto, context),
+        "kind": "pg",
+        "host": source.host,
+        "port": source.port,
+        "user": source.user,
+        "password": source.password,
+        "database": source.database,
+        "query_pattern": source.query_pattern,
+        "query_variables": variables,
+        "idle_timeout": source.idle_timeout,
+    }
+    hidden = [f"{PREFIX}pg{index}_{c.name}" for c in columns]
+    return _map(df, spec, columns, hidden, metrics, _lookup_batches), list(
+        zip([c.name for c in columns], hidden, strict=True)
+    )
+
+
+def grpc_lookup(df: Any, source: Any, index: int, context: Any, where: str) -> tuple[Any, list[tuple[str, str]]]:
+    """Plan one gRPC source: a unary call per row, request and reply types from the job's descriptors."""
+    if source.capacity <= 0:
+        raise DaggerConfigError(f"{where}.capacity must be > 0, got {source.capacity}")
+    if source.grpc_stencil_url:
+        raise DaggerConfigError(
+            f"{where}.grpc_stencil_url: extra descriptor URLs per source are not supported yet; add them to "
+            "SCHEMA_REGISTRY_STENCIL_URLS (every message there is available to every lookup)"
+        )
+    if "/" not in source.grpc_method_url.strip("/"):
+        raise DaggerConfigError(f"{where}.grpc_method_url {source.grpc_method_url!r} must be package.Service/Method")
+    service, _, method = source.grpc_method_url.strip("/").partition("/")
+    found = None
+    try:
+        found = context.descriptors.pool.FindServiceByName(service).FindMethodByName(method)
+    except (KeyError, AttributeError):
+        found = None
+    request = context.descriptors.find_message(source.grpc_request_proto_schema, f"{where}.grpc_request_proto_schema")
+    response = context.descriptors.find_message(
+        source.grpc_response_proto_schema, f"{where}.grpc_response_proto_schema"
+    )
+    if found is not None and (found.input_type.full_name, found.output_type.full_name) != (
+        request.full_name,
+        response.full_name,
+    ):
+        raise DaggerConfigError(
+            f"{where}: {source.grpc_method_url} takes {found.input_type.full_name} and returns "
+            f"{found.output_type.full_name}, not {request.full_name} / {response.full_name}"
+        )
+    variables = _columns(df, source.request_variables, f"{where}.request_variables")
+    check_pattern(source.request_pattern, variables, f"{where}.request_pattern")
+    proto = _typing_message(source, context, where)
+    columns = output_columns(_paths(source.output_mapping, where), proto, source.retain_response_type, where)
+    label = f"GRPC.{source.metricId or index}"
+    metrics = Metrics.create(context.spark, label)
+    context.lookups[label] = metrics
+    spec = {
+        **_common_spec(source, label, columns, proto, context),
+        "kind": "grpc",
+        "endpoint": source.endpoint,
+        "service_port": source.service_port,
+        "method": source.grpc_method_url.strip("/"),
+        "request_message": request.full_name,
+        "response_message": response.full_name,
+        "request_pattern": source.request_pattern,
+        "request_variables": variables,
+        "endpoint_variables": [],
+        "header_variables": [],
+        "headers": dict(source.headers),
+    }
+    hidden = [f"{PREFIX}grpc{index}_{c.name}" for c in columns]
+    return _map(df, spec, columns, hidden, metrics, _lookup_batches), list(
         zip([c.name for c in columns], hidden, strict=True)
     )
 
@@ -214,31 +302,54 @@ def _fields(spec: dict) -> dict[str, Any]:
     return _FIELDS[key]
 
 
-def _http_batches(iterator: Iterator[Any], spec: dict, schema: Any, metrics: Metrics) -> Iterator[Any]:
+def _lookup_batches(iterator: Iterator[Any], spec: dict, schema: Any, metrics: Metrics) -> Iterator[Any]:
+    """Executor side of every lookup kind: per Arrow batch, the calls, then the typed output columns."""
     import pyarrow as pa
     from jsonpath_ng.ext import parse
     from pyspark.sql.pandas.types import to_arrow_schema
 
     from dagger.processors.external.base import LookupError_
-    from dagger.processors.external.http import HttpCaller, build_es_requests, build_requests
 
     arrow_schema = to_arrow_schema(schema, timezone="UTC")
     fields = _fields(spec)
-    paths = [(name, path, parse(path)) for name, path in spec["outputs"]]
-    needed = sorted(set(spec["endpoint_variables"] + spec["request_variables"] + spec["header_variables"]))
-    caller = HttpCaller(spec)
+    kind = spec.get("kind", "http")
+    if kind == "pg":
+        from dagger.processors.external.postgres import PgCaller, build_queries
+
+        caller, build, variables = PgCaller(spec), build_queries, spec["query_variables"]
+        paths = [(name, column, None) for name, column in spec["outputs"]]
+    elif kind == "grpc":
+        from dagger.processors.external.grpc import GrpcCaller, build_grpc_requests
+
+        caller, build, variables = GrpcCaller(spec), build_grpc_requests, spec["request_variables"]
+        paths = [(name, path, parse(path)) for name, path in spec["outputs"]]
+    else:
+        from dagger.processors.external.http import HttpCaller, build_es_requests, build_requests
+
+        caller = HttpCaller(spec)
+        build = build_es_requests if kind == "es" else build_requests
+        variables = spec["endpoint_variables"] + spec["request_variables"] + spec["header_variables"]
+        paths = [(name, path, parse(path)) for name, path in spec["outputs"]]
+    needed = sorted(set(variables))
     try:
         for batch in iterator:
             columns = {c: batch.column(c).to_pylist() for c in needed}
-            build = build_es_requests if spec.get("kind") == "es" else build_requests
             answers, counts, latencies = caller.call_all(build(spec, columns, batch.num_rows))
             metrics.add(counts, latencies)
             arrays = list(batch.columns)
             for offset, (name, path, compiled) in enumerate(paths):
                 values = []
                 for answer in answers:
-                    if answer is None:
+                    if answer is None or (kind == "pg" and not answer):  # skipped, failed, or no result row
                         values.append(None)
+                        continue
+                    if compiled is None:
+                        if path not in answer:
+                            raise LookupError_(
+                                f"{spec['name']}: output_mapping.{name} names result column {path!r}, which the "
+                                f"query does not return; it returns {', '.join(answer)}"
+                            )
+                        values.append(convert(answer[path], fields.get(name)))
                         continue
                     found = compiled.find(answer)
                     if not found:
@@ -255,4 +366,9 @@ def _http_batches(iterator: Iterator[Any], spec: dict, schema: Any, metrics: Met
 
 
 #: external_source key → planner
-LOOKUPS: dict[str, Callable[..., tuple[Any, list[tuple[str, str]]]]] = {"http": http_lookup, "es": es_lookup}
+LOOKUPS: dict[str, Callable[..., tuple[Any, list[tuple[str, str]]]]] = {
+    "http": http_lookup,
+    "es": es_lookup,
+    "pg": pg_lookup,
+    "grpc": grpc_lookup,
+}

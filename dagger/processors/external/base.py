@@ -28,6 +28,7 @@ METRICS = (
     "empty_input",
     "cache_hits",
     "retries",
+    "invalid_configuration",
 )
 #: upper bounds (ms) of the latency histogram buckets; the last bucket is everything slower
 LATENCY_BUCKETS_MS = (5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000)
@@ -133,6 +134,8 @@ def _single(value: Any, field_: Any) -> Any:
     if kind == FieldDescriptor.TYPE_MESSAGE:
         name = field_.message_type.full_name
         if name == TIMESTAMP:
+            if isinstance(value, dt.datetime):  # a database timestamp
+                return value if value.tzinfo else value.replace(tzinfo=dt.UTC)
             if isinstance(value, str):
                 try:
                     return dt.datetime.fromisoformat(value.replace("Z", "+00:00"))

@@ -1,0 +1,123 @@
+"""gRPC external sources against a real gRPC server built from the descriptor set at run time."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from dagger.errors import DaggerConfigError
+from tests.test_processors import STAR, _run
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def customers():
+    from dagger.devtools.grpc_lookup_server import CustomerLookupServer
+
+    server = CustomerLookupServer().start()
+    yield server
+    server.stop()
+
+
+def _grpc(server, **extra) -> dict:
+    source = {
+        "endpoint": "127.0.0.1",
+        "service_port": str(server.port),
+        "grpc_method_url": "dagger.examples.CustomerService/GetCustomer",
+        "grpc_request_proto_schema": "dagger.examples.CustomerRequest",
+        "grpc_response_proto_schema": "dagger.examples.CustomerReply",
+        "request_pattern": "{'customer_id': '%s', 'fields': ['name']}",
+        "request_variables": "customer_id",
+        "headers": {"x-caller": "dagger"},
+        "stream_timeout": "1000",
+        "connect_timeout": "1000",
+        "capacity": "8",
+        "type": "dagger.examples.CustomerLogMessage",
+        "output_mapping": {
+            "name": {"path": "$.name"},
+            "age": {"path": "$.age"},
+            "event_timestamp": {"path": "$.joined"},
+        },
+    }
+    source.update(extra)
+    return source
+
+
+SQL = (
+    "SELECT order_number, CASE amount_paid_by_cash WHEN 10 THEN 'missing' WHEN 20 THEN 'slow' WHEN 30 THEN '' "
+    "ELSE customer_id END AS customer_id, amount_paid_by_cash FROM data_stream_0"
+)
+
+
+def test_unary_calls_enrich_rows_typed_in_order_and_failures_pass_on(
+    spark, broker, stencil, topic, tmp_path, customers
+):
+    post = {"external_source": {"grpc": [_grpc(customers)]}, "internal_source": [STAR]}
+    manager, rows = _run(spark, broker, stencil, topic, tmp_path, sql=SQL, post=post, count=8)
+    by_cash = {r["amount_paid_by_cash"]: r for r in rows}
+    for cash in (10, 20, 30):  # NOT_FOUND, deadline exceeded, empty id (not called)
+        assert (by_cash[cash]["name"], by_cash[cash]["age"]) == (None, None)
+    for cash in (0, 40, 50, 60, 70):
+        row = by_cash[cash]
+        assert row["name"] == f"name-{row['customer_id']}" and row["age"] == len(row["customer_id"])
+        assert row["event_timestamp"].startswith("2026-01-02T03:04:05")
+    metrics = manager.lookup_metrics["GRPC.0"].values()
+    assert metrics["calls"] == 7 and metrics["success"] == 5 and metrics["empty_input"] == 1
+    assert metrics["failures_code404"] == 1 and metrics["timeouts"] == 1
+    assert customers.metadata.get("x-caller") == "dagger"
+
+
+def test_fail_on_errors_names_the_status(spark, broker, stencil, topic, tmp_path, customers):
+    from dagger.config import load_config
+    from dagger.devtools.produce import produce
+    from dagger.devtools.samples import bookings
+    from dagger.stream_manager import StreamManager
+    from tests.conftest import START, job, kafka_stream
+    from tests.test_processors import _json_sink
+
+    source, out = topic("grpc-fail"), topic("grpc-fail-out")
+    produce(broker.bootstrap, source, ((None, v) for v in bookings(3, START)))
+    post = {"external_source": {"grpc": [_grpc(customers, fail_on_errors=True)]}, "internal_source": [STAR]}
+    data = job(
+        stencil,
+        [kafka_stream(broker, source, SOURCE_KAFKA_ENDING_OFFSETS="latest")],
+        SQL,
+        PROCESSOR_POSTPROCESSOR_ENABLE="true",
+        PROCESSOR_POSTPROCESSOR_CONFIG=json.dumps(post),
+        **_json_sink(broker, out),
+    )
+    run = StreamManager(load_config(data=data), checkpoint_dir=str(tmp_path / "cp"), spark=spark).start()
+    run.awaitTermination(120)
+    assert "failed with NOT_FOUND: no customer missing (fail_on_errors is true)" in str(run.exception())
+
+
+def test_grpc_source_configs_are_checked(spark, broker, stencil, customers):
+    from dagger.config import load_config
+    from dagger.stream_manager import StreamManager
+    from tests.conftest import job, kafka_stream
+
+    def plan(source):
+        data = job(
+            stencil,
+            [kafka_stream(broker, "never-created")],
+            "SELECT order_number, customer_id FROM data_stream_0",
+            PROCESSOR_POSTPROCESSOR_ENABLE="true",
+            PROCESSOR_POSTPROCESSOR_CONFIG=json.dumps(
+                {"external_source": {"grpc": [source]}, "internal_source": [STAR]}
+            ),
+        )
+        return StreamManager(load_config(data=data), spark=spark).plan()
+
+    with pytest.raises(
+        DaggerConfigError, match="takes dagger.examples.CustomerRequest and returns dagger.examples.CustomerReply"
+    ):
+        plan(_grpc(customers, grpc_response_proto_schema="dagger.examples.BookingLogKey"))
+    with pytest.raises(DaggerConfigError, match="must be package.Service/Method"):
+        plan(_grpc(customers, grpc_method_url="GetCustomer"))
+    with pytest.raises(
+        DaggerConfigError, match="grpc_stencil_url: extra descriptor URLs per source are not supported yet"
+    ):
+        plan(_grpc(customers, grpc_stencil_url="http://elsewhere/x.desc"))
+    assert plan(_grpc(customers)).output_schema.names[:3] == ["name", "age", "event_timestamp"]
