@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 
-.PHONY: install test-servers quickstart test lint format descriptors docs dist clean bench-udfs
+.PHONY: install test-servers quickstart test lint format descriptors docs dist clean bench-udfs bench-enrichment
 
 $(VENV)/.installed: pyproject.toml
 	@command -v java >/dev/null 2>&1 || { echo "installing Java 17 (Spark needs a JVM)"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless; }
@@ -39,6 +39,9 @@ test: install test-servers ## lint, then the whole suite (unit + integration aga
 
 bench-udfs: install ## rows/s of every function vs built-ins, and a job's throughput with Distance + GeoHash
 	$(PY) bench/udfs.py
+
+bench-enrichment: install ## HTTP lookups/s against a 10 ms service, and the warm-cache throughput ratio
+	$(PY) bench/enrichment.py
 
 lint: install
 	$(VENV)/bin/ruff check dagger udfs tests scripts bench
