@@ -331,13 +331,29 @@ def _lookup_batches(iterator: Iterator[Any], spec: dict, schema: Any, metrics: M
         variables = spec["endpoint_variables"] + spec["request_variables"] + spec["header_variables"]
         paths = [(name, path, parse(path)) for name, path in spec["outputs"]]
     needed = sorted(set(variables))
+    paths = [(name, path, compiled, _simple_path(path)) for name, path, compiled in paths]
+    share = bool(spec["cache_ttl_seconds"])
     try:
         for batch in iterator:
-            columns = {c: batch.column(c).to_pylist() for c in needed}
-            answers, counts, latencies = caller.call_all(build(spec, columns, batch.num_rows))
+            rows = batch.num_rows
+            if share and needed:  # with a cache, each distinct request of the batch is made (or looked up) once
+                first, positions = _distinct_rows(batch, needed)
+                picked = batch.take(first)
+            else:
+                first, positions, picked = None, None, batch
+            columns = {c: picked.column(c).to_pylist() for c in needed}
+            requests = build(spec, columns, picked.num_rows)
+            answers, counts, latencies = caller.call_all(requests)
+            if positions is not None:
+                import pyarrow.compute as pc
+
+                skipped = [i for i, r in enumerate(requests) if r is None]
+                empty_rows = pc.sum(pc.is_in(positions, pa.array(skipped, pa.int64()))).as_py() if skipped else 0
+                counts["empty_input"] = empty_rows or 0
+                counts["cache_hits"] += rows - picked.num_rows - (counts["empty_input"] - len(skipped))
             metrics.add(counts, latencies)
             arrays = list(batch.columns)
-            for offset, (name, path, compiled) in enumerate(paths):
+            for offset, (name, path, compiled, simple) in enumerate(paths):
                 values = []
                 for answer in answers:
                     if answer is None or (kind == "pg" and not answer):  # skipped, failed, or no result row
@@ -351,18 +367,71 @@ def _lookup_batches(iterator: Iterator[Any], spec: dict, schema: Any, metrics: M
                             )
                         values.append(convert(answer[path], fields.get(name)))
                         continue
-                    found = compiled.find(answer)
-                    if not found:
+                    found = _find(answer, simple, compiled)
+                    if found is _NOTHING:
                         raise LookupError_(
                             f"{spec['name']}: output_mapping.{name} path {path} finds nothing in the response "
                             f"{json.dumps(answer)[:200]} (a missing path always fails, as in Dagger)"
                         )
-                    values.append(convert(found[0].value, fields.get(name)))
+                    values.append(convert(found, fields.get(name)))
                 target = arrow_schema.field(batch.num_columns + offset).type
-                arrays.append(pa.array(values, type=target))
+                column = pa.array(values, type=target)
+                arrays.append(column if positions is None else column.take(positions))
             yield pa.RecordBatch.from_arrays(arrays, schema=arrow_schema)
     finally:
         caller.close()
+
+
+_NOTHING = object()
+
+
+def _simple_path(path: str) -> list[str] | None:
+    """``$.a.b`` → ``["a", "b"]`` (read with plain dict lookups); None for anything JSONPath must evaluate."""
+    import re
+
+    if re.fullmatch(r"\$(\.[A-Za-z_][A-Za-z0-9_]*)+", path):
+        return path.split(".")[1:]
+    return None
+
+
+def _find(answer: Any, simple: list[str] | None, compiled: Any) -> Any:
+    """The first value ``path`` selects in ``answer``, or ``_NOTHING``."""
+    if simple is not None:
+        value = answer
+        for key in simple:
+            if not isinstance(value, dict) or key not in value:
+                return _NOTHING
+            value = value[key]
+        return value
+    found = compiled.find(answer)
+    return found[0].value if found else _NOTHING
+
+
+def _distinct_rows(batch: Any, columns: list[str]) -> tuple[Any, Any]:
+    """Rows of ``batch`` with distinct values in ``columns``: (index of each one's first row, each row's one).
+
+    Arrow only: each column is dictionary-encoded, the codes are combined into one key, and ``index_in`` maps
+    rows to distinct keys.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    key = None
+    for name in columns:
+        column = batch.column(name)
+        if not (
+            pa.types.is_string(column.type) or pa.types.is_integer(column.type) or pa.types.is_large_string(column.type)
+        ):
+            column = pc.cast(column, pa.string()) if not pa.types.is_nested(column.type) else None
+        if column is None:  # structs and lists: no sharing for this batch
+            everything = pa.array(range(batch.num_rows), pa.int64())
+            return everything, everything
+        encoded = pc.dictionary_encode(column, null_encoding="encode")
+        codes = pc.cast(encoded.indices, pa.int64())
+        size = len(encoded.dictionary) + 1
+        key = codes if key is None else pc.add(pc.multiply(key, size), codes)
+    distinct = pc.unique(key)
+    return pc.cast(pc.index_in(distinct, key), pa.int64()), pc.cast(pc.index_in(key, distinct), pa.int64())
 
 
 #: external_source key → planner
