@@ -326,7 +326,7 @@ def _lookup_batches(iterator: Iterator[Any], spec: dict, schema: Any, metrics: M
     else:
         from dagger.processors.external.http import HttpCaller, build_es_requests, build_requests
 
-        caller = HttpCaller(spec)
+        caller = HttpCaller.shared(spec)
         build = build_es_requests if kind == "es" else build_requests
         variables = spec["endpoint_variables"] + spec["request_variables"] + spec["header_variables"]
         paths = [(name, path, parse(path)) for name, path in spec["outputs"]]
@@ -342,8 +342,38 @@ def _lookup_batches(iterator: Iterator[Any], spec: dict, schema: Any, metrics: M
             else:
                 first, positions, picked = None, None, batch
             columns = {c: picked.column(c).to_pylist() for c in needed}
+            values: list[list[Any]] = [[None] * picked.num_rows for _ in paths]
+
+            def done(row: int, answer: Any, values: list[list[Any]] = values) -> None:
+                """Type one row's answer into the output columns (as it arrives, while other calls run)."""
+                if answer is None or (kind == "pg" and not answer):  # skipped, failed, or no result row
+                    return
+                for out, (name, path, compiled, simple) in zip(values, paths, strict=True):
+                    if compiled is None:
+                        if path not in answer:
+                            raise LookupError_(
+                                f"{spec['name']}: output_mapping.{name} names result column {path!r}, which the "
+                                f"query does not return; it returns {', '.join(answer)}"
+                            )
+                        out[row] = convert(answer[path], fields.get(name))
+                        continue
+                    found = _find(answer, simple, compiled)
+                    if found is _NOTHING:
+                        raise LookupError_(
+                            f"{spec['name']}: output_mapping.{name} path {path} finds nothing in the response "
+                            f"{json.dumps(answer)[:200]} (a missing path always fails, as in Dagger)"
+                        )
+                    out[row] = convert(found, fields.get(name))
+
             requests = build(spec, columns, picked.num_rows)
-            answers, counts, latencies = caller.call_all(requests)
+            if positions is not None:
+                requests = list(requests)
+            if kind in ("pg", "grpc"):
+                answers, counts, latencies = caller.call_all(list(requests))
+                for row, answer in enumerate(answers):
+                    done(row, answer)
+            else:
+                counts, latencies = caller.call_all(requests, done)
             if positions is not None:
                 import pyarrow.compute as pc
 
@@ -353,29 +383,9 @@ def _lookup_batches(iterator: Iterator[Any], spec: dict, schema: Any, metrics: M
                 counts["cache_hits"] += rows - picked.num_rows - (counts["empty_input"] - len(skipped))
             metrics.add(counts, latencies)
             arrays = list(batch.columns)
-            for offset, (name, path, compiled, simple) in enumerate(paths):
-                values = []
-                for answer in answers:
-                    if answer is None or (kind == "pg" and not answer):  # skipped, failed, or no result row
-                        values.append(None)
-                        continue
-                    if compiled is None:
-                        if path not in answer:
-                            raise LookupError_(
-                                f"{spec['name']}: output_mapping.{name} names result column {path!r}, which the "
-                                f"query does not return; it returns {', '.join(answer)}"
-                            )
-                        values.append(convert(answer[path], fields.get(name)))
-                        continue
-                    found = _find(answer, simple, compiled)
-                    if found is _NOTHING:
-                        raise LookupError_(
-                            f"{spec['name']}: output_mapping.{name} path {path} finds nothing in the response "
-                            f"{json.dumps(answer)[:200]} (a missing path always fails, as in Dagger)"
-                        )
-                    values.append(convert(found, fields.get(name)))
+            for offset, column_values in enumerate(values):
                 target = arrow_schema.field(batch.num_columns + offset).type
-                column = pa.array(values, type=target)
+                column = pa.array(column_values, type=target)
                 arrays.append(column if positions is None else column.take(positions))
             yield pa.RecordBatch.from_arrays(arrays, schema=arrow_schema)
     finally:

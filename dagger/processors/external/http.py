@@ -15,190 +15,289 @@ Beyond Dagger, all off by default: ``cache_ttl_seconds`` (a per-executor respons
 
 from __future__ import annotations
 
-import asyncio
+import collections
+import heapq
 import json
 import time
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from dagger.processors.external.base import LookupError_, as_text
 
 _CACHES: dict[str, dict[Any, tuple[float, Any]]] = {}
+_CALLERS: dict[str, HttpCaller] = {}
+
+try:  # orjson parses answers several times faster; json is the fallback
+    from orjson import loads as _loads
+except ImportError:  # pragma: no cover - orjson is a dependency, but a missing wheel must not break lookups
+    from json import loads as _loads
+
+#: libcurl's code for a connect or transfer that ran out of time (CURLE_OPERATION_TIMEDOUT)
+_TIMED_OUT = 28
+
+
+class _Call:
+    """One request under way or waiting: the rows it answers and how often it was tried."""
+
+    __slots__ = ("request", "rows", "attempt", "body")
+
+    def __init__(self, request: tuple, rows: list[int]):
+        self.request, self.rows, self.attempt, self.body = request, rows, 0, []
 
 
 class HttpCaller:
-    """Executor side: an aiohttp session per task, reused by every batch of the task."""
+    """Executor side: libcurl's multi interface (pycurl) with ``capacity`` reusable handles.
+
+    One caller per source and Python worker, kept across tasks so that its keep-alive connections are reused
+    by every micro-batch. libcurl does the I/O, connection reuse and timeouts in C; Python only starts calls and
+    collects answers, which is what lets one core make several thousand lookups a second.
+    """
 
     def __init__(self, spec: dict[str, Any]):
-        import aiohttp
+        import pycurl
 
         self.spec = spec
-        self.loop = asyncio.new_event_loop()
-        socket = spec.get("socket_timeout")
-        timeout = aiohttp.ClientTimeout(
-            total=spec["stream_timeout"] / 1000,
-            connect=spec["connect_timeout"] / 1000,
-            sock_read=socket / 1000 if socket else None,
-        )
-        connector = aiohttp.TCPConnector(limit=spec["capacity"], loop=self.loop)
-
-        async def make() -> Any:
-            return aiohttp.ClientSession(connector=connector, timeout=timeout)
-
-        self.session = self.loop.run_until_complete(make())
+        self.multi = pycurl.CurlMulti()
+        self.multi.setopt(pycurl.M_MAX_HOST_CONNECTIONS, spec["capacity"])
+        self.multi.setopt(pycurl.M_MAXCONNECTS, spec["capacity"])
+        self.free = [self._handle() for _ in range(spec["capacity"])]
         self.cache = _CACHES.setdefault(spec["name"], {}) if spec["cache_ttl_seconds"] else None
         self.next_slot = 0.0
+        self._headers: dict[tuple, list[str]] = {}
+
+    @classmethod
+    def shared(cls, spec: dict[str, Any]) -> HttpCaller:
+        """The worker's caller for ``spec`` (created on first use)."""
+        key = json.dumps({k: v for k, v in spec.items() if k != "descriptor_set_b64"}, sort_keys=True, default=str)
+        if key not in _CALLERS:
+            _CALLERS[key] = cls(spec)
+        return _CALLERS[key]
+
+    def _handle(self) -> Any:
+        import pycurl
+
+        handle = pycurl.Curl()
+        handle.setopt(pycurl.NOSIGNAL, 1)
+        handle.setopt(pycurl.CONNECTTIMEOUT_MS, int(self.spec["connect_timeout"]))
+        handle.setopt(pycurl.TIMEOUT_MS, int(self.spec["stream_timeout"]))
+        socket = self.spec.get("socket_timeout")
+        if socket:  # no byte for this long: give up (libcurl counts whole seconds)
+            handle.setopt(pycurl.LOW_SPEED_LIMIT, 1)
+            handle.setopt(pycurl.LOW_SPEED_TIME, max(1, round(socket / 1000)))
+        return handle
 
     def close(self) -> None:
-        self.loop.run_until_complete(self.session.close())
-        self.loop.close()
+        """Nothing to do: the caller and its connections live as long as the worker."""
 
-    def call_all(self, requests: list[tuple | None]) -> tuple[list[Any], dict[str, int], list[float]]:
-        """Answers (parsed JSON, or None) for ``requests`` (None: skipped), counts and latencies."""
+    def call_all(self, requests: Iterable[tuple | None], done: Callable[[int, Any], None]) -> tuple[dict, list]:
+        """Call every request (None: skipped) and hand each row's answer (parsed JSON, or None) to ``done(row,
+        answer)`` as it arrives; returns the counts and latencies.
+
+        Without a cache ``requests`` is read lazily, a request whenever a handle is free, so that building
+        requests and typing answers happen while calls are under way.
+        """
         counts = {"calls": 0, "success": 0, "empty_input": 0, "cache_hits": 0, "timeouts": 0, "retries": 0}
         counts.update({"failures_code404": 0, "failures_code4XX": 0, "failures_code5XX": 0, "failures_other": 0})
         latencies: list[float] = []
-        semaphore = asyncio.Semaphore(self.spec["capacity"])
-        in_flight: dict[tuple, asyncio.Future] = {}
+        waiting: collections.deque[_Call] = collections.deque()
+        if self.cache is None:
+            fresh: Iterator[_Call] = self._fresh(requests, counts)
+        else:
+            fresh = iter(())
+            now, calls = time.monotonic(), {}
+            for i, request in enumerate(requests):
+                if request is None:
+                    counts["empty_input"] += 1
+                    continue
+                hit = self.cache.get(request)
+                if hit is not None and hit[0] > now:
+                    counts["cache_hits"] += 1
+                    done(i, hit[1])
+                elif request in calls:  # the same call is in this batch already: share its answer
+                    counts["cache_hits"] += 1
+                    calls[request].rows.append(i)
+                else:
+                    calls[request] = _Call(request, [i])
+                    waiting.append(calls[request])
+        self._run(waiting, fresh, done, counts, latencies)
+        return counts, latencies
 
-        async def one(request: tuple | None) -> Any:
+    @staticmethod
+    def _fresh(requests: Iterable[tuple | None], counts: dict) -> Iterator[_Call]:
+        for i, request in enumerate(requests):
             if request is None:
                 counts["empty_input"] += 1
-                return None
-            if self.cache is not None:
-                hit = self.cache.get(request)
-                if hit is not None and hit[0] > time.monotonic():
-                    counts["cache_hits"] += 1
-                    return hit[1]
-                if request in in_flight:  # the same call is under way: share its answer
-                    counts["cache_hits"] += 1
-                    return await asyncio.shield(in_flight[request])
-                in_flight[request] = asyncio.get_running_loop().create_future()
-            try:
-                async with semaphore:
-                    answer = await self._with_retries(request, counts, latencies)
-            except BaseException as exc:
-                if request in in_flight:
-                    in_flight.pop(request).set_exception(exc)
-                raise
-            if self.cache is not None:
-                if answer is not None:
-                    self.cache[request] = (time.monotonic() + self.spec["cache_ttl_seconds"], answer)
-                in_flight.pop(request).set_result(answer)
-            return answer
+            else:
+                yield _Call(request, [i])
 
-        async def everything() -> list[Any]:
-            return await asyncio.gather(*(one(r) for r in requests))
+    def _run(self, waiting: collections.deque, fresh: Iterator, done: Callable, counts: dict, latencies: list) -> None:
+        """Keep up to ``capacity`` calls under way until every call is answered or given up."""
+        import pycurl
 
-        return self.loop.run_until_complete(everything()), counts, latencies
-
-    async def _with_retries(self, request: tuple, counts: dict[str, int], latencies: list[float]) -> Any:
-        attempt = 0
-        while True:
-            retriable, answer = await self._call(request, counts, latencies, last=attempt >= self.spec["retries"])
-            if not retriable:
-                return answer
-            attempt += 1
-            counts["retries"] += 1
-            await asyncio.sleep(self.spec["retry_backoff_ms"] / 1000 * 2 ** (attempt - 1))
-
-    async def _throttle(self) -> None:
+        later: list[tuple[float, int, _Call]] = []  # retries waiting out their backoff
+        running: dict[Any, _Call] = {}
         rate = self.spec["rate_limit_per_second"]
-        if not rate:
-            return
-        now = time.monotonic()
-        slot = max(now, self.next_slot)
-        self.next_slot = slot + 1 / rate
-        if slot > now:
-            await asyncio.sleep(slot - now)
-
-    async def _call(
-        self, request: tuple, counts: dict[str, int], latencies: list[float], last: bool
-    ) -> tuple[bool, Any]:
-        import aiohttp
-
-        method, url, body, headers = request
-        await self._throttle()
-        counts["calls"] += 1
-        started = time.monotonic()
-        where = f"{self.spec['name']} ({method} {url})"
+        more = True  # ``fresh`` may still have calls
         try:
-            async with self.session.request(method, url, data=body, headers=dict(headers)) as response:
-                text = await response.text()
-                latencies.append((time.monotonic() - started) * 1000)
-                status = response.status
-        except TimeoutError:
-            latencies.append((time.monotonic() - started) * 1000)
-            counts["timeouts"] += 1
-            return self._failed(f"{where} timed out after {self.spec['stream_timeout']} ms", last, retriable=True)
-        except aiohttp.ClientError as exc:
-            latencies.append((time.monotonic() - started) * 1000)
-            counts["failures_other"] += 1
-            return self._failed(f"{where} failed: {exc}", last, retriable=True)
+            while waiting or later or running or more:
+                now = time.monotonic()
+                while later and later[0][0] <= now:
+                    waiting.append(heapq.heappop(later)[2])
+                pause = later[0][0] - now if later else 1.0
+                while self.free and (waiting or more):
+                    if not waiting:
+                        call = next(fresh, None)
+                        if call is None:
+                            more = False
+                            break
+                        waiting.append(call)
+                    if rate:
+                        slot = max(now, self.next_slot)
+                        if slot > now:
+                            pause = min(pause, slot - now)
+                            break
+                        self.next_slot = slot + 1 / rate
+                    call = waiting.popleft()
+                    handle = self.free.pop()
+                    self._start(handle, call)
+                    counts["calls"] += 1
+                    running[handle] = call
+                if running:
+                    self.multi.perform()
+                    left = 1
+                    while left:
+                        left, finished, failed = self.multi.info_read()
+                        for handle in finished:
+                            call = running.pop(handle)
+                            self._release(handle)
+                            latencies.append(handle.getinfo(pycurl.TOTAL_TIME) * 1000)
+                            self._answered(call, handle.getinfo(pycurl.RESPONSE_CODE), done, counts, later)
+                        for handle, code, message in failed:
+                            call = running.pop(handle)
+                            self._release(handle)
+                            latencies.append(handle.getinfo(pycurl.TOTAL_TIME) * 1000)
+                            self._broken(call, code, message, counts, later)
+                    if running:
+                        self.multi.select(min(pause, 1.0))
+                elif pause > 0 and (later or waiting):
+                    time.sleep(min(pause, 1.0))
+        finally:
+            for handle in list(running):  # a failed batch leaves no call behind on the shared handles
+                self._release(handle)
+
+    def _start(self, handle: Any, call: _Call) -> None:
+        import pycurl
+
+        method, url, body, headers = call.request
+        call.body = []
+        handle.setopt(pycurl.URL, url)
+        handle.setopt(pycurl.WRITEFUNCTION, call.body.append)
+        if body is None:
+            handle.setopt(pycurl.HTTPGET, 1)
+        else:
+            handle.setopt(pycurl.POSTFIELDS, body)
+        handle.setopt(pycurl.CUSTOMREQUEST, method)
+        if headers not in self._headers:
+            self._headers[headers] = [f"{k}: {v}" for k, v in headers] + ([] if body is None else ["Expect:"])
+        handle.setopt(pycurl.HTTPHEADER, self._headers[headers])
+        self.multi.add_handle(handle)
+
+    def _release(self, handle: Any) -> None:
+        self.multi.remove_handle(handle)
+        self.free.append(handle)
+
+    def _where(self, call: _Call) -> str:
+        return f"{self.spec['name']} ({call.request[0]} {call.request[1]})"
+
+    def _answered(self, call: _Call, status: int, done: Callable, counts: dict, later: list) -> None:
+        text = b"".join(call.body)
+        answer = None
         if 200 <= status < 300:
             counts["success"] += 1
-            if spec_only_200(self.spec) and status != 200:
-                return False, None  # Elasticsearch: other 2xx answers pass the row on unenriched
-            try:
-                return False, json.loads(text) if text else None
-            except ValueError:
-                raise LookupError_(f"{where} answered {status} with a body that is not JSON: {text[:200]!r}") from None
+            if not (spec_only_200(self.spec) and status != 200):  # Elasticsearch: other 2xx pass the row on
+                try:
+                    answer = _loads(text) if text else None
+                except ValueError:
+                    raise LookupError_(
+                        f"{self._where(call)} answered {status} with a body that is not JSON: {text[:200]!r}"
+                    ) from None
+            if self.cache is not None and answer is not None:
+                self.cache[call.request] = (time.monotonic() + self.spec["cache_ttl_seconds"], answer)
+            for row in call.rows:
+                done(row, answer)
+            return
         key = "failures_code404" if status == 404 else f"failures_code{str(status)[0]}XX"
         counts[key if key in counts else "failures_other"] += 1
-        return self._failed(f"{where} answered {status}: {text[:200]}", last, retriable=status >= 500)
+        shown = text[:200].decode("utf-8", "replace")
+        self._failed(call, f"{self._where(call)} answered {status}: {shown}", status >= 500, counts, later)
 
-    def _failed(self, message: str, last: bool, retriable: bool) -> tuple[bool, Any]:
-        if retriable and not last:
-            return True, None
+    def _broken(self, call: _Call, code: int, message: str, counts: dict, later: list) -> None:
+        if code == _TIMED_OUT:
+            counts["timeouts"] += 1
+            text = f"{self._where(call)} timed out ({message}; stream_timeout {self.spec['stream_timeout']} ms)"
+        else:
+            counts["failures_other"] += 1
+            text = f"{self._where(call)} failed: {message}"
+        self._failed(call, text, True, counts, later)
+
+    def _failed(self, call: _Call, message: str, retriable: bool, counts: dict, later: list) -> None:
+        """Retry after a backoff, fail the batch (``fail_on_errors``), or leave the rows unenriched."""
+        if retriable and call.attempt < self.spec["retries"]:
+            call.attempt += 1
+            counts["retries"] += 1
+            ready = time.monotonic() + self.spec["retry_backoff_ms"] / 1000 * 2 ** (call.attempt - 1)
+            heapq.heappush(later, (ready, id(call), call))
+            return
         if self.spec["fail_on_errors"]:
             raise LookupError_(message + " (fail_on_errors is true)")
-        return False, None
 
 
-def build_requests(spec: dict[str, Any], columns: dict[str, list[Any]], rows: int) -> list[tuple | None]:
+def build_requests(spec: dict[str, Any], columns: dict[str, list[Any]], rows: int) -> Iterator[tuple | None]:
     """One ``(method, url, body, headers)`` per row, or None for a row whose variables are all empty."""
     method = spec["verb"].upper()
-    out: list[tuple | None] = []
     endpoint_vars, request_vars, header_vars = (
         spec["endpoint_variables"],
         spec["request_variables"],
         spec["header_variables"],
     )
+    static = dict(spec["headers"])
+    if method != "GET":
+        static.setdefault("Content-Type", "application/json")
+    fixed = tuple(sorted(static.items()))
     for i in range(rows):
         endpoint_values = [as_text(columns[c][i]) for c in endpoint_vars]
         request_values = [as_text(columns[c][i]) for c in request_vars]
-        header_values = [as_text(columns[c][i]) for c in header_vars]
         every = endpoint_values + request_values
         if every and all(v in ("", "null") for v in every):
-            out.append(None)
+            yield None
             continue
         endpoint = spec["endpoint"] % tuple(endpoint_values) if endpoint_vars else spec["endpoint"]
         pattern = spec["request_pattern"] % tuple(request_values) if request_vars else spec["request_pattern"]
-        headers = dict(spec["headers"])
+        headers = fixed
         if spec["header_pattern"]:
-            text = spec["header_pattern"] % tuple(header_values) if header_vars else spec["header_pattern"]
-            headers.update({k: str(v) for k, v in json.loads(text).items()})
+            values = tuple(as_text(columns[c][i]) for c in header_vars)
+            text = spec["header_pattern"] % values if header_vars else spec["header_pattern"]
+            merged = dict(static)
+            merged.update({k: str(v) for k, v in json.loads(text).items()})
+            headers = tuple(sorted(merged.items()))
         if method == "GET":
-            out.append((method, endpoint + pattern, None, tuple(sorted(headers.items()))))
+            yield method, endpoint + pattern, None, headers
         else:
-            headers.setdefault("Content-Type", "application/json")
-            out.append((method, endpoint, pattern, tuple(sorted(headers.items()))))
-    return out
+            yield method, endpoint, pattern, headers
 
 
 def spec_only_200(spec: dict[str, Any]) -> bool:
     return spec.get("kind") == "es"
 
 
-def build_es_requests(spec: dict[str, Any], columns: dict[str, list[Any]], rows: int) -> list[tuple | None]:
+def build_es_requests(spec: dict[str, Any], columns: dict[str, list[Any]], rows: int) -> Iterator[tuple | None]:
     """Elasticsearch: ``GET <host>:<port>`` + ``endpoint_pattern``, hosts taken in turn, basic auth if given."""
     hosts, variables = spec["hosts"], spec["endpoint_variables"]
     headers = tuple(sorted(spec["headers"].items()))
-    out: list[tuple | None] = []
     for i in range(rows):
         values = [as_text(columns[c][i]) for c in variables]
         if values and all(v in ("", "null") for v in values):
-            out.append(None)
+            yield None
             continue
         path = spec["endpoint_pattern"] % tuple(values) if variables else spec["endpoint_pattern"]
-        out.append(("GET", hosts[i % len(hosts)] + path, None, headers))
-    return out
+        yield "GET", hosts[i % len(hosts)] + path, None, headers
