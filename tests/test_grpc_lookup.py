@@ -54,8 +54,20 @@ SQL = (
 def test_unary_calls_enrich_rows_typed_in_order_and_failures_pass_on(
     spark, broker, stencil, topic, tmp_path, customers
 ):
-    post = {"external_source": {"grpc": [_grpc(customers)]}, "internal_source": [STAR]}
-    manager, rows = _run(spark, broker, stencil, topic, tmp_path, sql=SQL, post=post, count=8)
+    # the job's descriptor set lacks the service's messages: grpc_stencil_url brings them for this source
+    source = _grpc(customers, grpc_stencil_url=stencil.url("lookup.desc"))
+    post = {"external_source": {"grpc": [source]}, "internal_source": [STAR]}
+    manager, rows = _run(
+        spark,
+        broker,
+        stencil,
+        topic,
+        tmp_path,
+        sql=SQL,
+        post=post,
+        count=8,
+        job_keys={"SCHEMA_REGISTRY_STENCIL_URLS": stencil.url("bookings.desc")},
+    )
     by_cash = {r["amount_paid_by_cash"]: r for r in rows}
     for cash in (10, 20, 30):  # NOT_FOUND, deadline exceeded, empty id (not called)
         assert (by_cash[cash]["name"], by_cash[cash]["age"]) == (None, None)
@@ -98,7 +110,7 @@ def test_grpc_source_configs_are_checked(spark, broker, stencil, customers):
     from dagger.stream_manager import StreamManager
     from tests.conftest import job, kafka_stream
 
-    def plan(source):
+    def plan(source, urls="examples.desc"):
         data = job(
             stencil,
             [kafka_stream(broker, "never-created")],
@@ -107,6 +119,8 @@ def test_grpc_source_configs_are_checked(spark, broker, stencil, customers):
             PROCESSOR_POSTPROCESSOR_CONFIG=json.dumps(
                 {"external_source": {"grpc": [source]}, "internal_source": [STAR]}
             ),
+            SCHEMA_REGISTRY_STENCIL_URLS=stencil.url(urls),
+            SCHEMA_REGISTRY_STENCIL_FETCH_RETRIES="0",
         )
         return StreamManager(load_config(data=data), spark=spark).plan()
 
@@ -117,7 +131,12 @@ def test_grpc_source_configs_are_checked(spark, broker, stencil, customers):
     with pytest.raises(DaggerConfigError, match="must be package.Service/Method"):
         plan(_grpc(customers, grpc_method_url="GetCustomer"))
     with pytest.raises(
-        DaggerConfigError, match="grpc_stencil_url: extra descriptor URLs per source are not supported yet"
+        DaggerConfigError, match=r"grpc\[0\].grpc_stencil_url: cannot fetch descriptor set .*/nope.desc"
     ):
-        plan(_grpc(customers, grpc_stencil_url="http://elsewhere/x.desc"))
+        plan(_grpc(customers, grpc_stencil_url=stencil.url("nope.desc")))
+    with pytest.raises(
+        DaggerConfigError,
+        match=r"grpc\[0\].grpc_request_proto_schema: message 'dagger.examples.CustomerRequest' is not in the",
+    ):
+        plan(_grpc(customers), urls="bookings.desc")  # the service's messages are in neither set
     assert plan(_grpc(customers)).output_schema.names[:3] == ["name", "age", "event_timestamp"]

@@ -49,13 +49,26 @@ def _json_sink(broker, topic: str) -> dict:
 
 
 def _run(
-    spark, broker, stencil, topic, tmp_path, sql=BASE_SQL, post=None, pre=None, count=12, expected=None, **stream_keys
+    spark,
+    broker,
+    stencil,
+    topic,
+    tmp_path,
+    sql=BASE_SQL,
+    post=None,
+    pre=None,
+    count=12,
+    expected=None,
+    job_keys=None,
+    **stream_keys,
 ):
-    """Produce ``count`` bookings, run the job bounded (every record, then exit) and return the JSON rows."""
+    """Produce ``count`` bookings, run the job bounded (every record, then exit) and return the JSON rows.
+
+    ``job_keys`` are job-level config keys; other keyword arguments go to the stream."""
     source, out = topic("proc-src"), topic("proc-out")
     produce(broker.bootstrap, source, ((None, v) for v in bookings(count, START, step_seconds=60)))
     stream_keys.setdefault("SOURCE_KAFKA_ENDING_OFFSETS", "latest")
-    extra = _json_sink(broker, out)
+    extra = {**_json_sink(broker, out), **(job_keys or {})}
     if post is not None:
         extra.update(PROCESSOR_POSTPROCESSOR_ENABLE="true", PROCESSOR_POSTPROCESSOR_CONFIG=json.dumps(post))
     if pre is not None:

@@ -9,6 +9,7 @@ under their output names, before the internal sources (Dagger's order: http, es,
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -133,6 +134,7 @@ def es_lookup(df: Any, source: Any, index: int, context: Any, where: str) -> tup
         "header_variables": [],
         "headers": headers,
         "socket_timeout": source.socket_timeout,
+        "retry_timeout": source.retry_timeout,
     }
     hidden = [f"{PREFIX}es{index}_{c.name}" for c in columns]
     return _map(df, spec, columns, hidden, metrics, _lookup_batches), list(
@@ -176,10 +178,9 @@ def grpc_lookup(df: Any, source: Any, index: int, context: Any, where: str) -> t
     """Plan one gRPC source: a unary call per row, request and reply types from the job's descriptors."""
     if source.capacity <= 0:
         raise DaggerConfigError(f"{where}.capacity must be > 0, got {source.capacity}")
-    if source.grpc_stencil_url:
-        raise DaggerConfigError(
-            f"{where}.grpc_stencil_url: extra descriptor URLs per source are not supported yet; add them to "
-            "SCHEMA_REGISTRY_STENCIL_URLS (every message there is available to every lookup)"
+    if source.grpc_stencil_url:  # Dagger adds these sets to its registry; here they serve this source
+        context = dataclasses.replace(
+            context, descriptors=_with_sets(context, source.grpc_stencil_url, f"{where}.grpc_stencil_url")
         )
     if "/" not in source.grpc_method_url.strip("/"):
         raise DaggerConfigError(f"{where}.grpc_method_url {source.grpc_method_url!r} must be package.Service/Method")
@@ -226,6 +227,23 @@ def grpc_lookup(df: Any, source: Any, index: int, context: Any, where: str) -> t
     return _map(df, spec, columns, hidden, metrics, _lookup_batches), list(
         zip([c.name for c in columns], hidden, strict=True)
     )
+
+
+def _with_sets(context: Any, urls: str, where: str) -> Any:
+    """The job's descriptor sets merged with those at the comma-separated ``urls``."""
+    from dagger.schema.registry import DescriptorSet, SchemaRegistryError, StencilSettings, fetch_bytes
+
+    settings = StencilSettings.from_config(context.config)
+    blobs = [("SCHEMA_REGISTRY_STENCIL_URLS", context.descriptors.serialized)]
+    for url in parse_variables(urls):
+        try:
+            blobs.append((url, fetch_bytes(url, settings)))
+        except SchemaRegistryError as exc:
+            raise DaggerConfigError(f"{where}: {str(exc).removeprefix('SCHEMA_REGISTRY_STENCIL_URLS: ')}") from None
+    try:
+        return DescriptorSet(blobs)
+    except SchemaRegistryError as exc:
+        raise DaggerConfigError(f"{where}: {exc}") from None
 
 
 def _common_spec(source: Any, label: str, columns: list, proto: Any, context: Any) -> dict[str, Any]:

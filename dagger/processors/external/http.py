@@ -39,10 +39,11 @@ _TIMED_OUT = 28
 class _Call:
     """One request under way or waiting: the rows it answers and how often it was tried."""
 
-    __slots__ = ("request", "rows", "attempt", "body")
+    __slots__ = ("request", "rows", "attempt", "body", "hosts_tried", "first_try")
 
     def __init__(self, request: tuple, rows: list[int]):
         self.request, self.rows, self.attempt, self.body = request, rows, 0, []
+        self.hosts_tried, self.first_try = 1, 0.0
 
 
 class HttpCaller:
@@ -190,6 +191,8 @@ class HttpCaller:
 
         method, url, body, headers = call.request
         call.body = []
+        if not call.first_try:
+            call.first_try = time.monotonic()
         handle.setopt(pycurl.URL, url)
         handle.setopt(pycurl.WRITEFUNCTION, call.body.append)
         if body is None:
@@ -229,7 +232,10 @@ class HttpCaller:
         key = "failures_code404" if status == 404 else f"failures_code{str(status)[0]}XX"
         counts[key if key in counts else "failures_other"] += 1
         shown = text[:200].decode("utf-8", "replace")
-        self._failed(call, f"{self._where(call)} answered {status}: {shown}", status >= 500, counts, later)
+        message = f"{self._where(call)} answered {status}: {shown}"
+        if status in (502, 503, 504) and self._fail_over(call, counts, later):
+            return
+        self._failed(call, message, status >= 500, counts, later)
 
     def _broken(self, call: _Call, code: int, message: str, counts: dict, later: list) -> None:
         if code == _TIMED_OUT:
@@ -238,7 +244,29 @@ class HttpCaller:
         else:
             counts["failures_other"] += 1
             text = f"{self._where(call)} failed: {message}"
+        if self._fail_over(call, counts, later):
+            return
         self._failed(call, text, True, counts, later)
+
+    def _fail_over(self, call: _Call, counts: dict, later: list) -> bool:
+        """Elasticsearch: send a call that failed on one host (no connection, timeout, 502/503/504) to the next
+        host at once, as Elasticsearch's client does, while hosts remain and ``retry_timeout`` has not passed
+        since the first try."""
+        hosts = self.spec.get("hosts") or []
+        if call.hosts_tried >= len(hosts):
+            return False
+        if (time.monotonic() - call.first_try) * 1000 >= self.spec.get("retry_timeout", 0):
+            return False
+        method, url, body, headers = call.request
+        current = next((i for i, host in enumerate(hosts) if url.startswith(host)), None)
+        if current is None:
+            return False
+        following = hosts[(current + 1) % len(hosts)]
+        call.request = (method, following + url[len(hosts[current]) :], body, headers)
+        call.hosts_tried += 1
+        counts["retries"] += 1
+        heapq.heappush(later, (time.monotonic(), id(call), call))
+        return True
 
     def _failed(self, call: _Call, message: str, retriable: bool, counts: dict, later: list) -> None:
         """Retry after a backoff, fail the batch (``fail_on_errors``), or leave the rows unenriched."""
