@@ -43,7 +43,14 @@ def test_topics_by_regex_over_several_partitions_and_committed_offsets(spark, br
     produce(broker.bootstrap, other, ((None, v) for v in bookings(7, START)), partitions=1)
     stream = kafka_stream(broker, f"{a}|{b}")
     sql = "SELECT order_number, customer_id FROM data_stream_0"
-    data = job(stencil, [stream], sql, **kafka_sink(broker, out, "dagger.examples.BookingSummaryMessage"))
+    # a local producer queue of 16 records: produce_batch refuses most of each batch, the sink retries them
+    sink = kafka_sink(
+        broker,
+        out,
+        "dagger.examples.BookingSummaryMessage",
+        SINK_KAFKA_PRODUCER_CONFIG='{"queue.buffering.max.messages": "16"}',
+    )
+    data = job(stencil, [stream], sql, **sink)
     _, query = run_job(spark, data, tmp_path / "cp")
     assert query.exception() is None
     rows = [Summary.FromString(m.value()) for m in consume_all(broker.bootstrap, out, expected=130)]

@@ -82,12 +82,12 @@ class _KafkaWriter(SinkWriter):
         pending = messages
         while pending:
             self.producer.produce_batch(sink.topic, pending, on_delivery=self._on_delivery)
-            retry = [m for m in pending if "error" in m and _is_queue_full(m["error"])]
-            failed = [m for m in pending if "error" in m and not _is_queue_full(m["error"])]
+            retry = [m for m in pending if "_error" in m and _is_queue_full(m["_error"])]
+            failed = [m for m in pending if "_error" in m and not _is_queue_full(m["_error"])]
             if failed:
-                raise SinkError(f"SINK_KAFKA_TOPIC {sink.topic}: cannot produce: {failed[0]['error']}")
+                raise SinkError(f"SINK_KAFKA_TOPIC {sink.topic}: cannot produce: {failed[0]['_error']}")
             for m in retry:
-                del m["error"]
+                del m["_error"]
             pending = retry
             self.producer.poll(0.05 if retry else 0)
         self.count += len(messages)
