@@ -2,6 +2,7 @@
 
 ``dagger run CONFIG``       run a job (local mode on all cores, or inside spark-submit)
 ``dagger validate CONFIG``  check config, descriptors, SQL and sink mapping without consuming anything
+``dagger generate``         produce synthetic protobuf records of any message type to a Kafka topic
 ``dagger config-docs``      print the config reference generated from the config model
 ``dagger function-docs``    print the function reference generated from the udfs library
 """
@@ -22,6 +23,7 @@ examples:
   dagger run configs/parquet_backfill.json      # Parquet streams: the same SQL over history, then exit
   dagger run job.json --set SINK_TYPE=log --set 'STREAMS[0].SOURCE_KAFKA_TOPIC_NAMES=bookings-.*'
   spark-submit dagger/entry.py job.json          # the same job under spark-submit
+  dagger generate --config configs/quickstart.json --count 100000   # load for the job's first stream
 
 Config values may use ${ENV_VAR} (or ${ENV_VAR:-default}) for secrets.
 Exit codes: 0 done, 1 the query failed while running, 2 invalid config (nothing was started).
@@ -90,9 +92,136 @@ def _parser() -> argparse.ArgumentParser:
     )
     job_args(validate)
 
+    _generate_parser(sub)
     sub.add_parser("config-docs", help="print the config reference (markdown) generated from the config model")
     sub.add_parser("function-docs", help="print the function reference (markdown) generated from the udfs library")
     return parser
+
+
+GENERATE_EXAMPLES = """
+examples:
+  # the message, topic, brokers and descriptors of a job's first stream; 2 minutes of event time
+  dagger generate --config configs/quickstart.json --count 120000 --events-per-second 1000
+  # any message from a descriptor set, 20k records/s until Ctrl-C, 1% undecodable records
+  dagger generate --stencil-url http://localhost:8000/examples.desc --message dagger.examples.BookingLogMessage \\
+      --topic bookings --bootstrap-servers localhost:9092 --partitions 4 --count 0 --rate 20000 --malformed-ratio 0.01
+
+Fields are filled by type: strings from a small vocabulary per field (<field>-0 .. <field>-N) so that GROUP BY
+keys repeat, enums from their values, nested, repeated and map fields populated, one member of each oneof; the
+event Timestamp advances at --events-per-second from --start. The same --seed gives the same records.
+"""
+
+
+def _generate_parser(sub: argparse._SubParsersAction) -> None:
+    gen = sub.add_parser(
+        "generate",
+        help="produce synthetic protobuf records of any message type to a Kafka topic",
+        description="Produce synthetic, valid protobuf records (optionally some malformed) to a Kafka topic, "
+        "for load tests, benchmarks and trying a job out.",
+        epilog=GENERATE_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    gen.add_argument("--config", metavar="CONFIG", help="take message, topic, brokers and descriptors from a job")
+    gen.add_argument("--stream", type=int, default=0, metavar="I", help="which of the job's STREAMS (default 0)")
+    gen.add_argument("--stencil-url", action="append", default=[], metavar="URL", help="descriptor set (repeatable)")
+    gen.add_argument("--message", metavar="NAME", help="fully qualified message name")
+    gen.add_argument("--topic", metavar="TOPIC", help="topic to produce to (created if missing)")
+    gen.add_argument("--bootstrap-servers", metavar="HOST:PORT", help="Kafka brokers")
+    gen.add_argument("--count", type=int, default=100_000, metavar="N", help="records (0: until Ctrl-C; 100000)")
+    gen.add_argument("--rate", type=float, default=0.0, metavar="R", help="records/s (0: unthrottled, the default)")
+    gen.add_argument("--partitions", type=int, metavar="P", help="create a missing topic with P partitions (1)")
+    gen.add_argument("--seed", type=int, default=0, metavar="S", help="random seed (0)")
+    gen.add_argument(
+        "--malformed-ratio", type=float, default=0.0, metavar="X", help="fraction of undecodable records (0)"
+    )
+    gen.add_argument(
+        "--events-per-second", type=float, default=1000.0, metavar="E", help="event-time records per second (1000)"
+    )
+    gen.add_argument("--start", metavar="INSTANT", help="event time of the first record (ISO-8601; default now)")
+    gen.add_argument(
+        "--timestamp-field",
+        metavar="FIELD",
+        help="the event Timestamp field, by name or number (default: the job's INPUT_SCHEMA_EVENT_TIMESTAMP_"
+        "FIELD_INDEX, else event_timestamp, else the first Timestamp field)",
+    )
+    gen.add_argument("--vocabulary", type=int, default=20, metavar="N", help="distinct values per string field (20)")
+
+
+def _generate(args: argparse.Namespace) -> int:
+    """``dagger generate``: resolve the target, then produce with a progress line every second."""
+    from dagger.generate import RecordGenerator, produce_generated
+    from dagger.schema.registry import SchemaRegistry, StencilSettings
+
+    message, topic, bootstrap, timestamp_field = args.message, args.topic, args.bootstrap_servers, args.timestamp_field
+    settings = StencilSettings(urls=list(args.stencil_url))
+    if args.config:
+        from dagger.config import load_config
+
+        config = load_config(args.config)
+        if not 0 <= args.stream < len(config.STREAMS):
+            raise DaggerConfigError(f"--stream {args.stream}: {args.config} has {len(config.STREAMS)} stream(s)")
+        stream = config.STREAMS[args.stream]
+        if not stream.is_kafka:
+            raise DaggerConfigError(f"--stream {args.stream} of {args.config} is not a Kafka stream")
+        message = message or stream.INPUT_SCHEMA_PROTO_CLASS
+        topic = topic or stream.SOURCE_KAFKA_TOPIC_NAMES.split(",")[0].strip()
+        bootstrap = bootstrap or stream.SOURCE_KAFKA_CONSUMER_CONFIG_BOOTSTRAP_SERVERS
+        if timestamp_field is None and stream.INPUT_SCHEMA_EVENT_TIMESTAMP_FIELD_INDEX is not None:
+            timestamp_field = str(stream.INPUT_SCHEMA_EVENT_TIMESTAMP_FIELD_INDEX)
+        if not settings.urls:
+            settings = StencilSettings.from_config(config)
+    missing = [
+        flag
+        for flag, value in (
+            ("--message", message),
+            ("--topic", topic),
+            ("--bootstrap-servers", bootstrap),
+            ("--stencil-url", settings.urls),
+        )
+        if not value
+    ]
+    if missing:
+        raise DaggerConfigError(f"dagger generate needs {', '.join(missing)} (or --config with a Kafka stream)")
+    if any(ch in topic for ch in "*|()[]^$\\"):
+        raise DaggerConfigError(f"topic {topic!r} looks like a pattern; name one topic with --topic")
+    start = None
+    if args.start:
+        from dagger.sources.time_partitions import parse_instant
+
+        start = parse_instant(args.start, "--start")
+    descriptor = SchemaRegistry(settings).get().find_message(message, "--message")
+    generator = RecordGenerator(
+        descriptor,
+        seed=args.seed,
+        vocabulary=args.vocabulary,
+        events_per_second=args.events_per_second,
+        start=start,
+        timestamp_field=timestamp_field,
+        malformed_ratio=args.malformed_ratio,
+    )
+    log = logging.getLogger("dagger.generate")
+    total = f"/{args.count:,}" if args.count else ""
+    log.info(
+        "producing %s %s records to %s on %s (event time field: %s)",
+        f"{args.count:,}" if args.count else "unbounded",
+        message,
+        topic,
+        bootstrap,
+        generator.timestamp_field or "none",
+    )
+
+    def progress(produced: int, seconds: float) -> None:
+        log.info(
+            "produced %s%s records (%s records/s)", f"{produced:,}", total, f"{produced / max(seconds, 1e-9):,.0f}"
+        )
+
+    try:
+        produce_generated(
+            generator, bootstrap, topic, args.count, rate=args.rate, partitions=args.partitions, progress=progress
+        )
+    except KeyboardInterrupt:
+        log.info("stopped after %s records", f"{generator.produced:,}")
+    return 0
 
 
 def _setup_logging(verbose: bool) -> None:
@@ -125,6 +254,8 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.write(render_functions())
         return 0
     try:
+        if args.command == "generate":
+            return _generate(args)
         from dagger.config import load_config
 
         config = load_config(args.config, args.overrides)

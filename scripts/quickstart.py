@@ -1,8 +1,7 @@
-"""`make quickstart`: broker + descriptor server + sample bookings + the quickstart job, then clean up."""
+"""`make quickstart`: broker + descriptor server + generated bookings + the quickstart job, then clean up."""
 
 from __future__ import annotations
 
-import datetime as dt
 import os
 import shutil
 import subprocess
@@ -12,8 +11,6 @@ from pathlib import Path
 
 from dagger.devtools.broker import Broker
 from dagger.devtools.descriptor_server import DescriptorServer
-from dagger.devtools.produce import produce
-from dagger.devtools.samples import bookings
 
 ROOT = Path(__file__).resolve().parents[1]
 TOPIC = "dagger-quickstart-bookings"
@@ -23,23 +20,33 @@ def main() -> int:
     workdir = Path(tempfile.mkdtemp(prefix="dagger-quickstart-"))
     print("[quickstart] starting the embedded Kafka-compatible broker (tansu)", flush=True)
     with Broker(log_path=workdir / "tansu.log") as broker, DescriptorServer(ROOT / "descriptors") as stencil:
-        broker.create_topic(TOPIC, partitions=2)
-        start = dt.datetime(2026, 11, 22, 10, 0, tzinfo=dt.UTC)
-        count = produce(
-            broker.bootstrap, TOPIC, ((None, v) for v in bookings(600, start, step_seconds=0.5)), partitions=2
-        )
-        print(
-            f"[quickstart] produced {count} bookings (5 minutes of event time) to {TOPIC} on {broker.bootstrap}",
-            flush=True,
-        )
         print(f"[quickstart] descriptors served at {stencil.url('examples.desc')}", flush=True)
         env = dict(os.environ, KAFKA_BOOTSTRAP=broker.bootstrap, DESCRIPTOR_URL=stencil.url("examples.desc"))
+        config = str(ROOT / "configs" / "quickstart.json")
+        generate = [
+            "--count",
+            "600",
+            "--partitions",
+            "2",
+            "--events-per-second",
+            "2",
+            "--start",
+            "2026-11-22T10:00:00Z",
+        ]
+        print(
+            f"[quickstart] generating 600 bookings (5 minutes of event time) to {TOPIC} on {broker.bootstrap}: "
+            f"dagger generate --config configs/quickstart.json {' '.join(generate)}",
+            flush=True,
+        )
+        code = subprocess.call([sys.executable, "-m", "dagger", "generate", "--config", config, *generate], env=env)
+        if code != 0:
+            return code
         cmd = [
             sys.executable,
             "-m",
             "dagger",
             "run",
-            str(ROOT / "configs" / "quickstart.json"),
+            config,
             "--available-now",
             "--checkpoint-dir",
             str(workdir / "checkpoint"),
