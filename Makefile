@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 
-.PHONY: install test-servers quickstart test lint format descriptors docs dist clean bench-udfs bench-enrichment
+.PHONY: install test-servers quickstart test lint format descriptors docs dist clean bench bench-udfs bench-enrichment
 
 $(VENV)/.installed: pyproject.toml
 	@command -v java >/dev/null 2>&1 || { echo "installing Java 17 (Spark needs a JVM)"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless; }
@@ -25,7 +25,15 @@ $(BQEMU_VENV)/.installed:
 		duckdb-extension-avro==1.5.5 numpy
 	@touch $@
 
-test-servers: $(BQEMU_VENV)/.installed ## InfluxDB and PostgreSQL (apt) and the BigQuery emulator, for the integration tests
+# the Python stream processors the benchmark compares with, in their own venv (bench-only dependencies)
+PEERS_VENV ?= .venv-peers
+$(PEERS_VENV)/.installed:
+	$(PYTHON) -m venv $(PEERS_VENV)
+	$(PEERS_VENV)/bin/pip install -q --upgrade pip
+	$(PEERS_VENV)/bin/pip install -q bytewax==0.21.1 quixstreams==3.28.1 protobuf
+	@touch $@
+
+test-servers: $(BQEMU_VENV)/.installed $(PEERS_VENV)/.installed ## InfluxDB, PostgreSQL (apt), the BigQuery emulator and the bench peers, for the integration tests
 	@command -v influxd >/dev/null 2>&1 || { echo "installing InfluxDB 1.x (Debian)"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends influxdb; }
 	@test -x /usr/lib/postgresql/15/bin/initdb || { echo "installing PostgreSQL 15 (Debian)"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends postgresql; }
 
@@ -36,6 +44,9 @@ test: install test-servers ## lint, then the whole suite (unit + integration aga
 	$(VENV)/bin/ruff check dagger udfs tests scripts bench
 	$(VENV)/bin/ruff format --check dagger udfs tests scripts bench
 	$(VENV)/bin/pytest -q
+
+bench: install $(PEERS_VENV)/.installed ## the streaming benchmark: baseline, our jobs, Bytewax, Quix Streams, latency, memory
+	$(PY) bench/streaming.py
 
 bench-udfs: install ## rows/s of every function vs built-ins, and a job's throughput with Distance + GeoHash
 	$(PY) bench/udfs.py

@@ -231,8 +231,10 @@ def produce_generated(
     batch_size: int = 10_000,
     producer_config: dict[str, str] | None = None,
     progress: Callable[[int, float], None] | None = None,
+    stop: Callable[[], bool] | None = None,
 ) -> int:
-    """Produce ``count`` generated records (``count`` 0: until interrupted) to ``topic``; returns the count.
+    """Produce ``count`` generated records (``count`` 0: until interrupted or ``stop()`` is true) to ``topic``;
+    returns the count.
 
     ``rate`` caps records/s (0: as fast as the broker takes them). ``partitions`` creates a missing topic with
     that many partitions (an existing topic keeps its own). ``progress(produced, seconds)`` is called about once
@@ -261,7 +263,7 @@ def produce_generated(
     produced = 0
     held: dict[int, bytes] = {}  # the last record of each partition, sent alone at the end
     try:
-        while count == 0 or produced < count:
+        while (count == 0 or produced < count) and not (stop is not None and stop()):
             n = chunk if count == 0 else min(chunk, count - produced)
             values = generator.batch(n).to_pylist()
             for p in range(spread):
@@ -283,6 +285,10 @@ def produce_generated(
             if progress is not None and now - last_report >= 1:
                 progress(produced, now - began)
                 last_report = now
+        if not held and produced:  # stopped before a count: end each partition with a single record too
+            for j, value in enumerate(generator.batch(spread).to_pylist()):
+                held[(produced + j) % spread] = value
+            produced += spread
     finally:
         remaining = producer.flush(120)
         if held:

@@ -1,0 +1,452 @@
+"""Streaming benchmark (``make bench``): our jobs next to the hand-written limit and the Python peers, on one
+broker and one machine, in one run.
+
+Parts (``BENCH_PARTS``, comma-separated; all by default):
+
+* ``baseline``: a hand-written confluent-kafka copy loop (consume -> produce batches, no decoding), one process
+  per core (``bench/peers/copy_loop.py``): the practical ceiling for Python here.
+* ``stateless``: decode -> ``WHERE amount_paid_by_cash < 500`` (about half) -> 5 fields incl. a nested one ->
+  protobuf encode -> Kafka sink.
+* ``window``: a 1-minute tumbling window, GROUP BY two keys, COUNT/SUM/MAX -> Kafka sink.
+* ``bytewax``, ``quix``: the stateless workload written with Bytewax and with Quix Streams
+  (``bench/peers/``), one process per core, run from ``BENCH_PEERS_PYTHON`` (``.venv-peers``, made by
+  ``make bench``).
+* ``latency``: ``dagger run`` of the stateless job (a separate process, the README's defaults) under a steady
+  ``BENCH_LATENCY_RATE`` records/s: end-to-end latency from each input record's produce timestamp to its
+  output record's produce timestamp, p50/p99 over ``BENCH_LATENCY_SECONDS`` after ``BENCH_WARMUP_SECONDS``;
+  also the job's start-up time (launch to first output) and peak resident memory (JVM plus Python workers).
+
+Throughput is input records / (last output record's produce time - launch), the median of ``BENCH_RUNS`` runs
+over ``BENCH_RECORDS`` records made once by ``dagger generate``. Our jobs run in one warmed-up Spark session
+(``local[2]``); the peers and the baseline are launched as processes. Results: ``bench/results/streaming.json``
+and ``streaming.md`` (``BENCH_RESULTS_DIR`` to write elsewhere).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+os.environ.setdefault("TZ", "UTC")
+os.environ.setdefault("DAGGER_SPARK_LOG_LEVEL", "ERROR")
+
+RECORDS = int(os.environ.get("BENCH_RECORDS", "2000000"))
+RUNS = int(os.environ.get("BENCH_RUNS", "3"))
+WARMUP_RUNS = int(os.environ.get("BENCH_WARMUP_RUNS", "1"))  # unmeasured runs of each of our jobs first
+LATENCY_RATE = float(os.environ.get("BENCH_LATENCY_RATE", "20000"))
+LATENCY_SECONDS = float(os.environ.get("BENCH_LATENCY_SECONDS", "60"))
+WARMUP_SECONDS = float(os.environ.get("BENCH_WARMUP_SECONDS", "20"))
+PARTS = os.environ.get("BENCH_PARTS", "baseline,stateless,window,bytewax,quix,latency").split(",")
+PEERS_PYTHON = os.path.abspath(os.environ.get("BENCH_PEERS_PYTHON", str(ROOT / ".venv-peers" / "bin" / "python")))
+RESULTS = Path(os.environ.get("BENCH_RESULTS_DIR", str(ROOT / "bench" / "results")))
+CORES = 2
+EVENTS_PER_SECOND = float(os.environ.get("BENCH_EVENTS_PER_SECOND", "10000"))  # 2M records: 200 s of event time
+START = dt.datetime(2026, 11, 22, 10, 0, tzinfo=dt.UTC)
+PEERS = ROOT / "bench" / "peers"
+
+STATELESS_SQL = (
+    "SELECT order_number, service_type, driver_pickup_location AS pickup, event_timestamp, amount_paid_by_cash "
+    "FROM data_stream_0 WHERE amount_paid_by_cash < 500"
+)
+WINDOW_SQL = (
+    "SELECT service_area_id, service_type, COUNT(1) AS booking_count, SUM(total_distance_in_kms) AS "
+    "total_distance_in_kms, MAX(amount_paid_by_cash) AS max_amount_paid_by_cash, "
+    "TUMBLE_END(rowtime, INTERVAL '1' MINUTE) AS window_timestamp FROM data_stream_0 "
+    "GROUP BY service_area_id, service_type, TUMBLE(rowtime, INTERVAL '1' MINUTE)"
+)
+
+
+def job_config(bootstrap: str, descriptors: str, source: str, sink: str, sql: str, message: str) -> dict:
+    """A Dagger job over ``source`` writing ``message`` records to ``sink``, with the defaults the README gives."""
+    return {
+        "FLINK_JOB_ID": f"bench-{uuid.uuid4().hex[:6]}",
+        "FLINK_SQL_QUERY": sql,
+        "FLINK_WATERMARK_DELAY_MS": "10000",
+        "FLINK_ROWTIME_ATTRIBUTE_NAME": "rowtime",
+        "STREAMS": [
+            {
+                "SOURCE_KAFKA_TOPIC_NAMES": source,
+                "INPUT_SCHEMA_TABLE": "data_stream_0",
+                "INPUT_SCHEMA_PROTO_CLASS": "dagger.examples.BookingLogMessage",
+                "INPUT_SCHEMA_EVENT_TIMESTAMP_FIELD_INDEX": "5",
+                "SOURCE_KAFKA_CONSUMER_CONFIG_BOOTSTRAP_SERVERS": bootstrap,
+                "SOURCE_KAFKA_CONSUMER_CONFIG_AUTO_OFFSET_RESET": "earliest",
+                "SOURCE_KAFKA_CONSUMER_CONFIG_GROUP_ID": f"bench-{uuid.uuid4().hex[:6]}",
+                "SOURCE_DETAILS": [{"SOURCE_TYPE": "UNBOUNDED", "SOURCE_NAME": "KAFKA_CONSUMER"}],
+            }
+        ],
+        "SINK_TYPE": "kafka",
+        "SINK_KAFKA_BROKERS": bootstrap,
+        "SINK_KAFKA_TOPIC": sink,
+        "SINK_KAFKA_PROTO_MESSAGE": message,
+        "SCHEMA_REGISTRY_STENCIL_URLS": descriptors,
+        "SPARK_MASTER": f"local[{CORES}]",
+        "METRIC_TELEMETRY_ENABLE": "false",
+    }
+
+
+def output_end(bootstrap: str, topic: str) -> tuple[int, float | None]:
+    """(records in ``topic``, produce time in seconds of its last record) read through the fetch path, which
+    is exact on every broker (tansu's ListOffsets is not for a partition's last batch)."""
+    from confluent_kafka import Consumer, KafkaError, TopicPartition
+
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"bench-end-{uuid.uuid4()}",
+            "enable.auto.commit": "false",
+            "enable.partition.eof": "true",
+        }
+    )
+    metadata = consumer.list_topics(topic, timeout=10).topics[topic]
+    count, last = 0, None
+    for partition in metadata.partitions:
+        _, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=10)
+        consumer.assign([TopicPartition(topic, partition, max(high - 1, 0))])
+        end = high
+        while True:
+            batch = consumer.consume(10000, timeout=1)
+            if not batch:
+                break
+            done = False
+            for m in batch:
+                if m.error() is None:
+                    end = m.offset() + 1
+                    stamp = m.timestamp()[1] / 1000
+                    last = stamp if last is None else max(last, stamp)
+                elif m.error().code() == KafkaError._PARTITION_EOF:
+                    done = True
+            if done:
+                break
+        count += end
+    consumer.close()
+    return count, last
+
+
+class Bench:
+    """One broker, one input topic, and the measurements."""
+
+    def __init__(self, broker, stencil_url: str):  # noqa: ANN001
+        self.broker = broker
+        self.bootstrap = broker.bootstrap
+        self.descriptors = stencil_url
+        self.input = f"bench-in-{uuid.uuid4().hex[:6]}"
+        self.spark = None
+        self.results: dict = {}
+
+    def topic(self, name: str) -> str:
+        topic = f"bench-{name}-{uuid.uuid4().hex[:6]}"
+        self.broker.create_topic(topic, CORES)
+        return topic
+
+    def generate(self) -> None:
+        from dagger.generate import RecordGenerator, produce_generated
+
+        self.broker.create_topic(self.input, CORES)
+        generator = RecordGenerator(self.booking(), seed=0, start=START, events_per_second=EVENTS_PER_SECOND)
+        began = time.monotonic()
+        produce_generated(generator, self.bootstrap, self.input, RECORDS)
+        print(f"[bench] generated {RECORDS:,} records in {time.monotonic() - began:.1f} s", flush=True)
+
+    # -- processes (baseline, peers) ----------------------------------------------------------------------
+
+    def processes(self, name: str, commands: list[list[str]], python: str) -> dict:
+        """Launch ``commands`` together, wait for all, and measure input records / (last output - launch)."""
+        rates = []
+        for _ in range(RUNS):
+            out = self.topic(name)
+            env = dict(
+                os.environ,
+                BENCH_BOOTSTRAP=self.bootstrap,
+                BENCH_INPUT=self.input,
+                BENCH_OUTPUT=out,
+                BENCH_DESCRIPTORS=str(ROOT / "descriptors" / "examples.desc"),
+            )
+            launched = time.time()
+            running = [
+                subprocess.Popen([python, *c], env=env, cwd=PEERS, stderr=subprocess.PIPE, text=True) for c in commands
+            ]
+            for p in running:
+                _, err = p.communicate(timeout=3600)
+                if p.returncode != 0:
+                    raise RuntimeError(f"{name} process {p.args} failed ({p.returncode}): {err[-2000:]}")
+            count, last = output_end(self.bootstrap, out)
+            rates.append(RECORDS / (last - launched))
+            print(f"[bench] {name}: {count:,} output records, {rates[-1]:,.0f} input records/s", flush=True)
+        return {"records_per_s": round(statistics.median(rates)), "runs": [round(r) for r in rates]}
+
+    def baseline(self) -> dict:
+        return self.processes("baseline", [["copy_loop.py", str(p)] for p in range(CORES)], sys.executable)
+
+    def quix(self) -> dict:
+        group = f"quix-{uuid.uuid4().hex[:6]}"
+        return self.processes("quix", [["quix_app.py", "3", group] for _ in range(CORES)], PEERS_PYTHON)
+
+    def bytewax(self) -> dict:
+        from dagger.devtools.broker import free_port
+
+        addresses = ";".join(f"127.0.0.1:{free_port()}" for _ in range(CORES))
+        commands = [["-m", "bytewax.run", "bytewax_flow:flow", "-i", str(i), "-a", addresses] for i in range(CORES)]
+        return self.processes("bytewax", commands, PEERS_PYTHON)
+
+    # -- our jobs, in one warmed-up session ---------------------------------------------------------------
+
+    def session(self):  # noqa: ANN201
+        if self.spark is None:
+            from dagger.config import load_config
+            from dagger.sources import register_data_sources
+            from dagger.spark import get_session
+
+            config = load_config(data=self._job("warmup", STATELESS_SQL, "dagger.examples.BookingSummaryMessage"))
+            self.spark = get_session(config)
+            register_data_sources(self.spark)
+        return self.spark
+
+    def _job(self, out: str, sql: str, message: str, source: str | None = None) -> dict:
+        return job_config(self.bootstrap, self.descriptors, source or self.input, out, sql, message)
+
+    def dagger(self, name: str, sql: str, message: str) -> dict:
+        from dagger.config import load_config
+        from dagger.generate import RecordGenerator, produce_generated
+        from dagger.stream_manager import StreamManager
+
+        spark = self.session()
+        warm = self.topic("warm")  # warm-up runs of the same job over fewer records, not measured
+        if WARMUP_RUNS:
+            generator = RecordGenerator(self.booking(), start=START, events_per_second=EVENTS_PER_SECOND)
+            produce_generated(generator, self.bootstrap, warm, 20_000)
+        rates = []
+        for run in range(-WARMUP_RUNS, RUNS):
+            out = self.topic(name)
+            data = self._job(out, sql, message, source=warm if run < 0 else None)
+            checkpoint = Path(tempfile.mkdtemp(prefix=f"bench-{name}-"))
+            manager = StreamManager(
+                load_config(data=data), checkpoint_dir=str(checkpoint), available_now=True, spark=spark
+            )
+            launched = time.time()
+            query = manager.start()
+            query.awaitTermination()
+            if query.exception() is not None:
+                raise RuntimeError(f"{name} job failed: {query.exception()}")
+            count, last = output_end(self.bootstrap, out)
+            if run < 0:
+                continue
+            rates.append(RECORDS / (last - launched))
+            print(f"[bench] {name}: {count:,} output records, {rates[-1]:,.0f} input records/s", flush=True)
+        return {"records_per_s": round(statistics.median(rates)), "runs": [round(r) for r in rates]}
+
+    def stateless(self) -> dict:
+        return self.dagger("stateless", STATELESS_SQL, "dagger.examples.BookingSummaryMessage")
+
+    def window(self) -> dict:
+        return self.dagger("window", WINDOW_SQL, "dagger.examples.BookingCountMessage")
+
+    # -- latency, start-up and memory of `dagger run` ----------------------------------------------------
+
+    def latency(self) -> dict:
+        """Launch ``dagger run`` and feed it at a steady rate; measure from ``BENCH_WARMUP_SECONDS`` after its
+        first output for ``BENCH_LATENCY_SECONDS``."""
+        from dagger.devtools import proctree
+        from dagger.generate import RecordGenerator, produce_generated
+
+        source, out = self.topic("lat-in"), self.topic("lat-out")
+        job = Path(tempfile.mkdtemp(prefix="bench-latency-")) / "job.json"
+        job.write_text(json.dumps(self._job(out, STATELESS_SQL, "dagger.examples.BookingSummaryMessage", source)))
+        generator = RecordGenerator(self.booking(), seed=1, start=START, events_per_second=EVENTS_PER_SECOND)
+        window: dict[str, float] = {}
+        stopped = threading.Event()
+        feeding = threading.Thread(
+            target=produce_generated,
+            args=(generator, self.bootstrap, source, 0),
+            kwargs={"rate": LATENCY_RATE, "stop": stopped.is_set},
+        )
+        command = [sys.executable, "-m", "dagger", "run", str(job), "--checkpoint-dir", str(job.parent / "cp")]
+        launched = time.time()
+        process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        feeding.start()
+        peak = 0
+        try:
+            while "end" not in window or time.time() < window["end"]:
+                peak = max(peak, proctree.rss_bytes(process.pid))
+                if "first_output" not in window:
+                    first = _first_timestamp(self.bootstrap, out)
+                    if first is not None:
+                        window.update(first_output=first, begin=first + WARMUP_SECONDS)
+                        window["end"] = window["begin"] + LATENCY_SECONDS
+                if process.poll() is not None:
+                    raise RuntimeError(f"dagger run exited with {process.returncode}: {process.stderr.read()[-2000:]}")
+                if time.time() - launched > WARMUP_SECONDS + LATENCY_SECONDS + 300:
+                    raise RuntimeError("the latency run did not start in time")
+                time.sleep(0.5)
+            stopped.set()
+            feeding.join()
+            print(f"[bench] latency: fed until {time.time() - launched:.0f} s after launch", flush=True)
+            expected = _expected_outputs(self.bootstrap, source)
+            deadline = time.time() + 60  # let the job write the last records
+            while time.time() < deadline and output_end(self.bootstrap, out)[0] < expected:
+                peak = max(peak, proctree.rss_bytes(process.pid))
+                time.sleep(1)
+        finally:
+            stopped.set()
+            process.terminate()
+            try:
+                process.wait(60)
+            except subprocess.TimeoutExpired:
+                process.kill()
+        print(f"[bench] latency: job stopped {time.time() - launched:.0f} s after launch", flush=True)
+        latencies = _latencies(self.bootstrap, source, out, window["begin"], window["end"])
+        return {
+            "rate": LATENCY_RATE,
+            "measured_seconds": LATENCY_SECONDS,
+            "measured_records": len(latencies),
+            "p50_ms": round(_percentile(latencies, 50)),
+            "p99_ms": round(_percentile(latencies, 99)),
+            "max_ms": round(max(latencies)),
+            "startup_s": round(window["first_output"] - launched, 1),
+            "peak_rss_mib": round(peak / 2**20),
+        }
+
+    def booking(self):  # noqa: ANN201
+        """The input message's descriptor."""
+        from dagger.schema.registry import SchemaRegistry, StencilSettings
+
+        registry = SchemaRegistry(StencilSettings(urls=[self.descriptors]))
+        return registry.get().find_message("dagger.examples.BookingLogMessage")
+
+
+def _first_timestamp(bootstrap: str, topic: str) -> float | None:
+    """Produce time (s) of the earliest record in ``topic`` so far, or None when it is empty."""
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"first-{uuid.uuid4()}"})
+    partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
+    consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in partitions])
+    found = [m.timestamp()[1] / 1000 for m in consumer.consume(100, timeout=1) if m.error() is None]
+    consumer.close()
+    return min(found) if found else None
+
+
+def _expected_outputs(bootstrap: str, source: str) -> int:
+    """Input records the stateless filter keeps (amount_paid_by_cash < 500), counted with ptars."""
+    return len(_read(bootstrap, source, "dagger.examples.BookingLogMessage", keep=True))
+
+
+def _read(bootstrap: str, topic: str, message: str, keep: bool = False) -> dict:
+    """``{event time (us): produce time (ms)}`` of every record of ``topic`` (decoded by ptars)."""
+    import pyarrow.compute as pc
+
+    from dagger.devtools.produce import consume_all
+    from dagger.schema.registry import DescriptorSet
+    from dagger.serde.decode import ptars_handler
+
+    descriptors = DescriptorSet([("x", (ROOT / "descriptors" / "examples.desc").read_bytes())])
+    handler = ptars_handler(descriptors.find_message(message))
+    records = consume_all(bootstrap, topic, idle_seconds=3)
+    import pyarrow as pa
+
+    batch = handler.list_to_record_batch([m.value() for m in records])
+    stamps = batch.column("event_timestamp").cast(pa.int64()).to_pylist()
+    produced = [m.timestamp()[1] for m in records]
+    if keep:
+        kept = pc.less(batch.column("amount_paid_by_cash"), 500).to_pylist()
+        return {s: p for s, p, k in zip(stamps, produced, kept, strict=True) if k}
+    return dict(zip(stamps, produced, strict=True))
+
+
+def _latencies(bootstrap: str, source: str, out: str, begin: float, end: float) -> list[float]:
+    """Output produce time - input produce time (ms) per output record whose input was produced in [begin, end)."""
+    sent = _read(bootstrap, source, "dagger.examples.BookingLogMessage")
+    written = _read(bootstrap, out, "dagger.examples.BookingSummaryMessage")
+    return [written[s] - sent[s] for s in written if s in sent and begin * 1000 <= sent[s] < end * 1000]
+
+
+def _percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * q / 100))]
+
+
+def main() -> None:
+    from dagger.devtools.broker import Broker
+    from dagger.devtools.descriptor_server import DescriptorServer
+
+    results: dict = {
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
+        "cores": CORES,
+        "records": RECORDS,
+        "runs": RUNS,
+    }
+    with Broker() as broker, DescriptorServer(ROOT / "descriptors") as stencil:
+        bench = Bench(broker, stencil.url("examples.desc"))
+        bench.generate()
+        for part in PARTS:
+            print(f"[bench] {part}", flush=True)
+            began = time.monotonic()
+            results[part] = getattr(bench, part)()
+            print(f"[bench] {part} took {time.monotonic() - began:.0f} s", flush=True)
+        if bench.spark is not None:
+            bench.spark.stop()
+    report(results)
+
+
+def report(results: dict) -> None:
+    """Ratios, the markdown table and the JSON file."""
+    base = results.get("baseline", {}).get("records_per_s")
+    for name in ("stateless", "window"):
+        if name in results and base:
+            results[name]["vs_baseline"] = round(results[name]["records_per_s"] / base, 2)
+        for peer in ("bytewax", "quix"):
+            if name == "stateless" and peer in results and "stateless" in results:
+                results["stateless"][f"vs_{peer}"] = round(
+                    results["stateless"]["records_per_s"] / results[peer]["records_per_s"], 2
+                )
+    rows = ["| measurement | value | target |", "|---|---|---|"]
+
+    def rate(name: str, label: str, target: str = "") -> None:
+        if name in results:
+            r = results[name]
+            ratio = f" ({r['vs_baseline']:.2f}× baseline)" if "vs_baseline" in r else ""
+            rows.append(f"| {label} | {r['records_per_s']:,} records/s{ratio} | {target} |")
+
+    rate("baseline", "baseline: confluent-kafka copy loop, 2 processes")
+    rate("stateless", "stateless job", "≥ 1.0× baseline")
+    rate("window", "1-minute window job", "≥ 1.2× baseline")
+    rate("bytewax", "Bytewax, stateless, 2 processes")
+    rate("quix", "Quix Streams, stateless, 2 processes")
+    s = results.get("stateless", {})
+    if "vs_bytewax" in s:
+        rows.append(f"| stateless job ÷ Bytewax | {s['vs_bytewax']:.2f}× | ≥ 3× |")
+    if "vs_quix" in s:
+        rows.append(f"| stateless job ÷ Quix Streams | {s['vs_quix']:.2f}× | ≥ 5× |")
+    if "latency" in results:
+        lat = results["latency"]
+        rows.append(
+            f"| latency p50 / p99 at {lat['rate']:,.0f} records/s | {lat['p50_ms']:,} / {lat['p99_ms']:,} ms | p99 ≤ 2,000 ms |"
+        )
+        rows.append(f"| peak resident memory (JVM + Python workers) | {lat['peak_rss_mib']:,} MiB | ≤ 3,072 MiB |")
+        rows.append(f"| start-up, launch to first output | {lat['startup_s']} s | ≤ 30 s |")
+    text = (
+        f"# Streaming benchmark ({results['machine']}, local[{CORES}], broker on the same machine)\n\n"
+        + "\n".join(rows)
+        + f"\n\n{results['records']:,} input records, median of {results['runs']} runs.\n"
+    )
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "streaming.json").write_text(json.dumps(results, indent=2) + "\n")
+    (RESULTS / "streaming.md").write_text(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()

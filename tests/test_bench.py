@@ -1,0 +1,45 @@
+"""The streaming benchmark harness works: a tiny run of every part (throughput is not asserted here)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.integration
+
+
+def test_a_tiny_run_of_every_part_reports_each_measurement(tmp_path):
+    peers = ROOT / ".venv-peers" / "bin" / "python"
+    if not peers.exists():
+        pytest.fail("the bench peers' venv is missing: run `make test-servers` (it builds .venv-peers)")
+    env = dict(
+        os.environ,
+        BENCH_RECORDS="6000",
+        BENCH_RUNS="1",
+        BENCH_WARMUP_RUNS="0",
+        BENCH_EVENTS_PER_SECOND="50",  # 2 minutes of event time: the window job closes one window per key pair
+        BENCH_LATENCY_RATE="500",
+        BENCH_WARMUP_SECONDS="2",
+        BENCH_LATENCY_SECONDS="4",
+        BENCH_PEERS_PYTHON=str(peers),
+        BENCH_RESULTS_DIR=str(tmp_path),
+    )
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "streaming.py")], env=env, capture_output=True, text=True, timeout=900
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = json.loads((tmp_path / "streaming.json").read_text())
+    for part in ("baseline", "stateless", "window", "bytewax", "quix"):
+        assert results[part]["records_per_s"] > 0, part
+    assert results["stateless"]["vs_baseline"] > 0 and results["stateless"]["vs_quix"] > 0
+    latency = results["latency"]
+    assert latency["measured_records"] > 0 and 0 < latency["p50_ms"] <= latency["p99_ms"] <= latency["max_ms"]
+    assert 0 < latency["startup_s"] < 300 and latency["peak_rss_mib"] > 100
+    table = (tmp_path / "streaming.md").read_text()
+    assert "| stateless job ÷ Quix Streams |" in table and "| start-up, launch to first output |" in table
