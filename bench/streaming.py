@@ -174,6 +174,7 @@ class Bench:
                 BENCH_INPUT=self.input,
                 BENCH_OUTPUT=out,
                 BENCH_DESCRIPTORS=str(ROOT / "descriptors" / "examples.desc"),
+                BENCH_GROUP=f"{name}-{uuid.uuid4().hex[:8]}",
             )
             launched = time.time()
             running = [
@@ -184,6 +185,8 @@ class Bench:
                 if p.returncode != 0:
                     raise RuntimeError(f"{name} process {p.args} failed ({p.returncode}): {err[-2000:]}")
             count, last = output_end(self.bootstrap, out)
+            if last is None:
+                raise RuntimeError(f"{name} wrote nothing to {out}")
             rates.append(RECORDS / (last - launched))
             print(f"[bench] {name}: {count:,} output records, {rates[-1]:,.0f} input records/s", flush=True)
         return {"records_per_s": round(statistics.median(rates)), "runs": [round(r) for r in rates]}
@@ -192,8 +195,7 @@ class Bench:
         return self.processes("baseline", [["copy_loop.py", str(p)] for p in range(CORES)], sys.executable)
 
     def quix(self) -> dict:
-        group = f"quix-{uuid.uuid4().hex[:6]}"
-        return self.processes("quix", [["quix_app.py", "3", group] for _ in range(CORES)], PEERS_PYTHON)
+        return self.processes("quix", [["quix_app.py", "3"] for _ in range(CORES)], PEERS_PYTHON)
 
     def bytewax(self) -> dict:
         from dagger.devtools.broker import free_port
@@ -391,31 +393,42 @@ def main() -> None:
     with Broker() as broker, DescriptorServer(ROOT / "descriptors") as stencil:
         bench = Bench(broker, stencil.url("examples.desc"))
         bench.generate()
+        failed = []
         for part in PARTS:
             print(f"[bench] {part}", flush=True)
             began = time.monotonic()
-            results[part] = getattr(bench, part)()
+            try:
+                results[part] = getattr(bench, part)()
+            except Exception as exc:  # noqa: BLE001 - report the other parts, then fail
+                failed.append(part)
+                results[part] = {"error": str(exc)}
+                print(f"[bench] {part} FAILED: {exc}", file=sys.stderr, flush=True)
             print(f"[bench] {part} took {time.monotonic() - began:.0f} s", flush=True)
         if bench.spark is not None:
             bench.spark.stop()
     report(results)
+    if failed:
+        sys.exit(f"bench parts failed: {', '.join(failed)}")
 
 
 def report(results: dict) -> None:
     """Ratios, the markdown table and the JSON file."""
-    base = results.get("baseline", {}).get("records_per_s")
+
+    def speed(name: str) -> int | None:
+        return results.get(name, {}).get("records_per_s")
+
     for name in ("stateless", "window"):
-        if name in results and base:
-            results[name]["vs_baseline"] = round(results[name]["records_per_s"] / base, 2)
-        for peer in ("bytewax", "quix"):
-            if name == "stateless" and peer in results and "stateless" in results:
-                results["stateless"][f"vs_{peer}"] = round(
-                    results["stateless"]["records_per_s"] / results[peer]["records_per_s"], 2
-                )
+        if speed(name) and speed("baseline"):
+            results[name]["vs_baseline"] = round(speed(name) / speed("baseline"), 2)
+    for peer in ("bytewax", "quix"):
+        if speed("stateless") and speed(peer):
+            results["stateless"][f"vs_{peer}"] = round(speed("stateless") / speed(peer), 2)
     rows = ["| measurement | value | target |", "|---|---|---|"]
 
     def rate(name: str, label: str, target: str = "") -> None:
-        if name in results:
+        if "error" in results.get(name, {}):
+            rows.append(f"| {label} | failed: {results[name]['error'][:100]} | {target} |")
+        elif name in results:
             r = results[name]
             ratio = f" ({r['vs_baseline']:.2f}× baseline)" if "vs_baseline" in r else ""
             rows.append(f"| {label} | {r['records_per_s']:,} records/s{ratio} | {target} |")
@@ -430,7 +443,7 @@ def report(results: dict) -> None:
         rows.append(f"| stateless job ÷ Bytewax | {s['vs_bytewax']:.2f}× | ≥ 3× |")
     if "vs_quix" in s:
         rows.append(f"| stateless job ÷ Quix Streams | {s['vs_quix']:.2f}× | ≥ 5× |")
-    if "latency" in results:
+    if "p99_ms" in results.get("latency", {}):
         lat = results["latency"]
         rows.append(
             f"| latency p50 / p99 at {lat['rate']:,.0f} records/s | {lat['p50_ms']:,} / {lat['p99_ms']:,} ms | p99 ≤ 2,000 ms |"

@@ -1,10 +1,11 @@
 """The stateless job written with Quix Streams (run one process per core; they share a consumer group).
 
-``python quix_app.py IDLE_SECONDS``: stops after IDLE_SECONDS without new input.
+``python quix_app.py IDLE_SECONDS``: stops after IDLE_SECONDS without new input; ``BENCH_GROUP`` names the group.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 import uuid
@@ -14,7 +15,7 @@ from quixstreams import Application
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 from common import BOOTSTRAP, INPUT, OUTPUT, transform  # noqa: E402
 
-GROUP = sys.argv[2] if len(sys.argv) > 2 else f"quix-{uuid.uuid4()}"
+GROUP = os.environ.get("BENCH_GROUP") or f"quix-{uuid.uuid4()}"  # one group per run, shared by its processes
 
 
 def main(idle: float) -> None:
