@@ -348,6 +348,7 @@ def _expected_outputs(bootstrap: str, source: str) -> int:
 
 def _read(bootstrap: str, topic: str, message: str, keep: bool = False) -> dict:
     """``{event time (us): produce time (ms)}`` of every record of ``topic`` (decoded by ptars)."""
+    import pyarrow as pa
     import pyarrow.compute as pc
 
     from dagger.devtools.produce import consume_all
@@ -357,8 +358,6 @@ def _read(bootstrap: str, topic: str, message: str, keep: bool = False) -> dict:
     descriptors = DescriptorSet([("x", (ROOT / "descriptors" / "examples.desc").read_bytes())])
     handler = ptars_handler(descriptors.find_message(message))
     records = consume_all(bootstrap, topic, idle_seconds=3)
-    import pyarrow as pa
-
     batch = handler.list_to_record_batch([m.value() for m in records])
     stamps = batch.column("event_timestamp").cast(pa.int64()).to_pylist()
     produced = [m.timestamp()[1] for m in records]

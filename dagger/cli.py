@@ -221,6 +221,9 @@ def _generate(args: argparse.Namespace) -> int:
         )
     except KeyboardInterrupt:
         log.info("stopped after %s records", f"{generator.produced:,}")
+    except RuntimeError as exc:  # the broker refused or lost records
+        print(f"dagger generate: {exc}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -242,6 +242,8 @@ def produce_generated(
     """
     from confluent_kafka import Producer
 
+    from dagger.sinks.kafka import produce_all
+
     spread = ensure_topic(bootstrap, topic, partitions)
     config = {
         "bootstrap.servers": bootstrap,
@@ -272,7 +274,9 @@ def produce_generated(
                     continue
                 if count and produced + n >= count:  # the last chunk: hold back each partition's last record
                     held[p] = mine.pop()
-                _produce_all(producer, topic, p, mine, report)
+                error = produce_all(producer, topic, [{"value": v} for v in mine], report, partition=p)
+                if error is not None:
+                    raise RuntimeError(f"producing to {topic} on {bootstrap} failed: {error}")
             produced += n
             if errors:
                 raise RuntimeError(f"producing to {topic} on {bootstrap} failed: {'; '.join(errors)}")
@@ -301,23 +305,6 @@ def produce_generated(
     if progress is not None:
         progress(produced, time.monotonic() - began)
     return produced
-
-
-def _produce_all(producer: Any, topic: str, partition: int, values: list[bytes], report: Callable) -> None:
-    """``produce_batch`` the values, retrying the part a full local queue refused."""
-    from confluent_kafka import KafkaError
-
-    pending = [{"value": v} for v in values]
-    while pending:
-        producer.produce_batch(topic, pending, partition=partition, on_delivery=report)
-        refused = [m for m in pending if "_error" in m]  # what produce_batch could not queue
-        other = [m for m in refused if m["_error"].code() != KafkaError._QUEUE_FULL]
-        if other:
-            raise RuntimeError(f"producing to {topic} failed: {other[0]['_error']}")
-        for m in refused:
-            del m["_error"]
-        pending = refused
-        producer.poll(0.05 if refused else 0)
 
 
 def ensure_topic(bootstrap: str, topic: str, partitions: int | None) -> int:

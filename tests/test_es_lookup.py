@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import requests
 
-from tests.test_processors import STAR, _run
+from tests.test_processors import STAR, _failure, _run
 
 pytestmark = pytest.mark.integration
 
@@ -64,29 +64,9 @@ def test_document_gets_enrich_rows_in_order_fail_over_dead_hosts_and_missing_doc
 
 
 def test_fail_on_errors_fails_on_a_missing_document(spark, broker, stencil, topic, tmp_path, customers):
-    import json
-
-    from dagger.config import load_config
-    from dagger.devtools.produce import produce
-    from dagger.devtools.samples import bookings
-    from dagger.stream_manager import StreamManager
-    from tests.conftest import START, job, kafka_stream
-    from tests.test_processors import _json_sink
-
-    source, out = topic("es-fail"), topic("es-fail-out")
-    produce(broker.bootstrap, source, ((None, v) for v in bookings(5, START)))
     post = {"external_source": {"es": [_es(customers, fail_on_errors=True)]}, "internal_source": [STAR]}
-    data = job(
-        stencil,
-        [kafka_stream(broker, source, SOURCE_KAFKA_ENDING_OFFSETS="latest")],
-        "SELECT order_number, customer_id FROM data_stream_0",
-        PROCESSOR_POSTPROCESSOR_ENABLE="true",
-        PROCESSOR_POSTPROCESSOR_CONFIG=json.dumps(post),
-        **_json_sink(broker, out),
-    )
-    run = StreamManager(load_config(data=data), checkpoint_dir=str(tmp_path / "cp"), spark=spark).start()
-    run.awaitTermination(120)
-    assert "ES.0 (GET " in str(run.exception()) and "/customers/_doc/c4) answered 404" in str(run.exception())
+    error = _failure(spark, broker, stencil, topic, tmp_path, post)
+    assert "ES.0 (GET " in error and "/customers/_doc/c4) answered 404" in error
 
 
 def test_retry_timeout_bounds_failing_over_to_the_next_host(customers):

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from dagger.errors import DaggerConfigError
-from tests.test_processors import STAR, _run
+from tests.test_processors import STAR, _failure, _plan_post, _run
 
 pytestmark = pytest.mark.integration
 
@@ -82,47 +80,21 @@ def test_unary_calls_enrich_rows_typed_in_order_and_failures_pass_on(
 
 
 def test_fail_on_errors_names_the_status(spark, broker, stencil, topic, tmp_path, customers):
-    from dagger.config import load_config
-    from dagger.devtools.produce import produce
-    from dagger.devtools.samples import bookings
-    from dagger.stream_manager import StreamManager
-    from tests.conftest import START, job, kafka_stream
-    from tests.test_processors import _json_sink
-
-    source, out = topic("grpc-fail"), topic("grpc-fail-out")
-    produce(broker.bootstrap, source, ((None, v) for v in bookings(3, START)))
     post = {"external_source": {"grpc": [_grpc(customers, fail_on_errors=True)]}, "internal_source": [STAR]}
-    data = job(
-        stencil,
-        [kafka_stream(broker, source, SOURCE_KAFKA_ENDING_OFFSETS="latest")],
-        SQL,
-        PROCESSOR_POSTPROCESSOR_ENABLE="true",
-        PROCESSOR_POSTPROCESSOR_CONFIG=json.dumps(post),
-        **_json_sink(broker, out),
-    )
-    run = StreamManager(load_config(data=data), checkpoint_dir=str(tmp_path / "cp"), spark=spark).start()
-    run.awaitTermination(120)
-    assert "failed with NOT_FOUND: no customer missing (fail_on_errors is true)" in str(run.exception())
+    error = _failure(spark, broker, stencil, topic, tmp_path, post, count=3, sql=SQL)
+    assert "failed with NOT_FOUND: no customer missing (fail_on_errors is true)" in error
 
 
 def test_grpc_source_configs_are_checked(spark, broker, stencil, customers):
-    from dagger.config import load_config
-    from dagger.stream_manager import StreamManager
-    from tests.conftest import job, kafka_stream
-
     def plan(source, urls="examples.desc"):
-        data = job(
+        return _plan_post(
+            spark,
+            broker,
             stencil,
-            [kafka_stream(broker, "never-created")],
-            "SELECT order_number, customer_id FROM data_stream_0",
-            PROCESSOR_POSTPROCESSOR_ENABLE="true",
-            PROCESSOR_POSTPROCESSOR_CONFIG=json.dumps(
-                {"external_source": {"grpc": [source]}, "internal_source": [STAR]}
-            ),
+            {"external_source": {"grpc": [source]}, "internal_source": [STAR]},
             SCHEMA_REGISTRY_STENCIL_URLS=stencil.url(urls),
             SCHEMA_REGISTRY_STENCIL_FETCH_RETRIES="0",
         )
-        return StreamManager(load_config(data=data), spark=spark).plan()
 
     with pytest.raises(
         DaggerConfigError, match="takes dagger.examples.CustomerRequest and returns dagger.examples.CustomerReply"

@@ -8,7 +8,7 @@ import pytest
 
 from dagger.devtools.lookup_server import LookupServer
 from dagger.errors import DaggerConfigError
-from tests.test_processors import STAR, _run
+from tests.test_processors import STAR, _failure, _plan_post, _run
 
 pytestmark = pytest.mark.integration
 
@@ -85,27 +85,8 @@ def test_failures_timeouts_and_empty_inputs_pass_rows_on_with_null_enrichment(
 
 
 def test_fail_on_errors_fails_the_batch_naming_the_call(spark, broker, stencil, topic, tmp_path, lookup):
-    from dagger.config import load_config
-    from dagger.devtools.produce import produce
-    from dagger.devtools.samples import bookings
-    from dagger.stream_manager import StreamManager
-    from tests.conftest import START, job, kafka_stream
-    from tests.test_processors import _json_sink
-
-    source, out = topic("fail-src"), topic("fail-out")
-    produce(broker.bootstrap, source, ((None, v) for v in bookings(4, START)))
-    data = job(
-        stencil,
-        [kafka_stream(broker, source, SOURCE_KAFKA_ENDING_OFFSETS="latest")],
-        IDS_SQL,
-        PROCESSOR_POSTPROCESSOR_ENABLE="true",
-        PROCESSOR_POSTPROCESSOR_CONFIG=json.dumps(_post(_http(lookup, fail_on_errors=True))),
-        **_json_sink(broker, out),
-    )
-    manager = StreamManager(load_config(data=data), checkpoint_dir=str(tmp_path / "cp"), spark=spark)
-    run = manager.start()
-    run.awaitTermination(120)
-    error = str(run.exception())
+    post = _post(_http(lookup, fail_on_errors=True))
+    error = _failure(spark, broker, stencil, topic, tmp_path, post, count=4, sql=IDS_SQL)
     assert "HTTP.0 (GET " in error and "/customers/missing) answered 404" in error and "fail_on_errors is true" in error
 
 
@@ -181,43 +162,14 @@ def test_rate_limit_spaces_the_calls_of_a_task(spark, broker, stencil, topic, tm
 
 
 def test_a_mapped_path_missing_from_the_answer_always_fails(spark, broker, stencil, topic, tmp_path, lookup):
-    from dagger.config import load_config
-    from dagger.devtools.produce import produce
-    from dagger.devtools.samples import bookings
-    from dagger.stream_manager import StreamManager
-    from tests.conftest import START, job, kafka_stream
-    from tests.test_processors import _json_sink
-
-    source, out = topic("path-src"), topic("path-out")
-    produce(broker.bootstrap, source, ((None, v) for v in bookings(2, START)))
-    http = _http(lookup, output_mapping={"name": {"path": "$.nickname"}})
-    data = job(
-        stencil,
-        [kafka_stream(broker, source, SOURCE_KAFKA_ENDING_OFFSETS="latest")],
-        "SELECT order_number, customer_id FROM data_stream_0",
-        PROCESSOR_POSTPROCESSOR_ENABLE="true",
-        PROCESSOR_POSTPROCESSOR_CONFIG=json.dumps(_post(http)),
-        **_json_sink(broker, out),
-    )
-    run = StreamManager(load_config(data=data), checkpoint_dir=str(tmp_path / "cp"), spark=spark).start()
-    run.awaitTermination(120)
-    assert "output_mapping.name path $.nickname finds nothing in the response" in str(run.exception())
+    post = _post(_http(lookup, output_mapping={"name": {"path": "$.nickname"}}))
+    error = _failure(spark, broker, stencil, topic, tmp_path, post, count=2)
+    assert "output_mapping.name path $.nickname finds nothing in the response" in error
 
 
 def test_http_source_configs_are_checked_before_anything_runs(spark, broker, stencil, lookup):
-    from dagger.config import load_config
-    from dagger.stream_manager import StreamManager
-    from tests.conftest import job, kafka_stream
-
     def plan(source):
-        data = job(
-            stencil,
-            [kafka_stream(broker, "never-created")],
-            "SELECT order_number, customer_id FROM data_stream_0",
-            PROCESSOR_POSTPROCESSOR_ENABLE="true",
-            PROCESSOR_POSTPROCESSOR_CONFIG=json.dumps(_post(source)),
-        )
-        return StreamManager(load_config(data=data), spark=spark).plan()
+        return _plan_post(spark, broker, stencil, _post(source))
 
     with pytest.raises(
         DaggerConfigError,

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from dagger.errors import DaggerConfigError
-from tests.test_processors import STAR, _run
+from tests.test_processors import STAR, _failure, _plan_post, _run
 
 pytestmark = pytest.mark.integration
 
@@ -60,68 +58,20 @@ def test_one_query_per_row_with_typed_columns_no_row_and_too_many_rows(
 
 
 def test_fail_on_errors_fails_on_too_many_rows(spark, broker, stencil, topic, tmp_path, customers):
-    from dagger.config import load_config
-    from dagger.devtools.produce import produce
-    from dagger.devtools.samples import bookings
-    from dagger.stream_manager import StreamManager
-    from tests.conftest import START, job, kafka_stream
-    from tests.test_processors import _json_sink
-
-    source, out = topic("pg-fail"), topic("pg-fail-out")
-    produce(broker.bootstrap, source, ((None, v) for v in bookings(5, START)))
     post = {"external_source": {"pg": [_pg(customers, fail_on_errors=True)]}, "internal_source": [STAR]}
-    data = job(
-        stencil,
-        [kafka_stream(broker, source, SOURCE_KAFKA_ENDING_OFFSETS="latest")],
-        "SELECT order_number, customer_id FROM data_stream_0",
-        PROCESSOR_POSTPROCESSOR_ENABLE="true",
-        PROCESSOR_POSTPROCESSOR_CONFIG=json.dumps(post),
-        **_json_sink(broker, out),
-    )
-    run = StreamManager(load_config(data=data), checkpoint_dir=str(tmp_path / "cp"), spark=spark).start()
-    run.awaitTermination(120)
-    error = str(run.exception())
+    error = _failure(spark, broker, stencil, topic, tmp_path, post)
     assert "where id = 'c3') returned 2 rows; a lookup query must return at most one" in error
 
 
 def test_a_mapped_result_column_must_exist(spark, broker, stencil, topic, tmp_path, customers):
-    from dagger.config import load_config
-    from dagger.devtools.produce import produce
-    from dagger.devtools.samples import bookings
-    from dagger.stream_manager import StreamManager
-    from tests.conftest import START, job, kafka_stream
-    from tests.test_processors import _json_sink
-
-    source, out = topic("pg-col"), topic("pg-col-out")
-    produce(broker.bootstrap, source, ((None, v) for v in bookings(1, START)))
     post = {"external_source": {"pg": [_pg(customers, output_mapping={"email": "mail"})]}, "internal_source": [STAR]}
-    data = job(
-        stencil,
-        [kafka_stream(broker, source, SOURCE_KAFKA_ENDING_OFFSETS="latest")],
-        "SELECT order_number, customer_id FROM data_stream_0",
-        PROCESSOR_POSTPROCESSOR_ENABLE="true",
-        PROCESSOR_POSTPROCESSOR_CONFIG=json.dumps(post),
-        **_json_sink(broker, out),
-    )
-    run = StreamManager(load_config(data=data), checkpoint_dir=str(tmp_path / "cp"), spark=spark).start()
-    run.awaitTermination(120)
-    assert "output_mapping.email names result column 'mail', which the query does not return" in str(run.exception())
+    error = _failure(spark, broker, stencil, topic, tmp_path, post, count=1)
+    assert "output_mapping.email names result column 'mail', which the query does not return" in error
 
 
 def test_pg_source_configs_are_checked(spark, broker, stencil, customers):
-    from dagger.config import load_config
-    from dagger.stream_manager import StreamManager
-    from tests.conftest import job, kafka_stream
-
     def plan(source):
-        data = job(
-            stencil,
-            [kafka_stream(broker, "never-created")],
-            "SELECT order_number, customer_id FROM data_stream_0",
-            PROCESSOR_POSTPROCESSOR_ENABLE="true",
-            PROCESSOR_POSTPROCESSOR_CONFIG=json.dumps({"external_source": {"pg": [source]}, "internal_source": [STAR]}),
-        )
-        return StreamManager(load_config(data=data), spark=spark).plan()
+        return _plan_post(spark, broker, stencil, {"external_source": {"pg": [source]}, "internal_source": [STAR]})
 
     with pytest.raises(DaggerConfigError, match=r"pg\[0\].query_variables: customer not in the SQL output"):
         plan(_pg(customers, query_variables="customer"))

@@ -81,6 +81,42 @@ def _run(
 
 
 STAR = {"output_field": "*", "type": "sql", "value": "*"}
+IDS_SQL = "SELECT order_number, customer_id FROM data_stream_0"
+
+
+def _failure(spark, broker, stencil, topic, tmp_path, post, count=5, sql=IDS_SQL) -> str:
+    """Run a post-processed job over ``count`` bookings that must fail; returns its error text."""
+    from dagger.stream_manager import StreamManager
+
+    source, out = topic("fail-src"), topic("fail-out")
+    produce(broker.bootstrap, source, ((None, v) for v in bookings(count, START)))
+    data = job(
+        stencil,
+        [kafka_stream(broker, source, SOURCE_KAFKA_ENDING_OFFSETS="latest")],
+        sql,
+        PROCESSOR_POSTPROCESSOR_ENABLE="true",
+        PROCESSOR_POSTPROCESSOR_CONFIG=json.dumps(post),
+        **_json_sink(broker, out),
+    )
+    run = StreamManager(load_config(data=data), checkpoint_dir=str(tmp_path / "cp"), spark=spark).start()
+    run.awaitTermination(120)
+    assert run.exception() is not None, "the job was expected to fail"
+    return str(run.exception())
+
+
+def _plan_post(spark, broker, stencil, post, **job_keys):
+    """Plan (nothing runs) a job over a topic that does not exist with ``post`` as its post-processor."""
+    from dagger.stream_manager import StreamManager
+
+    data = job(
+        stencil,
+        [kafka_stream(broker, "never-created")],
+        IDS_SQL,
+        PROCESSOR_POSTPROCESSOR_ENABLE="true",
+        PROCESSOR_POSTPROCESSOR_CONFIG=json.dumps(post),
+        **job_keys,
+    )
+    return StreamManager(load_config(data=data), spark=spark).plan()
 
 
 def test_internal_sources_build_the_output_row_and_drop_everything_else(spark, broker, stencil, topic, tmp_path):

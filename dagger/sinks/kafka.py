@@ -77,19 +77,9 @@ class _KafkaWriter(SinkWriter):
             if keys is None
             else [{"value": v, "key": k} for v, k in zip(values, keys, strict=True)]
         )
-        # produce_batch enqueues the whole list in one call; a full local queue leaves the rest marked with
-        # an error, which we retry after serving delivery reports
-        pending = messages
-        while pending:
-            self.producer.produce_batch(sink.topic, pending, on_delivery=self._on_delivery)
-            retry = [m for m in pending if "_error" in m and _is_queue_full(m["_error"])]
-            failed = [m for m in pending if "_error" in m and not _is_queue_full(m["_error"])]
-            if failed:
-                raise SinkError(f"SINK_KAFKA_TOPIC {sink.topic}: cannot produce: {failed[0]['_error']}")
-            for m in retry:
-                del m["_error"]
-            pending = retry
-            self.producer.poll(0.05 if retry else 0)
+        error = produce_all(self.producer, sink.topic, messages, self._on_delivery)
+        if error is not None:
+            raise SinkError(f"SINK_KAFKA_TOPIC {sink.topic}: cannot produce: {error}")
         self.count += len(messages)
 
     def flush(self) -> int:
@@ -104,10 +94,28 @@ class _KafkaWriter(SinkWriter):
         return self.count
 
 
-def _is_queue_full(error: Any) -> bool:
+def produce_all(producer: Any, topic: str, messages: list[dict], on_delivery: Any, partition: int | None = None) -> Any:
+    """``produce_batch`` every message, retrying those a full local queue refused after serving delivery
+    reports; returns the first other error (the batch stops there), or None.
+
+    ``produce_batch`` enqueues the whole list in one call and marks each message it could not queue with an
+    ``_error`` entry.
+    """
     from confluent_kafka import KafkaError
 
-    return getattr(error, "code", lambda: None)() == KafkaError._QUEUE_FULL
+    extra = {} if partition is None else {"partition": partition}
+    pending = messages
+    while pending:
+        producer.produce_batch(topic, pending, on_delivery=on_delivery, **extra)
+        refused = [m for m in pending if "_error" in m]
+        other = [m for m in refused if m["_error"].code() != KafkaError._QUEUE_FULL]
+        if other:
+            return other[0]["_error"]
+        for m in refused:
+            del m["_error"]
+        pending = refused
+        producer.poll(0.05 if refused else 0)
+    return None
 
 
 def _json_lines(batch: pa.RecordBatch) -> list[bytes]:

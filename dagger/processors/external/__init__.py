@@ -84,14 +84,7 @@ def http_lookup(df: Any, source: Any, index: int, context: Any, where: str) -> t
                 raise ValueError("not an object")
         except ValueError as exc:
             raise DaggerConfigError(f"{where}.header_pattern must be a JSON object template: {exc}") from None
-    proto = _typing_message(source, context, where)
-    mapping = _paths(source.output_mapping, where)
-    columns = output_columns(mapping, proto, source.retain_response_type, where)
-    label = f"HTTP.{source.metricId or index}"
-    metrics = Metrics.create(context.spark, label)
-    context.lookups[label] = metrics
     spec = {
-        **_common_spec(source, label, columns, proto, context),
         "verb": source.verb,
         "endpoint": source.endpoint,
         "request_pattern": source.request_pattern,
@@ -99,34 +92,21 @@ def http_lookup(df: Any, source: Any, index: int, context: Any, where: str) -> t
         "headers": dict(source.headers),
         **variables,
     }
-    hidden = [f"{PREFIX}http{index}_{c.name}" for c in columns]
-    return _map(df, spec, columns, hidden, metrics, _lookup_batches), list(
-        zip([c.name for c in columns], hidden, strict=True)
-    )
+    return _lookup(df, "http", source, index, context, where, _paths(source.output_mapping, where), spec)
 
 
 def es_lookup(df: Any, source: Any, index: int, context: Any, where: str) -> tuple[Any, list[tuple[str, str]]]:
     """Plan one Elasticsearch source: a document GET per row on the comma-separated hosts (same port)."""
-    import base64 as b64
-
     if source.capacity <= 0:
         raise DaggerConfigError(f"{where}.capacity must be > 0, got {source.capacity}")
     variables = _columns(df, source.endpoint_variables, f"{where}.endpoint_variables")
     check_pattern(source.endpoint_pattern, variables, f"{where}.endpoint_pattern")
-    proto = _typing_message(source, context, where)
-    mapping = _paths(source.output_mapping, where)
-    columns = output_columns(mapping, proto, source.retain_response_type, where)
-    label = f"ES.{source.metricId or index}"
-    metrics = Metrics.create(context.spark, label)
-    context.lookups[label] = metrics
     headers = {}
     if source.user:
-        token = b64.b64encode(f"{source.user}:{source.password or ''}".encode()).decode()
+        token = base64.b64encode(f"{source.user}:{source.password or ''}".encode()).decode()
         headers["Authorization"] = f"Basic {token}"
     hosts = [h.strip() for h in source.host.split(",") if h.strip()]
     spec = {
-        **_common_spec(source, label, columns, proto, context),
-        "kind": "es",
         "hosts": [(h if "://" in h else f"http://{h}") + f":{source.port}" for h in hosts],
         "endpoint_pattern": source.endpoint_pattern,
         "endpoint_variables": variables,
@@ -136,10 +116,7 @@ def es_lookup(df: Any, source: Any, index: int, context: Any, where: str) -> tup
         "socket_timeout": source.socket_timeout,
         "retry_timeout": source.retry_timeout,
     }
-    hidden = [f"{PREFIX}es{index}_{c.name}" for c in columns]
-    return _map(df, spec, columns, hidden, metrics, _lookup_batches), list(
-        zip([c.name for c in columns], hidden, strict=True)
-    )
+    return _lookup(df, "es", source, index, context, where, _paths(source.output_mapping, where), spec)
 
 
 def pg_lookup(df: Any, source: Any, index: int, context: Any, where: str) -> tuple[Any, list[tuple[str, str]]]:
@@ -151,14 +128,7 @@ def pg_lookup(df: Any, source: Any, index: int, context: Any, where: str) -> tup
         raise DaggerConfigError(f"{where}.capacity must be > 0 (it is also the pool size), got {source.capacity}")
     variables = _columns(df, source.query_variables, f"{where}.query_variables")
     check_pattern(source.query_pattern, variables, f"{where}.query_pattern")
-    proto = _typing_message(source, context, where)
-    columns = output_columns(dict(source.output_mapping), proto, source.retain_response_type, where)
-    label = f"PG.{source.metricId or index}"
-    metrics = Metrics.create(context.spark, label)
-    context.lookups[label] = metrics
     spec = {
-        **_common_spec(source, label, columns, proto, context),
-        "kind": "pg",
         "host": source.host,
         "port": source.port,
         "user": source.user,
@@ -168,10 +138,7 @@ def pg_lookup(df: Any, source: Any, index: int, context: Any, where: str) -> tup
         "query_variables": variables,
         "idle_timeout": source.idle_timeout,
     }
-    hidden = [f"{PREFIX}pg{index}_{c.name}" for c in columns]
-    return _map(df, spec, columns, hidden, metrics, _lookup_batches), list(
-        zip([c.name for c in columns], hidden, strict=True)
-    )
+    return _lookup(df, "pg", source, index, context, where, dict(source.output_mapping), spec)
 
 
 def grpc_lookup(df: Any, source: Any, index: int, context: Any, where: str) -> tuple[Any, list[tuple[str, str]]]:
@@ -204,14 +171,7 @@ def grpc_lookup(df: Any, source: Any, index: int, context: Any, where: str) -> t
         )
     variables = _columns(df, source.request_variables, f"{where}.request_variables")
     check_pattern(source.request_pattern, variables, f"{where}.request_pattern")
-    proto = _typing_message(source, context, where)
-    columns = output_columns(_paths(source.output_mapping, where), proto, source.retain_response_type, where)
-    label = f"GRPC.{source.metricId or index}"
-    metrics = Metrics.create(context.spark, label)
-    context.lookups[label] = metrics
     spec = {
-        **_common_spec(source, label, columns, proto, context),
-        "kind": "grpc",
         "endpoint": source.endpoint,
         "service_port": source.service_port,
         "method": source.grpc_method_url.strip("/"),
@@ -223,10 +183,7 @@ def grpc_lookup(df: Any, source: Any, index: int, context: Any, where: str) -> t
         "header_variables": [],
         "headers": dict(source.headers),
     }
-    hidden = [f"{PREFIX}grpc{index}_{c.name}" for c in columns]
-    return _map(df, spec, columns, hidden, metrics, _lookup_batches), list(
-        zip([c.name for c in columns], hidden, strict=True)
-    )
+    return _lookup(df, "grpc", source, index, context, where, _paths(source.output_mapping, where), spec)
 
 
 def _with_sets(context: Any, urls: str, where: str) -> Any:
@@ -244,6 +201,23 @@ def _with_sets(context: Any, urls: str, where: str) -> Any:
         return DescriptorSet(blobs)
     except SchemaRegistryError as exc:
         raise DaggerConfigError(f"{where}: {exc}") from None
+
+
+def _lookup(
+    df: Any, kind: str, source: Any, index: int, context: Any, where: str, mapping: dict[str, str], spec: dict
+) -> tuple[Any, list[tuple[str, str]]]:
+    """What every planner ends with: type the outputs, create the metrics (``<KIND>.<metricId or index>``), and
+    add one hidden column per output, computed on the executors; returns ``df`` and ``[(output, column)]``."""
+    proto = _typing_message(source, context, where)
+    columns = output_columns(mapping, proto, source.retain_response_type, where)
+    label = f"{kind.upper()}.{source.metricId or index}"
+    metrics = Metrics.create(context.spark, label)
+    context.lookups[label] = metrics
+    spec = {**_common_spec(source, label, columns, proto, context), "kind": kind, **spec}
+    hidden = [f"{PREFIX}{kind}{index}_{c.name}" for c in columns]
+    return _map(df, spec, columns, hidden, metrics, _lookup_batches), list(
+        zip([c.name for c in columns], hidden, strict=True)
+    )
 
 
 def _common_spec(source: Any, label: str, columns: list, proto: Any, context: Any) -> dict[str, Any]:
@@ -330,26 +304,27 @@ def _lookup_batches(iterator: Iterator[Any], spec: dict, schema: Any, metrics: M
 
     arrow_schema = to_arrow_schema(schema, timezone="UTC")
     fields = _fields(spec)
-    kind = spec.get("kind", "http")
+    kind = spec["kind"]
     if kind == "pg":
         from dagger.processors.external.postgres import PgCaller, build_queries
 
         caller, build, variables = PgCaller(spec), build_queries, spec["query_variables"]
-        paths = [(name, column, None) for name, column in spec["outputs"]]
     elif kind == "grpc":
         from dagger.processors.external.grpc import GrpcCaller, build_grpc_requests
 
         caller, build, variables = GrpcCaller(spec), build_grpc_requests, spec["request_variables"]
-        paths = [(name, path, parse(path)) for name, path in spec["outputs"]]
     else:
         from dagger.processors.external.http import HttpCaller, build_es_requests, build_requests
 
         caller = HttpCaller.shared(spec)
         build = build_es_requests if kind == "es" else build_requests
         variables = spec["endpoint_variables"] + spec["request_variables"] + spec["header_variables"]
-        paths = [(name, path, parse(path)) for name, path in spec["outputs"]]
     needed = sorted(set(variables))
-    paths = [(name, path, compiled, _simple_path(path)) for name, path, compiled in paths]
+    # Postgres outputs name result columns; the others are JSONPath, read without it when simple ($.a.b)
+    paths = [
+        (name, path, None, None) if kind == "pg" else (name, path, parse(path), _simple_path(path))
+        for name, path in spec["outputs"]
+    ]
     share = bool(spec["cache_ttl_seconds"])
     try:
         for batch in iterator:
@@ -386,12 +361,7 @@ def _lookup_batches(iterator: Iterator[Any], spec: dict, schema: Any, metrics: M
             requests = build(spec, columns, picked.num_rows)
             if positions is not None:
                 requests = list(requests)
-            if kind in ("pg", "grpc"):
-                answers, counts, latencies = caller.call_all(list(requests))
-                for row, answer in enumerate(answers):
-                    done(row, answer)
-            else:
-                counts, latencies = caller.call_all(requests, done)
+            counts, latencies = caller.call_all(requests, done)
             if positions is not None:
                 import pyarrow.compute as pc
 

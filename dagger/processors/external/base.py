@@ -8,9 +8,12 @@ order** (Dagger's ordered async I/O).
 
 from __future__ import annotations
 
+import asyncio
+import bisect
 import datetime as dt
 import json
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,6 +39,88 @@ LATENCY_BUCKETS_MS = (5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000)
 
 class LookupError_(DaggerError):  # noqa: N801 - "LookupError" is a builtin
     """An external lookup failed and the source has ``fail_on_errors`` (or its response lacks a mapped path)."""
+
+
+def new_counts() -> dict[str, int]:
+    """Zeroed counters for one batch of calls (every name in :data:`METRICS`)."""
+    return dict.fromkeys(METRICS, 0)
+
+
+#: per-executor response caches by source label: request -> (expiry on time.monotonic(), answer)
+_CACHES: dict[str, dict[Any, tuple[float, Any]]] = {}
+
+
+def response_cache(spec: dict[str, Any]) -> dict[Any, tuple[float, Any]] | None:
+    """The worker's response cache of a source, or None when ``cache_ttl_seconds`` is off."""
+    return _CACHES.setdefault(spec["name"], {}) if spec["cache_ttl_seconds"] else None
+
+
+class AsyncCaller:
+    """Executor side of the asyncio lookups (Postgres, gRPC): an event loop of their own, at most ``capacity``
+    calls in flight, the empty-input skip, the response cache and retries with exponential backoff.
+
+    A subclass makes one attempt (:meth:`_attempt`) and closes its client (:meth:`_aclose`).
+    """
+
+    def __init__(self, spec: dict[str, Any]):
+        self.spec = spec
+        self.loop = asyncio.new_event_loop()
+        self.cache = response_cache(spec)
+
+    async def _attempt(self, request: Any, counts: dict, latencies: list, last: bool) -> tuple[bool, Any]:
+        """One try: ``(retry?, answer)``; counts the call and its outcome, records its latency."""
+        raise NotImplementedError
+
+    async def _aclose(self) -> None:
+        """Close the client (pool, channel)."""
+
+    def close(self) -> None:
+        self.loop.run_until_complete(self._aclose())
+        self.loop.close()
+
+    def call_all(self, requests: Iterable[Any], done: Callable[[int, Any], None]) -> tuple[dict, list]:
+        """Call every request (None: skipped), hand each row's answer (or None) to ``done(row, answer)``;
+        returns the counts and latencies."""
+        counts, latencies = new_counts(), []
+        spec = self.spec
+        semaphore = asyncio.Semaphore(spec["capacity"])
+
+        async def one(row: int, request: Any) -> None:
+            if request is None:
+                counts["empty_input"] += 1
+                return
+            if self.cache is not None:
+                hit = self.cache.get(request)
+                if hit is not None and hit[0] > time.monotonic():
+                    counts["cache_hits"] += 1
+                    done(row, hit[1])
+                    return
+            attempt = 0
+            async with semaphore:
+                while True:
+                    retriable, answer = await self._attempt(request, counts, latencies, attempt >= spec["retries"])
+                    if not retriable:
+                        break
+                    attempt += 1
+                    counts["retries"] += 1
+                    await asyncio.sleep(spec["retry_backoff_ms"] / 1000 * 2 ** (attempt - 1))
+            if self.cache is not None and answer is not None:
+                self.cache[request] = (time.monotonic() + spec["cache_ttl_seconds"], answer)
+            done(row, answer)
+
+        async def everything() -> None:
+            await asyncio.gather(*(one(row, request) for row, request in enumerate(requests)))
+
+        self.loop.run_until_complete(everything())
+        return counts, latencies
+
+    def _failed(self, message: str, last: bool, retriable: bool) -> tuple[bool, Any]:
+        """Retry (a retriable failure with tries left), fail the batch (``fail_on_errors``), or pass on."""
+        if retriable and not last:
+            return True, None
+        if self.spec["fail_on_errors"]:
+            raise LookupError_(message + " (fail_on_errors is true)")
+        return False, None
 
 
 def parse_variables(text: str | None) -> list[str]:
@@ -204,7 +289,7 @@ class Metrics:
                 self.counters[key].add(n)
         buckets = [0] * (len(LATENCY_BUCKETS_MS) + 1)
         for ms in latencies_ms:
-            buckets[next((i for i, b in enumerate(LATENCY_BUCKETS_MS) if ms <= b), len(LATENCY_BUCKETS_MS))] += 1
+            buckets[bisect.bisect_left(LATENCY_BUCKETS_MS, ms)] += 1  # the first bucket whose bound is >= ms
         for accumulator, n in zip(self.latency, buckets, strict=True):
             if n:
                 accumulator.add(n)

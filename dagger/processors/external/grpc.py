@@ -11,17 +11,14 @@ status counts as ``failures_code404``.
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import time
 from typing import Any
 
-from dagger.processors.external.base import LookupError_, as_text
-
-_CACHES: dict[str, dict[Any, tuple[float, Any]]] = {}
+from dagger.processors.external.base import AsyncCaller, LookupError_, as_text
 
 
-class GrpcCaller:
+class GrpcCaller(AsyncCaller):
     """Executor side: one ``grpc.aio`` channel per task, reused by every batch of the task."""
 
     def __init__(self, spec: dict[str, Any]):
@@ -30,12 +27,11 @@ class GrpcCaller:
 
         from dagger.schema.registry import build_pool
 
-        self.spec = spec
+        super().__init__(spec)
         fds = descriptor_pb2.FileDescriptorSet.FromString(base64.b64decode(spec["descriptor_set_b64"]))
         pool = build_pool(fds)
         self.request_class = message_factory.GetMessageClass(pool.FindMessageTypeByName(spec["request_message"]))
         response_class = message_factory.GetMessageClass(pool.FindMessageTypeByName(spec["response_message"]))
-        self.loop = asyncio.new_event_loop()
 
         async def make() -> Any:
             channel = grpc.aio.insecure_channel(f"{spec['endpoint']}:{spec['service_port']}")
@@ -48,48 +44,9 @@ class GrpcCaller:
 
         self.channel, self.method = self.loop.run_until_complete(make())
         self.metadata = tuple((k.lower(), str(v)) for k, v in spec["headers"].items())
-        self.cache = _CACHES.setdefault(spec["name"], {}) if spec["cache_ttl_seconds"] else None
 
-    def close(self) -> None:
-        self.loop.run_until_complete(self.channel.close())
-        self.loop.close()
-
-    def call_all(self, requests: list[str | None]) -> tuple[list[Any], dict[str, int], list[float]]:
-        """The reply as a JSON dict (or None) per request text (None: skipped), counts and latencies."""
-        counts = {k: 0 for k in ("calls", "success", "empty_input", "cache_hits", "timeouts", "retries")}
-        counts.update({"failures_code404": 0, "failures_other": 0})
-        latencies: list[float] = []
-        semaphore = asyncio.Semaphore(self.spec["capacity"])
-
-        async def one(text: str | None) -> Any:
-            if text is None:
-                counts["empty_input"] += 1
-                return None
-            if self.cache is not None:
-                hit = self.cache.get(text)
-                if hit is not None and hit[0] > time.monotonic():
-                    counts["cache_hits"] += 1
-                    return hit[1]
-            request = self._request(text)
-            attempt = 0
-            async with semaphore:
-                while True:
-                    retriable, answer = await self._call(
-                        request, text, counts, latencies, attempt >= self.spec["retries"]
-                    )
-                    if not retriable:
-                        break
-                    attempt += 1
-                    counts["retries"] += 1
-                    await asyncio.sleep(self.spec["retry_backoff_ms"] / 1000 * 2 ** (attempt - 1))
-            if self.cache is not None and answer is not None:
-                self.cache[text] = (time.monotonic() + self.spec["cache_ttl_seconds"], answer)
-            return answer
-
-        async def everything() -> list[Any]:
-            return await asyncio.gather(*(one(r) for r in requests))
-
-        return self.loop.run_until_complete(everything()), counts, latencies
+    async def _aclose(self) -> None:
+        await self.channel.close()
 
     def _request(self, text: str) -> Any:
         from google.protobuf import json_format
@@ -101,13 +58,14 @@ class GrpcCaller:
                 f"{self.spec['name']}: request_pattern gave {text!r}, which is not a {self.spec['request_message']}: {exc}"
             ) from None
 
-    async def _call(self, request: Any, text: str, counts: dict, latencies: list, last: bool) -> tuple[bool, Any]:
+    async def _attempt(self, text: str, counts: dict, latencies: list, last: bool) -> tuple[bool, Any]:
+        """One unary call of the request ``text`` (JSON): the reply as a JSON dict."""
         import grpc
         from google.protobuf import json_format
 
+        request = self._request(text)
         counts["calls"] += 1
         started = time.monotonic()
-        where = f"{self.spec['name']} ({self.spec['method']} {text})"
         try:
             reply = await self.method(request, timeout=self.spec["stream_timeout"] / 1000, metadata=self.metadata)
         except grpc.aio.AioRpcError as exc:
@@ -120,12 +78,8 @@ class GrpcCaller:
             else:
                 counts["failures_other"] += 1
             retriable = code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
-            message = f"{where} failed with {code.name}: {exc.details()}"
-            if retriable and not last:
-                return True, None
-            if self.spec["fail_on_errors"]:
-                raise LookupError_(message + " (fail_on_errors is true)") from None
-            return False, None
+            where = f"{self.spec['name']} ({self.spec['method']} {text})"
+            return self._failed(f"{where} failed with {code.name}: {exc.details()}", last, retriable)
         latencies.append((time.monotonic() - started) * 1000)
         counts["success"] += 1
         return False, json_format.MessageToDict(

@@ -22,9 +22,8 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from dagger.processors.external.base import LookupError_, as_text
+from dagger.processors.external.base import LookupError_, as_text, new_counts, response_cache
 
-_CACHES: dict[str, dict[Any, tuple[float, Any]]] = {}
 _CALLERS: dict[str, HttpCaller] = {}
 
 try:  # orjson parses answers several times faster; json is the fallback
@@ -62,7 +61,7 @@ class HttpCaller:
         self.multi.setopt(pycurl.M_MAX_HOST_CONNECTIONS, spec["capacity"])
         self.multi.setopt(pycurl.M_MAXCONNECTS, spec["capacity"])
         self.free = [self._handle() for _ in range(spec["capacity"])]
-        self.cache = _CACHES.setdefault(spec["name"], {}) if spec["cache_ttl_seconds"] else None
+        self.cache = response_cache(spec)
         self.next_slot = 0.0
         self._headers: dict[tuple, list[str]] = {}
 
@@ -97,9 +96,7 @@ class HttpCaller:
         Without a cache ``requests`` is read lazily, a request whenever a handle is free, so that building
         requests and typing answers happen while calls are under way.
         """
-        counts = {"calls": 0, "success": 0, "empty_input": 0, "cache_hits": 0, "timeouts": 0, "retries": 0}
-        counts.update({"failures_code404": 0, "failures_code4XX": 0, "failures_code5XX": 0, "failures_other": 0})
-        latencies: list[float] = []
+        counts, latencies = new_counts(), []
         waiting: collections.deque[_Call] = collections.deque()
         if self.cache is None:
             fresh: Iterator[_Call] = self._fresh(requests, counts)

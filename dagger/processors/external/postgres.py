@@ -15,19 +15,16 @@ import asyncio
 import time
 from typing import Any
 
-from dagger.processors.external.base import LookupError_, as_text
-
-_CACHES: dict[str, dict[Any, tuple[float, Any]]] = {}
+from dagger.processors.external.base import AsyncCaller, LookupError_, as_text
 
 
-class PgCaller:
-    """Executor side: an asyncpg pool per task, reused by every batch of the task."""
+class PgCaller(AsyncCaller):
+    """Executor side: an asyncpg pool of ``capacity`` connections per task, reused by every batch of the task."""
 
     def __init__(self, spec: dict[str, Any]):
         import asyncpg
 
-        self.spec = spec
-        self.loop = asyncio.new_event_loop()
+        super().__init__(spec)
 
         async def make() -> Any:
             return await asyncpg.create_pool(
@@ -50,45 +47,12 @@ class PgCaller:
                 f"{spec['name']}: cannot connect to postgres://{spec['user']}@{spec['host']}:{spec['port']}/"
                 f"{spec['database']}: {exc}"
             ) from None
-        self.cache = _CACHES.setdefault(spec["name"], {}) if spec["cache_ttl_seconds"] else None
 
-    def close(self) -> None:
-        self.loop.run_until_complete(self.pool.close())
-        self.loop.close()
+    async def _aclose(self) -> None:
+        await self.pool.close()
 
-    def call_all(self, queries: list[str | None]) -> tuple[list[Any], dict[str, int], list[float]]:
-        """The result row (a dict) or None per query (None: skipped), counts and latencies."""
-        counts = {k: 0 for k in ("calls", "success", "empty_input", "cache_hits", "timeouts", "retries")}
-        counts.update({"failures_other": 0, "invalid_configuration": 0})
-        latencies: list[float] = []
-
-        async def one(query: str | None) -> Any:
-            if query is None:
-                counts["empty_input"] += 1
-                return None
-            if self.cache is not None:
-                hit = self.cache.get(query)
-                if hit is not None and hit[0] > time.monotonic():
-                    counts["cache_hits"] += 1
-                    return hit[1]
-            attempt = 0
-            while True:
-                retriable, answer = await self._query(query, counts, latencies, last=attempt >= self.spec["retries"])
-                if not retriable:
-                    break
-                attempt += 1
-                counts["retries"] += 1
-                await asyncio.sleep(self.spec["retry_backoff_ms"] / 1000 * 2 ** (attempt - 1))
-            if self.cache is not None and answer is not None:
-                self.cache[query] = (time.monotonic() + self.spec["cache_ttl_seconds"], answer)
-            return answer
-
-        async def everything() -> list[Any]:
-            return await asyncio.gather(*(one(q) for q in queries))
-
-        return self.loop.run_until_complete(everything()), counts, latencies
-
-    async def _query(self, query: str, counts: dict[str, int], latencies: list[float], last: bool) -> tuple[bool, Any]:
+    async def _attempt(self, query: str, counts: dict, latencies: list, last: bool) -> tuple[bool, Any]:
+        """One query: its result row as a dict ({} for no row)."""
         counts["calls"] += 1
         started = time.monotonic()
         where = f"{self.spec['name']} ({query})"
@@ -110,13 +74,6 @@ class PgCaller:
             )
         counts["success"] += 1
         return False, dict(rows[0]) if rows else {}
-
-    def _failed(self, message: str, last: bool, retriable: bool) -> tuple[bool, Any]:
-        if retriable and not last:
-            return True, None
-        if self.spec["fail_on_errors"]:
-            raise LookupError_(message + " (fail_on_errors is true)")
-        return False, None
 
 
 def build_queries(spec: dict[str, Any], columns: dict[str, list[Any]], rows: int) -> list[str | None]:
