@@ -46,6 +46,8 @@ os.environ.setdefault("DAGGER_SPARK_LOG_LEVEL", "ERROR")
 RECORDS = int(os.environ.get("BENCH_RECORDS", "2000000"))
 RUNS = int(os.environ.get("BENCH_RUNS", "3"))
 WARMUP_RUNS = int(os.environ.get("BENCH_WARMUP_RUNS", "1"))  # unmeasured runs of each of our jobs first
+# records of each warm-up run: enough for the JVM's JIT to compile the job's hot loops (20k left them cold)
+WARMUP_RECORDS = int(os.environ.get("BENCH_WARMUP_RECORDS", "300000"))
 LATENCY_RATE = float(os.environ.get("BENCH_LATENCY_RATE", "20000"))
 LATENCY_SECONDS = float(os.environ.get("BENCH_LATENCY_SECONDS", "60"))
 WARMUP_SECONDS = float(os.environ.get("BENCH_WARMUP_SECONDS", "20"))
@@ -229,7 +231,7 @@ class Bench:
         warm = self.topic("warm")  # warm-up runs of the same job over fewer records, not measured
         if WARMUP_RUNS:
             generator = RecordGenerator(self.booking(), start=START, events_per_second=EVENTS_PER_SECOND)
-            produce_generated(generator, self.bootstrap, warm, 20_000)
+            produce_generated(generator, self.bootstrap, warm, WARMUP_RECORDS)
         rates = []
         for run in range(-WARMUP_RUNS, RUNS):
             out = self.topic(name)

@@ -160,8 +160,11 @@ class StreamManager:
                 ):
                     self.descriptors.find_message(getattr(sink, key), key)
 
-    def register_streams(self) -> dict[str, Any]:
-        """Create, clean, watermark and register every stream; returns table → schema."""
+    def register_streams(self, sql: str | None = None) -> dict[str, Any]:
+        """Create, clean, watermark and register every stream; returns table → schema (all its columns).
+
+        With the query ``sql`` (as run), Kafka streams decode only the fields it can read.
+        """
         from pyspark.sql import functions as F
 
         from dagger.sources import SOURCES, SourceOptions, register_data_sources
@@ -172,6 +175,7 @@ class StreamManager:
             bounded=self.bounded,
             from_ms=self.from_ms,
             to_ms=self.to_ms,
+            fields=self._pruned_fields(sql),
         )
         delay = f"{self.config.FLINK_WATERMARK_DELAY_MS} milliseconds"
         rowtime = self.config.FLINK_ROWTIME_ATTRIBUTE_NAME
@@ -186,6 +190,11 @@ class StreamManager:
                 stream = stream.model_copy(update={"SOURCE_KAFKA_INVALID_RECORD_POLICY": "drop"})
             df = SOURCES[stream.source_name](self.spark, stream, self.config, self.descriptors, options)
             tables[stream.INPUT_SCHEMA_TABLE] = df.schema
+            if stream.INPUT_SCHEMA_TABLE in options.fields:
+                from dagger.serde.types import table_schema
+
+                descriptor = self.descriptors.find_message(stream.INPUT_SCHEMA_PROTO_CLASS)
+                tables[stream.INPUT_SCHEMA_TABLE] = table_schema(descriptor, rowtime)
             invalid = F.count(F.when(~F.col(VALIDITY_COLUMN), 1)).alias("count")
             if self.bounded:  # a batch query reports through Observation objects
                 from pyspark.sql import Observation
@@ -202,6 +211,33 @@ class StreamManager:
             df = preprocess(df, stream.INPUT_SCHEMA_TABLE, self._processor_context("pre", stream.INPUT_SCHEMA_TABLE))
             df.createOrReplaceTempView(stream.INPUT_SCHEMA_TABLE)
         return tables
+
+    def _pruned_fields(self, sql: str | None) -> dict[str, list[str]]:
+        """Table → the fields its Kafka reader decodes, for the tables that need fewer than all."""
+        from dagger.processors import table_transformers
+        from dagger.schema.projection import source_fields
+        from dagger.sql.rewrite import referenced_columns
+
+        if sql is None or not self.config.SPARK_PRUNE_INPUT_COLUMNS:
+            return {}
+        used = referenced_columns(sql)
+        pruned = {}
+        for stream in self.config.STREAMS:
+            table = stream.INPUT_SCHEMA_TABLE
+            if not stream.is_kafka or table_transformers(self.config, table):
+                continue  # pre-processors may read any column
+            descriptor = self.descriptors.find_message(stream.INPUT_SCHEMA_PROTO_CLASS)
+            fields = source_fields(descriptor, used, stream.INPUT_SCHEMA_EVENT_TIMESTAMP_FIELD_INDEX)
+            if fields is not None:
+                pruned[table] = fields
+                log.info(
+                    "stream '%s' decodes %d of %d fields: %s",
+                    table,
+                    len(fields),
+                    len(descriptor.fields),
+                    ", ".join(fields),
+                )
+        return pruned
 
     def _processor_context(self, stage: str, table: str = "NULL") -> Any:
         from dagger.processors.transformers import ProcessorContext
@@ -241,7 +277,7 @@ class StreamManager:
         self.check_descriptors()
         catalog = self.register_functions()
         rewritten = rewrite_sql(self.config.sql, catalog.macros)
-        tables = self.register_streams()
+        tables = self.register_streams(rewritten)
         try:
             df = self.spark.sql(rewritten)
         except (AnalysisException, ParseException) as exc:

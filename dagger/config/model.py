@@ -720,6 +720,12 @@ class JobConfig(SinkConfig):
     SPARK_KAFKA_READ_BATCH_SIZE: int = Field(
         50_000, gt=0, description="Records per Arrow batch produced by the Kafka reader."
     )
+    SPARK_PRUNE_INPUT_COLUMNS: bool = Field(
+        True,
+        description="Decode only the fields of a Kafka stream's message that the SQL names (Spark cannot prune "
+        "a Python source's columns by itself). Off for a table with pre-processors or a query with `*`. With "
+        "pruning, a record is validated in the fields that are read; `false` decodes and validates every field.",
+    )
     SPARK_CONF: Annotated[dict[str, str], Json] = Field(
         default_factory=dict, description='Extra Spark configuration, e.g. `{"spark.sql.shuffle.partitions": "4"}`.'
     )

@@ -66,7 +66,7 @@ def incompatibilities(previous: dict[str, Any], current: dict[str, Any], used: s
         if now is None:
             continue
         for name, old_type in columns.items():
-            if used is not None and name not in used:
+            if used is not None and name.lower() not in used:
                 continue
             if name not in now:
                 problems.append(f"table {table}: field '{name}' ({old_type}) was removed but the query uses it")

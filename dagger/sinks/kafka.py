@@ -134,7 +134,7 @@ class KafkaSink(Sink):
     def __init__(
         self,
         topic: str,
-        producer_config: dict[str, str],
+        producer_config: dict[str, str | bool],
         descriptor_set_b64: str = "",
         value_message: str | None = None,
         key_message: str | None = None,
@@ -155,10 +155,13 @@ class KafkaSink(Sink):
             "queue.buffering.max.messages": "1000000",
             "queue.buffering.max.kbytes": "1048576",
             "batch.num.messages": "10000",
+            "delivery.report.only.error": "true",  # no Python callback per delivered record
         }
         if config.SINK_KAFKA_PRODUCE_LARGE_MESSAGE_ENABLE:
             producer.update({"message.max.bytes": "20971520", "compression.type": "snappy"})
         producer.update({k: str(v) for k, v in config.SINK_KAFKA_PRODUCER_CONFIG.items()})
+        # confluent-kafka reads this one key itself, as a bool
+        producer["delivery.report.only.error"] = producer["delivery.report.only.error"].lower() == "true"
         value = key = None
         blob = ""
         if config.SINK_KAFKA_DATA_TYPE == "PROTO":

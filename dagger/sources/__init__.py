@@ -22,6 +22,7 @@ class SourceOptions:
     bounded: bool = False  # every stream has an end: the job runs as one batch query
     from_ms: int | None = None  # dagger run --from: every Kafka stream starts here
     to_ms: int | None = None  # dagger run --to: every Kafka stream stops here (exclusive)
+    fields: dict[str, list[str]] | None = None  # table -> the message fields to decode (absent: all)
 
 
 def kafka_stream(spark: Any, stream: Any, config: Any, descriptors: Any, options: SourceOptions) -> Any:
@@ -47,6 +48,7 @@ def kafka_stream(spark: Any, stream: Any, config: Any, descriptors: Any, options
         max_records_per_trigger=config.SPARK_MAX_RECORDS_PER_TRIGGER,
         read_batch_size=config.SPARK_KAFKA_READ_BATCH_SIZE,
         commit_offsets=options.commit_offsets and not options.bounded,
+        fields=(options.fields or {}).get(stream.INPUT_SCHEMA_TABLE),
     )
     start, end = start_position(stream, options.from_ms), end_position(stream, options.to_ms)
     spec.start = asdict(start)

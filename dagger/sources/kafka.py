@@ -20,6 +20,8 @@ Spark cannot load its JVM Kafka connector here, so the source is a
   false`` (counted and filtered out by the stream manager); ``dead-letter`` first writes the raw record with
   its reason and coordinates to the stream's ``SOURCE_KAFKA_DEAD_LETTER_TOPIC``, else to the job's
   dead-letter output (:mod:`dagger.dead_letter`; at-least-once).
+* **Column pruning**: only the fields the query can read (``spec.fields``, :mod:`dagger.schema.projection`)
+  are decoded and handed to Spark.
 """
 
 from __future__ import annotations
@@ -65,6 +67,7 @@ class KafkaSourceSpec:
     start: dict[str, Any] | None = None  # a Position's fields; None: the group's offsets
     end: dict[str, Any] | None = None  # a Position's fields; None: unbounded
     time_range: list[int | None] | None = None  # [from_ms, to_ms): records outside are left out
+    fields: list[str] | None = None  # the message fields to decode (dagger.schema.projection); None: all
 
     def to_option(self) -> str:
         return json.dumps(asdict(self))
@@ -374,15 +377,19 @@ _DECODERS: dict[str, Any] = {}
 
 def _decoder(spec: KafkaSourceSpec):  # noqa: ANN202
     """One decoder per (descriptor, message) per Python worker; workers are reused across tasks."""
-    cache_key = f"{spec.message_name}|{spec.rowtime_field_number}|{spec.rowtime}|{hash(spec.descriptor_set_b64)}"
+    cache_key = f"{spec.message_name}|{spec.rowtime_field_number}|{spec.rowtime}|{spec.fields}|"
+    cache_key += str(hash(spec.descriptor_set_b64))
     decoder = _DECODERS.get(cache_key)
     if decoder is None:
         from google.protobuf import descriptor_pb2
 
+        from dagger.schema.projection import prune_message
         from dagger.schema.registry import build_pool
         from dagger.serde.decode import ProtoDecoder
 
         fds = descriptor_pb2.FileDescriptorSet.FromString(base64.b64decode(spec.descriptor_set_b64))
+        if spec.fields is not None:
+            fds = prune_message(fds, spec.message_name, spec.fields)
         descriptor = build_pool(fds).FindMessageTypeByName(spec.message_name)
         decoder = ProtoDecoder(descriptor, spec.rowtime_field_number, spec.rowtime)
         _DECODERS[cache_key] = decoder
@@ -391,7 +398,7 @@ def _decoder(spec: KafkaSourceSpec):  # noqa: ANN202
 
 def read_partition(spec: KafkaSourceSpec, part: KafkaPartition) -> Iterator[Any]:
     """Read one offset range, decode it and apply the invalid-record policy."""
-    from confluent_kafka import Consumer, KafkaError, TopicPartition
+    from confluent_kafka import Consumer, TopicPartition
 
     decoder = _decoder(spec)
     conf = dict(spec.client_config)
@@ -425,24 +432,7 @@ def read_partition(spec: KafkaSourceSpec, part: KafkaPartition) -> Iterator[Any]
         while position < part.end:
             want = min(spec.read_batch_size, part.end - position)
             messages = consumer.consume(want, timeout=1.0)
-            chunk = []
-            eof = False
-            last = None
-            for m in messages:
-                err = m.error()
-                if err is not None:
-                    if err.code() == KafkaError._PARTITION_EOF:
-                        eof = True
-                        continue
-                    raise InvalidRecordError(
-                        f"stream '{spec.table}': reading {part.topic}[{part.partition}] at offset {position} failed: {err}"
-                    )
-                if m.offset() >= part.end:
-                    continue
-                last = m.offset()
-                if window is not None and not window[0] <= m.timestamp()[1] < window[1]:
-                    continue  # inside the offset range, outside the time range (timestamps out of order)
-                chunk.append(m)
+            chunk, eof, last = _in_range(spec, part, messages, position, window)
             if last is not None:
                 position = last + 1
                 last_progress = time.monotonic()
@@ -459,6 +449,37 @@ def read_partition(spec: KafkaSourceSpec, part: KafkaPartition) -> Iterator[Any]
             dead_letters.flush()
     finally:
         consumer.close()
+
+
+def _in_range(spec: KafkaSourceSpec, part: KafkaPartition, messages: list, position: int, window: Any) -> tuple:
+    """(records of ``messages`` inside the range and time window, partition EOF seen, last offset or None).
+
+    List comprehensions, not a loop of statements: this runs once per record.
+    """
+    from confluent_kafka import KafkaError
+
+    eof = False
+    errors = [m for m in messages if m.error() is not None]
+    if errors:
+        for m in errors:
+            if m.error().code() != KafkaError._PARTITION_EOF:
+                raise InvalidRecordError(
+                    f"stream '{spec.table}': reading {part.topic}[{part.partition}] at offset {position} failed: "
+                    f"{m.error()}"
+                )
+        eof = True
+        messages = [m for m in messages if m.error() is None]
+    if not messages:
+        return [], eof, None
+    if messages[-1].offset() >= part.end:  # offsets only grow within a partition
+        messages = [m for m in messages if m.offset() < part.end]
+        if not messages:
+            return [], eof, None
+    last = messages[-1].offset()
+    if window is not None:  # inside the offset range, outside the time range (timestamps out of order)
+        low, high = window
+        messages = [m for m in messages if low <= m.timestamp()[1] < high]
+    return messages, eof, last
 
 
 def _decode_chunk(spec: KafkaSourceSpec, decoder: Any, part: KafkaPartition, chunk: list, dead_letters: Any) -> Any:

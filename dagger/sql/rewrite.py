@@ -179,16 +179,13 @@ def rewrite_sql(sql: str, macros: dict | None = None) -> str:
 
 
 def referenced_columns(sql: str) -> set[str] | None:
-    """Column names the query mentions, or ``None`` when it selects ``*`` (everything is used)."""
+    """Every name the query mentions, lower-cased (columns, struct fields, aliases), or ``None`` when it may
+    read every column: it selects ``*`` / ``t.*`` / ``struct(*)`` (``COUNT(*)`` reads none) or cannot be parsed.
+    A superset of the columns the query reads, which is what pruning and compatibility checks need."""
     try:
         tree = sqlglot.parse_one(sql, read="spark")
     except ParseError:
         return None
-    if any(True for _ in tree.find_all(exp.Star)):
+    if any(not isinstance(star.parent, exp.Count) for star in tree.find_all(exp.Star)):
         return None
-    names = set()
-    for column in tree.find_all(exp.Column):
-        names.add(column.name)
-        for part in column.parts:
-            names.add(part.name)
-    return names
+    return {identifier.name.lower() for identifier in tree.find_all(exp.Identifier)}
