@@ -279,7 +279,10 @@ class Bench:
         )
         command = [sys.executable, "-m", "dagger", "run", str(job), "--checkpoint-dir", str(job.parent / "cp")]
         launched = time.time()
-        process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        log_path = job.parent / "job.log"  # a file, not a pipe: a pipe nobody reads would stall the job's logging
+        log_file = log_path.open("w")
+        process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=log_file, text=True)
+        print(f"[bench] latency: the job logs to {log_path}", flush=True)
         feeding.start()
         peak = 0
         try:
@@ -291,7 +294,7 @@ class Bench:
                         window.update(first_output=first, begin=first + WARMUP_SECONDS)
                         window["end"] = window["begin"] + LATENCY_SECONDS
                 if process.poll() is not None:
-                    raise RuntimeError(f"dagger run exited with {process.returncode}: {process.stderr.read()[-2000:]}")
+                    raise RuntimeError(f"dagger run exited with {process.returncode}: {log_path.read_text()[-2000:]}")
                 if time.time() - launched > WARMUP_SECONDS + LATENCY_SECONDS + 300:
                     raise RuntimeError("the latency run did not start in time")
                 time.sleep(0.5)
@@ -310,6 +313,7 @@ class Bench:
                 process.wait(60)
             except subprocess.TimeoutExpired:
                 process.kill()
+            log_file.close()
         print(f"[bench] latency: job stopped {time.time() - launched:.0f} s after launch", flush=True)
         latencies = _latencies(self.bootstrap, source, out, window["begin"], window["end"])
         return {

@@ -262,7 +262,7 @@ class StreamManager:
         if self._catalog is None:
             catalog = build_catalog(self.config, load_python_udfs(self.config, self.spark))
             self.udf_context = udf_context(self.spark, self.config, self.descriptors)
-            register(self.spark, catalog, self.udf_context)
+            register(self.spark, catalog, self.udf_context, sql_functions=False)  # the job's SQL inlines them
             self._catalog = catalog
         return self._catalog
 

@@ -23,6 +23,7 @@ def main(partition: int) -> None:
             "enable.partition.eof": "true",
             "fetch.max.bytes": "52428800",
             "max.partition.fetch.bytes": "10485760",
+            "queued.min.messages": "1000000",  # as the job's reader: prefetch past librdkafka's 100k default
         }
     )
     consumer.assign([TopicPartition(INPUT, partition, OFFSET_BEGINNING)])

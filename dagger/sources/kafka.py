@@ -9,7 +9,8 @@ Spark cannot load its JVM Kafka connector here, so the source is a
   partitions that appear while the job runs are read from their beginning.
 * **Admission control**: ``latestOffset(start, limit)`` honours ``ReadMaxRows`` (from
   ``SPARK_MAX_RECORDS_PER_TRIGGER``), split across partitions in proportion to their backlog, and
-  ``ReadAllAvailable``. ``--available-now`` (``SupportsTriggerAvailableNow``) pins the end offsets at start.
+  ``ReadAllAvailable``. The first micro-batch after a start takes at most ``SPARK_KAFKA_READ_BATCH_SIZE``
+  records per partition, so the first output is not held back by a backlog read in a cold JVM. ``--available-now`` (``SupportsTriggerAvailableNow``) pins the end offsets at start.
 * **Reading** (on executors): one input partition per Kafka topic-partition range; librdkafka
   ``consume(n)`` asks for at most the records left in the range and stops at the range end or at
   partition EOF, never waiting out a timeout. Values are decoded into Arrow record batches in Rust.
@@ -167,6 +168,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._pattern = re.compile(spec.topic_pattern)
         self._consumer = None
         self._available_now_end: dict[str, int] | None = None
+        self._first_batch = True
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
@@ -288,6 +290,11 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         end = {k: max(latest[k], starts[k]) for k in latest}
         if isinstance(limit, ReadMaxRows):
             end = _cap(starts, end, limit.max_rows)
+        if self._first_batch and self._available_now_end is None:
+            # the first micro-batch after a (re)start runs in a cold JVM with fresh Python workers: keep it to one
+            # read batch per partition so that output appears within seconds; the next ones take the backlog
+            self._first_batch = False
+            end = _cap(starts, end, self.spec.read_batch_size * max(1, sum(end[k] > starts[k] for k in end)))
         return end
 
     def reportLatestOffset(self) -> dict | None:
@@ -411,6 +418,9 @@ def read_partition(spec: KafkaSourceSpec, part: KafkaPartition) -> Iterator[Any]
         }
     )
     conf.setdefault("queued.max.messages.kbytes", "262144")
+    # librdkafka stops prefetching at 100k queued records by default, which halves a reader's speed on a backlog
+    # (139k -> 263k records/s for one partition here); the kbytes cap above still bounds the memory
+    conf.setdefault("queued.min.messages", "1000000")
     consumer = Consumer(conf)
     dead_letters = None
     if spec.invalid_policy == "dead-letter" and spec.dead_letter:
