@@ -8,6 +8,7 @@ PIP := $(VENV)/bin/pip
 
 $(VENV)/.installed: pyproject.toml
 	@command -v java >/dev/null 2>&1 || { echo "installing Java 17 (Spark needs a JVM)"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless; }
+	@command -v cc >/dev/null 2>&1 || { echo "installing gcc (builds the columnar Kafka reader on first use)"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends gcc libc6-dev; }
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
 	$(PIP) install -q -e ".[test]"

@@ -181,10 +181,11 @@ def test_encode_of_decoded_batch_round_trips(batch):
         assert _sorted_maps(message_to_row(back)) == _sorted_maps(message_to_row(expected))
 
 
-def test_malformed_and_null_records_are_isolated_without_losing_the_rest():
+@pytest.mark.parametrize("as_arrow", [False, True], ids=["list", "arrow"])
+def test_malformed_and_null_records_are_isolated_without_losing_the_rest(as_arrow):
     good = [Everything(f_int32=i, f_string=f"s{i}").SerializeToString() for i in range(5)]
     values = [good[0], b"\xff\xff\xff", good[1], None, good[2], b"\x08", good[3], good[4]]
-    result = DECODER.decode(values)
+    result = DECODER.decode(pa.array(values, pa.binary()) if as_arrow else values)
     assert result.invalid == [1, 3, 5]
     assert "not a valid dagger.test.Everything" in result.reasons[0]
     assert "tombstone" in result.reasons[1]
@@ -192,6 +193,15 @@ def test_malformed_and_null_records_are_isolated_without_losing_the_rest():
     assert [r[VALIDITY_COLUMN] for r in rows] == [True, False, True, False, True, False, True, True]
     assert [r["f_int32"] for r in rows if r[VALIDITY_COLUMN]] == [0, 1, 2, 3, 4]
     assert all(r["rowtime"] == dt.datetime(1970, 1, 1, tzinfo=dt.UTC) for r in rows if not r[VALIDITY_COLUMN])
+
+
+def test_an_arrow_array_with_a_malformed_record_but_no_tombstone_is_screened():
+    good = [Everything(f_int32=i).SerializeToString() for i in range(3)]
+    result = DECODER.decode(pa.array([good[0], b"\xff\xff\xff", good[1], good[2]], pa.binary()))
+    assert result.invalid == [1]
+    assert [r["f_int32"] for r in result.batch.to_pylist() if r[VALIDITY_COLUMN]] == [0, 1, 2]
+    clean = DECODER.decode(pa.array(good, pa.binary()))
+    assert clean.invalid == [] and clean.batch.column("f_int32").to_pylist() == [0, 1, 2]
 
 
 def test_table_columns_follow_daggers_layout():

@@ -1,7 +1,7 @@
 """Vectorized protobuf → Arrow decoding for input tables.
 
-:class:`ProtoDecoder` turns a list of serialized messages into one ``pyarrow.RecordBatch`` shaped exactly
-like the table's Spark schema (fields, ``__internal_validation_field__``, rowtime). ``ptars`` does the
+:class:`ProtoDecoder` turns a list or Arrow binary array of serialized messages into one ``pyarrow.RecordBatch``
+shaped exactly like the table's Spark schema (fields, ``__internal_validation_field__``, rowtime). ``ptars`` does the
 work in Rust (~1 M messages/s per core). One malformed message makes ptars reject the whole list, so a
 failing list is screened message by message with upb, the bad messages are replaced by empty ones
 (Dagger's default-instance row, validity ``false``, rowtime at the epoch) and the list is decoded again;
@@ -87,8 +87,21 @@ class ProtoDecoder:
 
     # -- the hot path ---------------------------------------------------------------------------------
 
-    def decode(self, values: list[bytes | None]) -> DecodeResult:
-        """Decode ``values`` (``None`` is a tombstone and counts as invalid) into one batch."""
+    def decode(self, values: list[bytes | None] | pa.BinaryArray) -> DecodeResult:
+        """Decode ``values`` (``None`` is a tombstone and counts as invalid) into one batch.
+
+        A ``pyarrow.BinaryArray`` without nulls goes to ptars as it is, with no Python object per message;
+        only a batch that holds a tombstone or a malformed message is turned into a list to be screened.
+        """
+        if isinstance(values, pa.Array):
+            if values.null_count == 0:
+                try:
+                    raw = self._handler.array_to_record_batch(values)
+                except ValueError:
+                    pass
+                else:
+                    return DecodeResult(self._to_table(raw, values, []))
+            values = values.to_pylist()
         invalid: list[int] = []
         reasons: list[str] = []
         payloads = values
@@ -141,7 +154,9 @@ class ProtoDecoder:
                     payloads[i] = b""
         return payloads, bad, reasons
 
-    def _to_table(self, raw: pa.RecordBatch, payloads: list[bytes], invalid: list[int]) -> pa.RecordBatch:
+    def _to_table(
+        self, raw: pa.RecordBatch, payloads: list[bytes] | pa.BinaryArray, invalid: list[int]
+    ) -> pa.RecordBatch:
         n = raw.num_rows
         columns = []
         for index, target in enumerate(self.fields_schema):
@@ -170,5 +185,7 @@ class ProtoDecoder:
         field_descriptor = self.descriptor.fields_by_name[target.name]
         parse = self._message_class.FromString
         path = (self.descriptor.full_name,)
+        if isinstance(payloads, pa.Array):
+            payloads = payloads.to_pylist()
         values = [field_value(parse(p), field_descriptor, path) for p in payloads]
         return pa.array(values, type=target.type)

@@ -10,10 +10,12 @@ Spark cannot load its JVM Kafka connector here, so the source is a
 * **Admission control**: ``latestOffset(start, limit)`` honours ``ReadMaxRows`` (from
   ``SPARK_MAX_RECORDS_PER_TRIGGER``), split across partitions in proportion to their backlog, and
   ``ReadAllAvailable``. The first micro-batch after a start takes at most ``SPARK_KAFKA_READ_BATCH_SIZE``
-  records per partition, so the first output is not held back by a backlog read in a cold JVM. ``--available-now`` (``SupportsTriggerAvailableNow``) pins the end offsets at start.
-* **Reading** (on executors): one input partition per Kafka topic-partition range; librdkafka
-  ``consume(n)`` asks for at most the records left in the range and stops at the range end or at
-  partition EOF, never waiting out a timeout. Values are decoded into Arrow record batches in Rust.
+  records per partition, so the first output is not held back by a backlog read in a cold JVM.
+  ``--available-now`` (``SupportsTriggerAvailableNow``) pins the end offsets at start.
+* **Reading** (on executors): one input partition per Kafka topic-partition range; each fetch
+  (:mod:`dagger.sources.kafka_batch`, librdkafka's batch API straight into Arrow buffers) asks for at most the
+  records left in the range and stops at the range end or at partition EOF, never waiting out a timeout.
+  Values are decoded from the Arrow binary column into Arrow record batches in Rust (ptars).
 * **Commit**: after every finished micro-batch, the processed offsets are committed to the consumer group,
   so ``kafka-consumer-groups`` and lag exporters see the job.
 * **Invalid records** follow ``SOURCE_KAFKA_INVALID_RECORD_POLICY``: ``fail`` raises an error naming topic,
@@ -405,7 +407,7 @@ def _decoder(spec: KafkaSourceSpec):  # noqa: ANN202
 
 def read_partition(spec: KafkaSourceSpec, part: KafkaPartition) -> Iterator[Any]:
     """Read one offset range, decode it and apply the invalid-record policy."""
-    from confluent_kafka import Consumer, TopicPartition
+    from dagger.sources.kafka_batch import FetchError, open_fetcher
 
     decoder = _decoder(spec)
     conf = dict(spec.client_config)
@@ -421,7 +423,10 @@ def read_partition(spec: KafkaSourceSpec, part: KafkaPartition) -> Iterator[Any]
     # librdkafka stops prefetching at 100k queued records by default, which halves a reader's speed on a backlog
     # (139k -> 263k records/s for one partition here); the kbytes cap above still bounds the memory
     conf.setdefault("queued.min.messages", "1000000")
-    consumer = Consumer(conf)
+    try:
+        fetcher = open_fetcher(conf, part.topic, part.partition, part.start)
+    except FetchError as exc:
+        raise SourceError(f"stream '{spec.table}': cannot read {part.topic}[{part.partition}]: {exc}") from exc
     dead_letters = None
     if spec.invalid_policy == "dead-letter" and spec.dead_letter:
         from pyspark import TaskContext
@@ -436,21 +441,26 @@ def read_partition(spec: KafkaSourceSpec, part: KafkaPartition) -> Iterator[Any]
         low, high = spec.time_range
         window = (low if low is not None else -(2**63), high if high is not None else 2**63)
     try:
-        consumer.assign([TopicPartition(part.topic, part.partition, part.start)])
         position = part.start
         last_progress = time.monotonic()
         while position < part.end:
             want = min(spec.read_batch_size, part.end - position)
-            messages = consumer.consume(want, timeout=1.0)
-            chunk, eof, last = _in_range(spec, part, messages, position, window)
-            if last is not None:
-                position = last + 1
+            try:
+                chunk = fetcher.fetch(want, 1.0, part.end)
+            except FetchError as exc:
+                raise InvalidRecordError(
+                    f"stream '{spec.table}': reading {part.topic}[{part.partition}] at offset {position} failed: {exc}"
+                ) from exc
+            if len(chunk):
+                position = int(chunk.offsets[-1]) + 1
                 last_progress = time.monotonic()
-            if chunk:
-                yield _decode_chunk(spec, decoder, part, chunk, dead_letters)
-            if eof and last is None:
+                if window is not None:  # inside the offset range, outside the time range (timestamps out of order)
+                    chunk = chunk.take((chunk.timestamps >= window[0]) & (chunk.timestamps < window[1]))
+                if len(chunk):
+                    yield _decode_chunk(spec, decoder, part, chunk, dead_letters)
+            elif chunk.eof:
                 break  # the range ends early (compaction, transaction markers); nothing more will come
-            if last is None and time.monotonic() - last_progress > _STALL_SECONDS:
+            elif time.monotonic() - last_progress > _STALL_SECONDS:
                 raise InvalidRecordError(
                     f"stream '{spec.table}': no records from {part.topic}[{part.partition}] for {_STALL_SECONDS:.0f}s "
                     f"while offsets {position}..{part.end - 1} were expected; is the broker reachable?"
@@ -458,58 +468,24 @@ def read_partition(spec: KafkaSourceSpec, part: KafkaPartition) -> Iterator[Any]
         if dead_letters is not None:
             dead_letters.flush()
     finally:
-        consumer.close()
+        fetcher.close()
 
 
-def _in_range(spec: KafkaSourceSpec, part: KafkaPartition, messages: list, position: int, window: Any) -> tuple:
-    """(records of ``messages`` inside the range and time window, partition EOF seen, last offset or None).
-
-    List comprehensions, not a loop of statements: this runs once per record.
-    """
-    from confluent_kafka import KafkaError
-
-    eof = False
-    errors = [m for m in messages if m.error() is not None]
-    if errors:
-        for m in errors:
-            if m.error().code() != KafkaError._PARTITION_EOF:
-                raise InvalidRecordError(
-                    f"stream '{spec.table}': reading {part.topic}[{part.partition}] at offset {position} failed: "
-                    f"{m.error()}"
-                )
-        eof = True
-        messages = [m for m in messages if m.error() is None]
-    if not messages:
-        return [], eof, None
-    if messages[-1].offset() >= part.end:  # offsets only grow within a partition
-        messages = [m for m in messages if m.offset() < part.end]
-        if not messages:
-            return [], eof, None
-    last = messages[-1].offset()
-    if window is not None:  # inside the offset range, outside the time range (timestamps out of order)
-        low, high = window
-        messages = [m for m in messages if low <= m.timestamp()[1] < high]
-    return messages, eof, last
-
-
-def _decode_chunk(spec: KafkaSourceSpec, decoder: Any, part: KafkaPartition, chunk: list, dead_letters: Any) -> Any:
-    values = [m.value() for m in chunk]
-    result = decoder.decode(values)
+def _decode_chunk(spec: KafkaSourceSpec, decoder: Any, part: KafkaPartition, chunk: Any, dead_letters: Any) -> Any:
+    result = decoder.decode(chunk.values)
     if result.invalid:
         if spec.invalid_policy == "fail":
-            first = result.invalid[0]
-            m = chunk[first]
+            offset = int(chunk.offsets[result.invalid[0]])
             raise InvalidRecordError(
-                f"stream '{spec.table}': record at topic {m.topic()} partition {m.partition()} offset {m.offset()} "
+                f"stream '{spec.table}': record at topic {part.topic} partition {part.partition} offset {offset} "
                 f"cannot be decoded: {result.reasons[0]}. Set SOURCE_KAFKA_INVALID_RECORD_POLICY to 'drop' or "
                 f"'dead-letter' to keep the job running past undecodable records."
             )
         if dead_letters is not None:
             for index, reason in zip(result.invalid, result.reasons, strict=True):
-                m = chunk[index]
-                coordinates = {"topic": m.topic(), "partition": m.partition(), "offset": m.offset()}
+                coordinates = {"topic": part.topic, "partition": part.partition, "offset": int(chunk.offsets[index])}
                 coordinates["message"] = spec.message_name
-                dead_letters.write_record(m.value(), m.key(), reason, coordinates)
+                dead_letters.write_record(chunk.values[index].as_py(), chunk.keys[index].as_py(), reason, coordinates)
     return result.batch
 
 

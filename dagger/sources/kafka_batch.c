@@ -1,0 +1,215 @@
+/*
+ * Columnar reads of one Kafka partition range with librdkafka: a batch of records becomes Arrow-layout buffers
+ * (value/key offsets and bytes, null flags, offsets, timestamps) in two calls, with no object per record.
+ *
+ * Built and loaded by dagger/sources/kafka_batch.py against the librdkafka that confluent-kafka bundles, so
+ * nothing but a C compiler is needed. librdkafka's public ABI is declared here instead of including
+ * <librdkafka/rdkafka.h> (the wheel ships no headers); these declarations are stable across librdkafka 1.x-2.x.
+ */
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <limits.h>
+#include <sys/types.h>
+
+typedef struct rd_kafka_s rd_kafka_t;
+typedef struct rd_kafka_conf_s rd_kafka_conf_t;
+typedef struct rd_kafka_queue_s rd_kafka_queue_t;
+typedef struct rd_kafka_topic_s rd_kafka_topic_t;
+typedef struct rd_kafka_topic_partition_list_s rd_kafka_topic_partition_list_t;
+
+typedef struct rd_kafka_message_s {
+    int err;
+    rd_kafka_topic_t *rkt;
+    int32_t partition;
+    void *payload;
+    size_t len;
+    void *key;
+    size_t key_len;
+    int64_t offset;
+    void *_private;
+} rd_kafka_message_t;
+
+#define RD_KAFKA_CONSUMER 1
+#define RD_KAFKA_CONF_OK 0
+#define RD_KAFKA_RESP_ERR__PARTITION_EOF (-191)
+
+rd_kafka_conf_t *rd_kafka_conf_new(void);
+int rd_kafka_conf_set(rd_kafka_conf_t *conf, const char *name, const char *value, char *errstr, size_t errstr_size);
+void rd_kafka_conf_destroy(rd_kafka_conf_t *conf);
+rd_kafka_t *rd_kafka_new(int type, rd_kafka_conf_t *conf, char *errstr, size_t errstr_size);
+int rd_kafka_poll_set_consumer(rd_kafka_t *rk);
+rd_kafka_topic_partition_list_t *rd_kafka_topic_partition_list_new(int size);
+void *rd_kafka_topic_partition_list_add(rd_kafka_topic_partition_list_t *list, const char *topic, int32_t partition);
+int rd_kafka_topic_partition_list_set_offset(rd_kafka_topic_partition_list_t *list, const char *topic,
+                                             int32_t partition, int64_t offset);
+void rd_kafka_topic_partition_list_destroy(rd_kafka_topic_partition_list_t *list);
+int rd_kafka_assign(rd_kafka_t *rk, const rd_kafka_topic_partition_list_t *partitions);
+rd_kafka_queue_t *rd_kafka_queue_get_consumer(rd_kafka_t *rk);
+void rd_kafka_queue_destroy(rd_kafka_queue_t *rkqu);
+ssize_t rd_kafka_consume_batch_queue(rd_kafka_queue_t *rkqu, int timeout_ms, rd_kafka_message_t **rkmessages,
+                                     size_t rkmessages_size);
+int64_t rd_kafka_message_timestamp(const rd_kafka_message_t *rkmessage, int *tstype);
+void rd_kafka_message_destroy(rd_kafka_message_t *rkmessage);
+const char *rd_kafka_err2str(int err);
+int rd_kafka_consumer_close(rd_kafka_t *rk);
+void rd_kafka_destroy(rd_kafka_t *rk);
+
+typedef struct {
+    rd_kafka_t *rk;
+    rd_kafka_queue_t *queue;
+    rd_kafka_message_t **messages; /* [head, head + count): held for dk_fill; [head + count, total): pending */
+    size_t capacity;
+    size_t head;
+    size_t count;
+    size_t total;
+    char error[512];
+} dk_reader;
+
+const char *dk_error(dk_reader *r) { return r->error; }
+
+/* A consumer of `topic`[`partition`] from offset `start`; NULL with `error` filled on failure. */
+dk_reader *dk_open(const char **keys, const char **values, int n, const char *topic, int32_t partition, int64_t start,
+                   char *error, size_t error_size) {
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    for (int i = 0; i < n; i++) {
+        if (rd_kafka_conf_set(conf, keys[i], values[i], error, error_size) != RD_KAFKA_CONF_OK) {
+            rd_kafka_conf_destroy(conf);
+            return NULL;
+        }
+    }
+    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, error, error_size);
+    if (rk == NULL) {
+        rd_kafka_conf_destroy(conf);
+        return NULL;
+    }
+    rd_kafka_poll_set_consumer(rk);
+    rd_kafka_topic_partition_list_t *list = rd_kafka_topic_partition_list_new(1);
+    rd_kafka_topic_partition_list_add(list, topic, partition);
+    rd_kafka_topic_partition_list_set_offset(list, topic, partition, start);
+    int err = rd_kafka_assign(rk, list);
+    rd_kafka_topic_partition_list_destroy(list);
+    if (err != 0) {
+        strncpy(error, rd_kafka_err2str(err), error_size - 1);
+        error[error_size - 1] = 0;
+        rd_kafka_destroy(rk);
+        return NULL;
+    }
+    dk_reader *r = calloc(1, sizeof(dk_reader));
+    r->rk = rk;
+    r->queue = rd_kafka_queue_get_consumer(rk);
+    return r;
+}
+
+static void drop_held(dk_reader *r) {
+    for (size_t i = r->head; i < r->head + r->count; i++) rd_kafka_message_destroy(r->messages[i]);
+    r->head += r->count;
+    r->count = 0;
+}
+
+/* Hold the longest prefix of the pending records whose values and keys each fit Arrow's 2 GiB binary limit. */
+static int64_t hold(dk_reader *r, int64_t *value_bytes, int64_t *key_bytes) {
+    int64_t values = 0, keys = 0;
+    size_t i = r->head;
+    for (; i < r->total; i++) {
+        rd_kafka_message_t *m = r->messages[i];
+        if (i > r->head && (values + (int64_t)m->len > INT32_MAX || keys + (int64_t)m->key_len > INT32_MAX)) break;
+        values += (int64_t)m->len;
+        keys += (int64_t)m->key_len;
+    }
+    r->count = i - r->head;
+    *value_bytes = values;
+    *key_bytes = keys;
+    return (int64_t)r->count;
+}
+
+/*
+ * Fetch up to `max` records with offsets below `end` (waiting at most `timeout_ms` for the first).
+ * Returns how many are held for dk_fill (0 is possible) and sets *value_bytes, *key_bytes to their total sizes
+ * and *eof to 1 when the partition end was reached; -1 on a fetch error (see dk_error).
+ */
+int64_t dk_consume(dk_reader *r, int64_t max, int timeout_ms, int64_t end, int64_t *value_bytes, int64_t *key_bytes,
+                   int32_t *eof) {
+    drop_held(r);
+    *eof = 0;
+    if (r->head < r->total) return hold(r, value_bytes, key_bytes); /* what the size limit left over last time */
+    if ((size_t)max > r->capacity) {
+        free(r->messages);
+        r->messages = malloc(sizeof(rd_kafka_message_t *) * (size_t)max);
+        r->capacity = (size_t)max;
+    }
+    r->head = r->total = 0;
+    ssize_t got = rd_kafka_consume_batch_queue(r->queue, timeout_ms, r->messages, (size_t)max);
+    if (got < 0) {
+        strncpy(r->error, "librdkafka refused the batch read", sizeof(r->error) - 1);
+        return -1;
+    }
+    size_t kept = 0;
+    int failed = 0;
+    for (ssize_t i = 0; i < got; i++) {
+        rd_kafka_message_t *m = r->messages[i];
+        if (m->err != 0) {
+            if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+                *eof = 1;
+            } else if (!failed) {
+                failed = 1;
+                if (m->payload != NULL && m->len > 0) {
+                    size_t n = m->len < sizeof(r->error) - 1 ? m->len : sizeof(r->error) - 1;
+                    memcpy(r->error, m->payload, n);
+                    r->error[n] = 0;
+                } else {
+                    strncpy(r->error, rd_kafka_err2str(m->err), sizeof(r->error) - 1);
+                }
+            }
+            rd_kafka_message_destroy(m);
+        } else if (m->offset >= end) {
+            rd_kafka_message_destroy(m);
+        } else {
+            r->messages[kept++] = m;
+        }
+    }
+    r->total = kept;
+    if (failed) {
+        r->count = kept;
+        drop_held(r);
+        return -1;
+    }
+    return hold(r, value_bytes, key_bytes);
+}
+
+/*
+ * Copy the held records into caller-owned buffers sized from dk_consume, then release them. `nulls` gets bit 1
+ * for a null value and bit 2 for a null key; offsets arrays have count + 1 entries.
+ */
+void dk_fill(dk_reader *r, int64_t *offsets, int64_t *timestamps, int32_t *value_offsets, uint8_t *value_data,
+             int32_t *key_offsets, uint8_t *key_data, uint8_t *nulls) {
+    int32_t vpos = 0, kpos = 0;
+    rd_kafka_message_t **held = r->messages + r->head;
+    for (size_t i = 0; i < r->count; i++) {
+        rd_kafka_message_t *m = held[i];
+        int tstype;
+        offsets[i] = m->offset;
+        timestamps[i] = rd_kafka_message_timestamp(m, &tstype);
+        value_offsets[i] = vpos;
+        key_offsets[i] = kpos;
+        nulls[i] = (uint8_t)((m->payload == NULL ? 1 : 0) | (m->key == NULL ? 2 : 0));
+        if (m->len) memcpy(value_data + vpos, m->payload, m->len);
+        if (m->key_len) memcpy(key_data + kpos, m->key, m->key_len);
+        vpos += (int32_t)m->len;
+        kpos += (int32_t)m->key_len;
+    }
+    value_offsets[r->count] = vpos;
+    key_offsets[r->count] = kpos;
+    drop_held(r);
+}
+
+void dk_close(dk_reader *r) {
+    r->count = r->total - r->head;
+    drop_held(r);
+    free(r->messages);
+    rd_kafka_queue_destroy(r->queue);
+    rd_kafka_consumer_close(r->rk);
+    rd_kafka_destroy(r->rk);
+    free(r);
+}

@@ -1,0 +1,153 @@
+"""The columnar partition fetchers (native C helper and confluent-kafka fallback) against the real broker."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+
+import numpy as np
+import pytest
+
+from dagger.sources import kafka_batch
+from dagger.sources.kafka_batch import ConfluentFetcher, FetchError, NativeFetcher
+
+pytestmark = pytest.mark.integration
+
+KINDS = ["native", "confluent"]
+
+
+def _records(n: int) -> list[tuple[bytes | None, bytes | None, int]]:
+    """(key, value, timestamp ms): record 3 is a tombstone, record 5 has no key, one value is empty."""
+    out = []
+    for i in range(n):
+        key = None if i == 5 else f"k{i}".encode()
+        value = None if i == 3 else (b"" if i == 7 else f"value-{i}-".encode() * (i % 4 + 1))
+        out.append((key, value, 1_700_000_000_000 + i))
+    return out
+
+
+@pytest.fixture
+def filled(broker, topic):
+    from confluent_kafka import Producer
+
+    name = topic("batch")
+    records = _records(40)
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": "5"})
+    for key, value, stamp in records:
+        producer.produce(name, key=key, value=value, timestamp=stamp)
+    assert producer.flush(30) == 0
+    return name, records
+
+
+def _config(broker) -> dict[str, str]:
+    return {
+        "bootstrap.servers": broker.bootstrap,
+        "group.id": f"g-{uuid.uuid4().hex[:8]}",
+        "enable.auto.commit": "false",
+        "enable.partition.eof": "true",
+        "fetch.wait.max.ms": "50",
+    }
+
+
+def _open(kind: str, broker, name: str, start: int):
+    if kind == "native":
+        library = kafka_batch.native_library()
+        assert library is not None, "the C helper did not build: is a C compiler (gcc) installed?"
+        return NativeFetcher(library, _config(broker), name, 0, start)
+    return ConfluentFetcher(_config(broker), name, 0, start)
+
+
+def _rows(chunk) -> list[tuple]:
+    columns = (chunk.offsets.tolist(), chunk.keys.to_pylist(), chunk.values.to_pylist(), chunk.timestamps.tolist())
+    return list(zip(*columns, strict=True))
+
+
+def _read(fetcher, end: int, max_records: int) -> tuple[list, bool]:
+    """All records below ``end`` as (offset, key, value, timestamp), and whether end-of-partition was seen."""
+    rows, eof = [], False
+    for _ in range(200):
+        chunk = fetcher.fetch(max_records, 0.5, end)
+        assert chunk.offsets.dtype == np.int64 and len(chunk.values) == len(chunk.keys) == len(chunk)
+        rows += _rows(chunk)
+        eof = eof or chunk.eof
+        if (rows and rows[-1][0] == end - 1) or chunk.eof:
+            break
+    fetcher.close()
+    return rows, eof
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_range_is_read_exactly_with_keys_tombstones_and_timestamps(broker, filled, kind):
+    name, records = filled
+    rows, _ = _read(_open(kind, broker, name, 2), 30, 7)
+    assert [r[0] for r in rows] == list(range(2, 30))
+    assert [(k, v, t) for _, k, v, t in rows] == records[2:30]
+    assert rows[1][2] is None and rows[3][1] is None and rows[5][2] == b""
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_reading_past_the_last_record_reports_end_of_partition(broker, filled, kind):
+    name, records = filled
+    rows, eof = _read(_open(kind, broker, name, 35), 1_000, 1_000)
+    assert eof
+    assert [r[0] for r in rows] == list(range(35, len(records)))
+
+
+def test_both_fetchers_give_identical_chunks(broker, filled):
+    name, _ = filled
+    native, _ = _read(_open("native", broker, name, 0), 40, 1_000)
+    portable, _ = _read(_open("confluent", broker, name, 0), 40, 1_000)
+    assert native == portable and len(native) == 40
+
+
+def test_a_chunk_keeps_only_the_masked_records(broker, filled):
+    name, records = filled
+    fetcher = _open("native", broker, name, 0)
+    chunk = fetcher.fetch(20, 5.0, 20)
+    fetcher.close()
+    assert len(chunk) > 0
+    kept = chunk.take(chunk.offsets % 2 == 1)
+    expected = [(i, *records[i]) for i in chunk.offsets.tolist() if i % 2 == 1]
+    assert _rows(kept) == expected
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_bad_client_setting_is_a_fetch_error_naming_it(broker, kind):
+    config = _config(broker) | {"fetch.wait.max.mz": "50"}
+    with pytest.raises(FetchError, match="fetch.wait.max.mz"):
+        if kind == "native":
+            NativeFetcher(kafka_batch.native_library(), config, "any", 0, 0)
+        else:
+            ConfluentFetcher(config, "any", 0, 0)
+
+
+def test_without_a_compiler_the_reader_falls_back_with_one_warning(monkeypatch, tmp_path, broker, filled, caplog):
+    monkeypatch.setattr(kafka_batch, "_LIBRARY", [])
+    monkeypatch.setenv("DAGGER_NATIVE_CACHE", str(tmp_path))
+    monkeypatch.setenv("CC", "/bin/false")
+    with caplog.at_level(logging.WARNING, logger="dagger.sources.kafka_batch"):
+        assert kafka_batch.native_library() is None
+        assert kafka_batch.native_library() is None
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1 and "/bin/false" in warnings[0] and "confluent-kafka" in warnings[0]
+    fetcher = kafka_batch.open_fetcher(_config(broker), filled[0], 0, 0)
+    assert isinstance(fetcher, ConfluentFetcher)
+    rows, _ = _read(fetcher, 4, 100)
+    assert [r[0] for r in rows] == [0, 1, 2, 3]
+
+
+def test_the_switch_turns_the_native_reader_off(monkeypatch):
+    monkeypatch.setattr(kafka_batch, "_LIBRARY", [])
+    monkeypatch.setenv("DAGGER_KAFKA_NATIVE", "0")
+    assert kafka_batch.native_library() is None
+
+
+def test_the_helper_is_compiled_once_and_cached(monkeypatch, tmp_path):
+    monkeypatch.setattr(kafka_batch, "_LIBRARY", [])
+    monkeypatch.setenv("DAGGER_NATIVE_CACHE", str(tmp_path))
+    assert kafka_batch.native_library() is not None
+    built = list(tmp_path.glob("kafka_batch-*.so"))
+    assert len(built) == 1
+    monkeypatch.setattr(kafka_batch, "_LIBRARY", [])
+    monkeypatch.setenv("CC", "/bin/false")  # a second load must not compile again
+    assert kafka_batch.native_library() is not None
