@@ -19,7 +19,6 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -240,9 +239,7 @@ def produce_generated(
     that many partitions (an existing topic keeps its own). ``progress(produced, seconds)`` is called about once
     a second.
     """
-    from confluent_kafka import Producer
-
-    from dagger.sinks.kafka import produce_all
+    from dagger.sinks.kafka_batch import ProduceError, open_producer
 
     spread = ensure_topic(bootstrap, topic, partitions)
     config = {
@@ -253,36 +250,37 @@ def produce_generated(
         "queue.buffering.max.kbytes": "1048576",
     }
     config.update(producer_config or {})
-    producer = Producer(config)
-    errors: list[str] = []
 
-    def report(err: Any, _msg: Any) -> None:
-        if err is not None and len(errors) < 5:
-            errors.append(str(err))
+    def failed(reason: object) -> RuntimeError:
+        return RuntimeError(f"producing to {topic} on {bootstrap} failed: {reason}")
 
+    try:
+        producer = open_producer(config, topic)
+    except ProduceError as exc:
+        raise failed(exc) from None
     chunk = max(1, min(batch_size, int(rate / 20) if rate else batch_size))
     began = last_report = time.monotonic()
     produced = 0
-    held: dict[int, bytes] = {}  # the last record of each partition, sent alone at the end
+    held: dict[int, pa.BinaryArray] = {}  # the last record of each partition, sent alone at the end
     try:
         while (count == 0 or produced < count) and not (stop is not None and stop()):
             n = chunk if count == 0 else min(chunk, count - produced)
-            values = generator.batch(n).to_pylist()
+            values = generator.batch(n)
             for p in range(spread):
                 mine = values[(p - produced) % spread :: spread]
-                if not mine:
+                if not len(mine):
                     continue
                 if count and produced + n >= count:  # the last chunk: hold back each partition's last record
-                    held[p] = mine.pop()
-                error = produce_all(producer, topic, [{"value": v} for v in mine], report, partition=p)
-                if error is not None:
-                    raise RuntimeError(f"producing to {topic} on {bootstrap} failed: {error}")
+                    held[p] = mine[-1:]
+                    mine = mine[:-1]
+                producer.produce(mine, partition=p)
             produced += n
+            errors, reason = producer.take_failed()
             if errors:
-                raise RuntimeError(f"producing to {topic} on {bootstrap} failed: {'; '.join(errors)}")
+                raise failed(reason)
             now = time.monotonic()
             if rate:
-                producer.poll(0)
+                producer.flush(0)
                 ahead = began + produced / rate - now
                 if ahead > 0:
                     time.sleep(ahead)
@@ -290,18 +288,26 @@ def produce_generated(
                 progress(produced, now - began)
                 last_report = now
         if not held and produced:  # stopped before a count: end each partition with a single record too
-            for j, value in enumerate(generator.batch(spread).to_pylist()):
-                held[(produced + j) % spread] = value
+            last = generator.batch(spread)
+            for j in range(spread):
+                held[(produced + j) % spread] = last[j : j + 1]
             produced += spread
+    except ProduceError as exc:
+        raise failed(exc) from None
     finally:
         remaining = producer.flush(120)
+        errors, reason = producer.take_failed()
+        producer.close()
         if held:
-            single = Producer({**config, "linger.ms": "0", "batch.num.messages": "1"})
+            single = open_producer({**config, "linger.ms": "0", "batch.num.messages": "1"}, topic)
             for p, value in held.items():
-                single.produce(topic, value=value, partition=p, on_delivery=report)
+                single.produce(value, partition=p)
                 single.flush(30)
+            more, why = single.take_failed()
+            single.close()
+            errors, reason = errors + more, reason or why
         if errors or remaining:
-            raise RuntimeError(f"producing to {topic} on {bootstrap} failed: {'; '.join(errors) or 'flush timed out'}")
+            raise failed(reason or "flush timed out")
     if progress is not None:
         progress(produced, time.monotonic() - began)
     return produced

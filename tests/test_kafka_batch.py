@@ -6,8 +6,10 @@ import logging
 import uuid
 
 import numpy as np
+import pyarrow as pa
 import pytest
 
+from dagger import arrow_kafka
 from dagger.sources import kafka_batch
 from dagger.sources.kafka_batch import ConfluentFetcher, FetchError, NativeFetcher
 
@@ -51,7 +53,7 @@ def _config(broker) -> dict[str, str]:
 
 def _open(kind: str, broker, name: str, start: int):
     if kind == "native":
-        library = kafka_batch.native_library()
+        library = arrow_kafka.native_library()
         assert library is not None, "the C helper did not build: is a C compiler (gcc) installed?"
         return NativeFetcher(library, _config(broker), name, 0, start)
     return ConfluentFetcher(_config(broker), name, 0, start)
@@ -116,18 +118,18 @@ def test_a_bad_client_setting_is_a_fetch_error_naming_it(broker, kind):
     config = _config(broker) | {"fetch.wait.max.mz": "50"}
     with pytest.raises(FetchError, match="fetch.wait.max.mz"):
         if kind == "native":
-            NativeFetcher(kafka_batch.native_library(), config, "any", 0, 0)
+            NativeFetcher(arrow_kafka.native_library(), config, "any", 0, 0)
         else:
             ConfluentFetcher(config, "any", 0, 0)
 
 
 def test_without_a_compiler_the_reader_falls_back_with_one_warning(monkeypatch, tmp_path, broker, filled, caplog):
-    monkeypatch.setattr(kafka_batch, "_LIBRARY", [])
+    monkeypatch.setattr(arrow_kafka, "_LIBRARY", [])
     monkeypatch.setenv("DAGGER_NATIVE_CACHE", str(tmp_path))
     monkeypatch.setenv("CC", "/bin/false")
-    with caplog.at_level(logging.WARNING, logger="dagger.sources.kafka_batch"):
-        assert kafka_batch.native_library() is None
-        assert kafka_batch.native_library() is None
+    with caplog.at_level(logging.WARNING, logger="dagger.arrow_kafka"):
+        assert arrow_kafka.native_library() is None
+        assert arrow_kafka.native_library() is None
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert len(warnings) == 1 and "/bin/false" in warnings[0] and "confluent-kafka" in warnings[0]
     fetcher = kafka_batch.open_fetcher(_config(broker), filled[0], 0, 0)
@@ -137,17 +139,81 @@ def test_without_a_compiler_the_reader_falls_back_with_one_warning(monkeypatch, 
 
 
 def test_the_switch_turns_the_native_reader_off(monkeypatch):
-    monkeypatch.setattr(kafka_batch, "_LIBRARY", [])
+    monkeypatch.setattr(arrow_kafka, "_LIBRARY", [])
     monkeypatch.setenv("DAGGER_KAFKA_NATIVE", "0")
-    assert kafka_batch.native_library() is None
+    assert arrow_kafka.native_library() is None
 
 
 def test_the_helper_is_compiled_once_and_cached(monkeypatch, tmp_path):
-    monkeypatch.setattr(kafka_batch, "_LIBRARY", [])
+    monkeypatch.setattr(arrow_kafka, "_LIBRARY", [])
     monkeypatch.setenv("DAGGER_NATIVE_CACHE", str(tmp_path))
-    assert kafka_batch.native_library() is not None
-    built = list(tmp_path.glob("kafka_batch-*.so"))
+    assert arrow_kafka.native_library() is not None
+    built = list(tmp_path.glob("arrow_kafka-*.so"))
     assert len(built) == 1
-    monkeypatch.setattr(kafka_batch, "_LIBRARY", [])
+    monkeypatch.setattr(arrow_kafka, "_LIBRARY", [])
     monkeypatch.setenv("CC", "/bin/false")  # a second load must not compile again
-    assert kafka_batch.native_library() is not None
+    assert arrow_kafka.native_library() is not None
+
+
+# -- producers ----------------------------------------------------------------------------------------------
+
+
+def _producer(kind: str, config: dict, name: str):
+    from dagger.sinks.kafka_batch import ConfluentProducer, NativeProducer
+
+    if kind == "native":
+        return NativeProducer(arrow_kafka.native_library(), config, name)
+    return ConfluentProducer(config, name)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_producers_write_values_and_keys_in_order_through_a_full_local_queue(broker, topic, kind):
+    name = topic("produce")
+    values = pa.array([f"v{i}".encode() * (i % 3) for i in range(3_000)], pa.binary())  # some empty values
+    keys = pa.array([None if i % 7 == 0 else f"k{i}".encode() for i in range(3_000)], pa.binary())
+    # a 100-record local queue forces the wait-and-retry path many times over
+    producer = _producer(kind, {"bootstrap.servers": broker.bootstrap, "queue.buffering.max.messages": "100"}, name)
+    producer.produce(values[:1_000], keys[:1_000], partition=0)
+    producer.produce(values[1_000:], keys[1_000:])  # sliced arrays, the default partitioner
+    assert producer.flush(30) == 0
+    assert producer.take_failed() == (0, "")
+    producer.close()
+    rows, _ = _read(_open("native", broker, name, 0), 3_000, 10_000)
+    assert [r[0] for r in rows] == list(range(3_000))
+    assert [r[2] for r in rows] == values.to_pylist()
+    assert [r[1] for r in rows] == keys.to_pylist()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_record_over_the_size_limit_is_a_produce_error(broker, topic, kind):
+    from dagger.sinks.kafka_batch import ProduceError
+
+    producer = _producer(kind, {"bootstrap.servers": broker.bootstrap, "message.max.bytes": "2000"}, topic("big"))
+    with pytest.raises(ProduceError, match="(?i)too large"):
+        producer.produce(pa.array([b"small", b"x" * 5_000], pa.binary()))
+    producer.close(0)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_undeliverable_records_are_counted_with_the_reason(kind):
+    import socket
+
+    with socket.socket() as s:  # a loopback port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    config = {"bootstrap.servers": f"127.0.0.1:{port}", "message.timeout.ms": "300"}
+    producer = _producer(kind, config, "nowhere")
+    producer.produce(pa.array([b"a", b"b", b"c"], pa.binary()))
+    assert producer.flush(10) == 0
+    failed, reason = producer.take_failed()
+    assert failed == 3 and "timed out" in reason.lower()
+    assert producer.take_failed() == (0, "")
+    producer.close(0)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_bad_producer_setting_is_a_produce_error_naming_it(broker, kind):
+    from dagger.sinks.kafka_batch import ProduceError
+
+    with pytest.raises(ProduceError, match="linger.mz"):
+        _producer(kind, {"bootstrap.servers": broker.bootstrap, "linger.mz": "5"}, "any")

@@ -38,26 +38,24 @@ def _encoder(descriptor_set_b64: str, message: str, key: str) -> Any:
 
 class _KafkaWriter(SinkWriter):
     def __init__(self, sink: KafkaSink, partition_id: int, batch_id: int):
-        from confluent_kafka import Producer
+        from dagger.sinks.kafka_batch import ProduceError, open_producer
 
         self.sink = sink
         self.rejected = RejectedRows(sink, batch_id, partition_id)
-        self.producer = Producer(sink.producer_config)
-        self.errors: list[str] = []
+        try:
+            self.producer = open_producer(sink.producer_config, sink.topic)
+        except ProduceError as exc:
+            raise SinkError(f"SINK_KAFKA_TOPIC {sink.topic}: cannot create the producer: {exc}") from None
         self.count = 0
-
-    def _on_delivery(self, err: Any, _msg: Any) -> None:
-        if err is not None and len(self.errors) < 10:
-            self.errors.append(str(err))
 
     def write(self, batch: pa.RecordBatch) -> None:
         if batch.num_rows:
             isolate(batch, self._produce, self.rejected)
 
-    def _encode(self, batch: pa.RecordBatch) -> tuple[list[bytes], list[bytes] | None]:
+    def _encode(self, batch: pa.RecordBatch) -> tuple[pa.BinaryArray, pa.BinaryArray | None]:
         sink = self.sink
         if sink.data_type == "JSON":
-            return _json_lines(batch), None
+            return pa.array(_json_lines(batch), pa.binary()), None
         try:
             values = _encoder(sink.descriptor_set_b64, sink.value_message, "SINK_KAFKA_PROTO_MESSAGE").encode(batch)
             keys = (
@@ -67,55 +65,30 @@ class _KafkaWriter(SinkWriter):
             )
         except SinkError as exc:  # a value the message cannot take: find the rows, reject only them
             raise RowsRefused("INVALID_MESSAGE_ERROR", str(exc)) from None
-        return values.to_pylist(), keys.to_pylist() if keys is not None else None
+        return values, keys
 
     def _produce(self, batch: pa.RecordBatch) -> None:
-        sink = self.sink
+        from dagger.sinks.kafka_batch import ProduceError
+
         values, keys = self._encode(batch)
-        messages = (
-            [{"value": v} for v in values]
-            if keys is None
-            else [{"value": v, "key": k} for v, k in zip(values, keys, strict=True)]
-        )
-        error = produce_all(self.producer, sink.topic, messages, self._on_delivery)
-        if error is not None:
-            raise SinkError(f"SINK_KAFKA_TOPIC {sink.topic}: cannot produce: {error}")
-        self.count += len(messages)
+        try:
+            self.producer.produce(values, keys)
+        except ProduceError as exc:
+            raise SinkError(f"SINK_KAFKA_TOPIC {self.sink.topic}: cannot produce: {exc}") from None
+        self.count += len(values)
 
     def flush(self) -> int:
         remaining = self.producer.flush(120)
-        if self.errors or remaining:
+        failed, reason = self.producer.take_failed()
+        self.producer.close()
+        if failed or remaining:
             raise SinkError(
-                f"SINK_KAFKA_TOPIC {self.sink.topic}: {len(self.errors) or remaining} record(s) were not delivered "
-                f"to {self.sink.producer_config.get('bootstrap.servers')}: {'; '.join(self.errors[:3]) or 'flush timed out'}"
+                f"SINK_KAFKA_TOPIC {self.sink.topic}: {failed or remaining} record(s) were not delivered "
+                f"to {self.sink.producer_config.get('bootstrap.servers')}: {reason or 'flush timed out'}"
             )
         self.sink.count("written", self.count)
         self.rejected.flush()
         return self.count
-
-
-def produce_all(producer: Any, topic: str, messages: list[dict], on_delivery: Any, partition: int | None = None) -> Any:
-    """``produce_batch`` every message, retrying those a full local queue refused after serving delivery
-    reports; returns the first other error (the batch stops there), or None.
-
-    ``produce_batch`` enqueues the whole list in one call and marks each message it could not queue with an
-    ``_error`` entry.
-    """
-    from confluent_kafka import KafkaError
-
-    extra = {} if partition is None else {"partition": partition}
-    pending = messages
-    while pending:
-        producer.produce_batch(topic, pending, on_delivery=on_delivery, **extra)
-        refused = [m for m in pending if "_error" in m]
-        other = [m for m in refused if m["_error"].code() != KafkaError._QUEUE_FULL]
-        if other:
-            return other[0]["_error"]
-        for m in refused:
-            del m["_error"]
-        pending = refused
-        producer.poll(0.05 if refused else 0)
-    return None
 
 
 def _json_lines(batch: pa.RecordBatch) -> list[bytes]:

@@ -1,37 +1,22 @@
 """Columnar reads of one Kafka partition range: each fetch is a :class:`Chunk` of Arrow arrays, not messages.
 
-confluent-kafka hands Python one ``Message`` object per record (~1.3 µs each on this hardware, half of a
-reader's time). :class:`NativeFetcher` instead calls librdkafka's ``rd_kafka_consume_batch_queue`` from a
-small C helper (``kafka_batch.c``) that copies a batch of records straight into Arrow buffers: values and keys
-as binary arrays, offsets and timestamps as int64 columns, in two calls per batch.
-
-The helper is compiled on first use with the system C compiler against the librdkafka that confluent-kafka
-bundles, and cached (``DAGGER_NATIVE_CACHE``, default ``~/.cache/dagger-on-spark``). Where no compiler is
-found, or with ``DAGGER_KAFKA_NATIVE=0``, :class:`ConfluentFetcher` produces the same chunks from
-confluent-kafka's ``consume()``: same results, slower. kafkarrow (a Rust Arrow consumer on PyPI) was
-considered; it cannot start at a given offset or stop at one, which exactly-once ranges need.
+:class:`NativeFetcher` reads through the C helper of :mod:`dagger.arrow_kafka` (librdkafka's
+``rd_kafka_consume_batch_queue`` copied straight into Arrow buffers: values and keys as binary arrays, offsets
+and timestamps as int64 columns, in two calls per batch). Where the helper is unavailable,
+:class:`ConfluentFetcher` produces the same chunks from confluent-kafka's ``consume()``, one ``Message`` object
+per record: same results, slower.
 """
 
 from __future__ import annotations
 
 import ctypes
-import glob
-import hashlib
-import logging
-import os
-import shutil
-import subprocess
-import tempfile
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
 import pyarrow as pa
 
-log = logging.getLogger(__name__)
-
-SOURCE = Path(__file__).with_name("kafka_batch.c")
+from dagger.arrow_kafka import config_arrays, native_library
 
 
 class FetchError(RuntimeError):
@@ -85,23 +70,12 @@ def open_fetcher(config: dict[str, str], topic: str, partition: int, start: int)
 
 
 class NativeFetcher:
-    """A librdkafka consumer driven by ``kafka_batch.c``; see the module docstring."""
+    """A librdkafka consumer driven by the C helper of :mod:`dagger.arrow_kafka`."""
 
     def __init__(self, library: Any, config: dict[str, str], topic: str, partition: int, start: int):
         self._lib = library
-        keys = [k.encode() for k in config]
-        values = [str(v).encode() for v in config.values()]
         error = ctypes.create_string_buffer(512)
-        self._handle = library.dk_open(
-            (ctypes.c_char_p * len(keys))(*keys),
-            (ctypes.c_char_p * len(values))(*values),
-            len(keys),
-            topic.encode(),
-            partition,
-            start,
-            error,
-            len(error),
-        )
+        self._handle = library.dk_open(*config_arrays(config), topic.encode(), partition, start, error, len(error))
         if not self._handle:
             raise FetchError(error.value.decode(errors="replace"))
         self._value_bytes = ctypes.c_int64()
@@ -147,9 +121,12 @@ class NativeFetcher:
         )
 
     def close(self) -> None:
-        if self._handle:
+        if getattr(self, "_handle", None):
             self._lib.dk_close(self._handle)
             self._handle = None
+
+    def __del__(self) -> None:
+        self.close()
 
 
 def _binary(n: int, offsets: np.ndarray, data: pa.Buffer, nulls: np.ndarray, bit: int) -> pa.BinaryArray:
@@ -160,82 +137,6 @@ def _binary(n: int, offsets: np.ndarray, data: pa.Buffer, nulls: np.ndarray, bit
     if null_count:
         validity = pa.py_buffer(np.packbits(~is_null, bitorder="little"))
     return pa.BinaryArray.from_buffers(pa.binary(), n, [validity, pa.py_buffer(offsets), data], null_count)
-
-
-_LIBRARY: list[Any] = []  # [library or None] once resolved in this process
-
-
-def native_library() -> Any | None:
-    """The loaded helper, compiling it if needed; ``None`` (with one warning) when it cannot be had."""
-    if not _LIBRARY:
-        try:
-            _LIBRARY.append(_load() if os.environ.get("DAGGER_KAFKA_NATIVE", "1") != "0" else None)
-        except (OSError, RuntimeError, subprocess.SubprocessError) as exc:
-            log.warning("the columnar Kafka reader is unavailable (%s); reading through confluent-kafka instead", exc)
-            _LIBRARY.append(None)
-    return _LIBRARY[0]
-
-
-def _librdkafka() -> str:
-    import confluent_kafka
-
-    package = Path(confluent_kafka.__file__).resolve().parent
-    found = sorted(glob.glob(str(package.parent / "confluent_kafka.libs" / "librdkafka*.so*")))
-    if found:
-        return found[0]
-    import ctypes.util
-
-    system = ctypes.util.find_library("rdkafka")
-    if system is None:
-        raise RuntimeError("no librdkafka found next to confluent_kafka or on the system")
-    return system
-
-
-def _load() -> Any:
-    rdkafka = _librdkafka()
-    ctypes.CDLL(rdkafka, mode=ctypes.RTLD_GLOBAL)  # the helper's librdkafka symbols resolve to this copy
-    source = SOURCE.read_bytes()
-    digest = hashlib.sha256(source + rdkafka.encode()).hexdigest()[:16]
-    cache = Path(os.environ.get("DAGGER_NATIVE_CACHE", Path.home() / ".cache" / "dagger-on-spark"))
-    target = cache / f"kafka_batch-{digest}.so"
-    if not target.exists():
-        _compile(target)
-    library = ctypes.CDLL(str(target))
-    pointer, i64, i32 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int32
-    library.dk_open.restype = pointer
-    library.dk_open.argtypes = [
-        ctypes.POINTER(ctypes.c_char_p),
-        ctypes.POINTER(ctypes.c_char_p),
-        ctypes.c_int,
-        ctypes.c_char_p,
-        i32,
-        i64,
-        ctypes.c_char_p,
-        ctypes.c_size_t,
-    ]
-    library.dk_consume.restype = i64
-    library.dk_consume.argtypes = [pointer, i64, ctypes.c_int, i64, pointer, pointer, pointer]
-    library.dk_fill.restype = None
-    library.dk_fill.argtypes = [pointer] * 8
-    library.dk_error.restype = ctypes.c_char_p
-    library.dk_error.argtypes = [pointer]
-    library.dk_close.restype = None
-    library.dk_close.argtypes = [pointer]
-    return library
-
-
-def _compile(target: Path) -> None:
-    compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
-    if compiler is None:
-        raise RuntimeError("no C compiler (cc) to build the columnar Kafka reader; install gcc")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=target.parent) as scratch:
-        built = Path(scratch) / target.name
-        command = [compiler, "-O2", "-shared", "-fPIC", "-o", str(built), str(SOURCE)]
-        result = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
-        if result.returncode != 0:
-            raise RuntimeError(f"{' '.join(command)} failed: {result.stderr.strip()[:500]}")
-        os.replace(built, target)  # atomic: concurrent workers never load a half-written file
 
 
 # -- the portable fetcher -----------------------------------------------------------------------------------

@@ -1,8 +1,11 @@
 /*
- * Columnar reads of one Kafka partition range with librdkafka: a batch of records becomes Arrow-layout buffers
- * (value/key offsets and bytes, null flags, offsets, timestamps) in two calls, with no object per record.
+ * Kafka records to and from Arrow-layout buffers with librdkafka's batch APIs, with no object per record.
  *
- * Built and loaded by dagger/sources/kafka_batch.py against the librdkafka that confluent-kafka bundles, so
+ * Reading (dk_open/dk_consume/dk_fill): a batch of one partition's records becomes value/key offsets and bytes,
+ * null flags, offsets and timestamps in two calls. Producing (dk_producer_*): a binary array of values (and
+ * optionally keys) is enqueued with one rd_kafka_produce_batch call per batch.
+ *
+ * Built and loaded by dagger/arrow_kafka.py against the librdkafka that confluent-kafka bundles, so
  * nothing but a C compiler is needed. librdkafka's public ABI is declared here instead of including
  * <librdkafka/rdkafka.h> (the wheel ships no headers); these declarations are stable across librdkafka 1.x-2.x.
  */
@@ -31,9 +34,12 @@ typedef struct rd_kafka_message_s {
     void *_private;
 } rd_kafka_message_t;
 
+#define RD_KAFKA_PRODUCER 0
 #define RD_KAFKA_CONSUMER 1
 #define RD_KAFKA_CONF_OK 0
 #define RD_KAFKA_RESP_ERR__PARTITION_EOF (-191)
+#define RD_KAFKA_RESP_ERR__QUEUE_FULL (-184)
+#define RD_KAFKA_MSG_F_COPY 0x2
 
 rd_kafka_conf_t *rd_kafka_conf_new(void);
 int rd_kafka_conf_set(rd_kafka_conf_t *conf, const char *name, const char *value, char *errstr, size_t errstr_size);
@@ -55,6 +61,33 @@ void rd_kafka_message_destroy(rd_kafka_message_t *rkmessage);
 const char *rd_kafka_err2str(int err);
 int rd_kafka_consumer_close(rd_kafka_t *rk);
 void rd_kafka_destroy(rd_kafka_t *rk);
+void rd_kafka_conf_set_dr_msg_cb(rd_kafka_conf_t *conf,
+                                 void (*dr_msg_cb)(rd_kafka_t *rk, const rd_kafka_message_t *rkmessage, void *opaque));
+void rd_kafka_conf_set_opaque(rd_kafka_conf_t *conf, void *opaque);
+rd_kafka_topic_t *rd_kafka_topic_new(rd_kafka_t *rk, const char *topic, void *conf);
+void rd_kafka_topic_destroy(rd_kafka_topic_t *rkt);
+int rd_kafka_produce_batch(rd_kafka_topic_t *rkt, int32_t partition, int msgflags, rd_kafka_message_t *rkmessages,
+                           int message_cnt);
+int rd_kafka_poll(rd_kafka_t *rk, int timeout_ms);
+int rd_kafka_flush(rd_kafka_t *rk, int timeout_ms);
+int rd_kafka_outq_len(rd_kafka_t *rk);
+
+static rd_kafka_t *new_client(int type, const char **keys, const char **values, int n, void *opaque,
+                              void (*dr_msg_cb)(rd_kafka_t *, const rd_kafka_message_t *, void *), char *error,
+                              size_t error_size) {
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    for (int i = 0; i < n; i++) {
+        if (rd_kafka_conf_set(conf, keys[i], values[i], error, error_size) != RD_KAFKA_CONF_OK) {
+            rd_kafka_conf_destroy(conf);
+            return NULL;
+        }
+    }
+    if (opaque != NULL) rd_kafka_conf_set_opaque(conf, opaque);
+    if (dr_msg_cb != NULL) rd_kafka_conf_set_dr_msg_cb(conf, dr_msg_cb);
+    rd_kafka_t *rk = rd_kafka_new(type, conf, error, error_size);
+    if (rk == NULL) rd_kafka_conf_destroy(conf);
+    return rk;
+}
 
 typedef struct {
     rd_kafka_t *rk;
@@ -72,18 +105,8 @@ const char *dk_error(dk_reader *r) { return r->error; }
 /* A consumer of `topic`[`partition`] from offset `start`; NULL with `error` filled on failure. */
 dk_reader *dk_open(const char **keys, const char **values, int n, const char *topic, int32_t partition, int64_t start,
                    char *error, size_t error_size) {
-    rd_kafka_conf_t *conf = rd_kafka_conf_new();
-    for (int i = 0; i < n; i++) {
-        if (rd_kafka_conf_set(conf, keys[i], values[i], error, error_size) != RD_KAFKA_CONF_OK) {
-            rd_kafka_conf_destroy(conf);
-            return NULL;
-        }
-    }
-    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, error, error_size);
-    if (rk == NULL) {
-        rd_kafka_conf_destroy(conf);
-        return NULL;
-    }
+    rd_kafka_t *rk = new_client(RD_KAFKA_CONSUMER, keys, values, n, NULL, NULL, error, error_size);
+    if (rk == NULL) return NULL;
     rd_kafka_poll_set_consumer(rk);
     rd_kafka_topic_partition_list_t *list = rd_kafka_topic_partition_list_new(1);
     rd_kafka_topic_partition_list_add(list, topic, partition);
@@ -212,4 +235,116 @@ void dk_close(dk_reader *r) {
     rd_kafka_consumer_close(r->rk);
     rd_kafka_destroy(r->rk);
     free(r);
+}
+
+/* -- producing ------------------------------------------------------------------------------------------------ */
+
+typedef struct {
+    rd_kafka_t *rk;
+    rd_kafka_topic_t *rkt;
+    rd_kafka_message_t *messages;
+    size_t capacity;
+    int64_t failed; /* delivery reports with an error, since the last dk_producer_take_failed */
+    char error[512]; /* the first of them, or why a produce call failed */
+} dk_producer;
+
+const char *dk_producer_error(dk_producer *p) { return p->error; }
+
+static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) {
+    (void)rk;
+    dk_producer *p = opaque;
+    if (m->err == 0) return;
+    if (p->failed++ == 0) {
+        strncpy(p->error, rd_kafka_err2str(m->err), sizeof(p->error) - 1);
+        p->error[sizeof(p->error) - 1] = 0;
+    }
+}
+
+/* A producer to `topic`; NULL with `error` filled on failure. */
+dk_producer *dk_producer_open(const char **keys, const char **values, int n, const char *topic, char *error,
+                              size_t error_size) {
+    dk_producer *p = calloc(1, sizeof(dk_producer));
+    p->rk = new_client(RD_KAFKA_PRODUCER, keys, values, n, p, on_delivery, error, error_size);
+    if (p->rk == NULL) {
+        free(p);
+        return NULL;
+    }
+    p->rkt = rd_kafka_topic_new(p->rk, topic, NULL);
+    return p;
+}
+
+/*
+ * Enqueue `n` records: values[i] = value_data[value_offsets[i] .. value_offsets[i + 1]), keys likewise (no keys
+ * when key_offsets is NULL; `nulls` bit 1: null value, bit 2: null key, may be NULL). `partition` -1 uses the
+ * configured partitioner. A full local queue is waited out (serving delivery reports); returns 0, or -1 with
+ * dk_producer_error set when librdkafka refuses a record for another reason (the records before it are queued).
+ */
+int dk_produce(dk_producer *p, int32_t partition, int64_t n, const int32_t *value_offsets, const uint8_t *value_data,
+               const int32_t *key_offsets, const uint8_t *key_data, const uint8_t *nulls) {
+    if ((size_t)n > p->capacity) {
+        free(p->messages);
+        p->messages = malloc(sizeof(rd_kafka_message_t) * (size_t)n);
+        p->capacity = (size_t)n;
+    }
+    rd_kafka_message_t *ms = p->messages;
+    for (int64_t i = 0; i < n; i++) {
+        uint8_t null = nulls != NULL ? nulls[i] : 0;
+        memset(&ms[i], 0, sizeof(rd_kafka_message_t));
+        if (!(null & 1)) {
+            ms[i].payload = (void *)(value_data + value_offsets[i]);
+            ms[i].len = (size_t)(value_offsets[i + 1] - value_offsets[i]);
+        }
+        if (key_offsets != NULL && !(null & 2)) {
+            ms[i].key = (void *)(key_data + key_offsets[i]);
+            ms[i].key_len = (size_t)(key_offsets[i + 1] - key_offsets[i]);
+        }
+    }
+    int64_t pending = n;
+    while (pending > 0) {
+        int chunk = pending > INT_MAX ? INT_MAX : (int)pending;
+        int queued = rd_kafka_produce_batch(p->rkt, partition, RD_KAFKA_MSG_F_COPY, ms, chunk);
+        if (queued == chunk) {
+            ms += chunk;
+            pending -= chunk;
+            rd_kafka_poll(p->rk, 0);
+            continue;
+        }
+        int64_t retry = 0;
+        for (int i = 0; i < chunk; i++) {
+            if (ms[i].err == 0) continue;
+            if (ms[i].err != RD_KAFKA_RESP_ERR__QUEUE_FULL) {
+                strncpy(p->error, rd_kafka_err2str(ms[i].err), sizeof(p->error) - 1);
+                p->error[sizeof(p->error) - 1] = 0;
+                return -1;
+            }
+            ms[i].err = 0;
+            ms[retry++] = ms[i]; /* the refused records keep their order at the front */
+        }
+        pending = retry + (pending - chunk);
+        if (pending > retry) memmove(ms + retry, ms + chunk, sizeof(rd_kafka_message_t) * (size_t)(pending - retry));
+        rd_kafka_poll(p->rk, 50); /* let deliveries drain the local queue */
+    }
+    return 0;
+}
+
+/* Wait up to `timeout_ms` for every queued record's delivery; returns how many are still undelivered. */
+int dk_producer_flush(dk_producer *p, int timeout_ms) {
+    rd_kafka_flush(p->rk, timeout_ms);
+    return rd_kafka_outq_len(p->rk);
+}
+
+/* Failed deliveries reported so far (the first one's reason is dk_producer_error); resets the count. */
+int64_t dk_producer_take_failed(dk_producer *p) {
+    int64_t failed = p->failed;
+    p->failed = 0;
+    return failed;
+}
+
+/* Wait up to `timeout_ms` for outstanding deliveries, then free the producer. */
+void dk_producer_close(dk_producer *p, int timeout_ms) {
+    if (timeout_ms > 0) rd_kafka_flush(p->rk, timeout_ms);
+    free(p->messages);
+    rd_kafka_topic_destroy(p->rkt);
+    rd_kafka_destroy(p->rk);
+    free(p);
 }
