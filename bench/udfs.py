@@ -78,8 +78,9 @@ FROM range({ROWS})
 def _session():
     from pyspark.sql import SparkSession
 
-    from dagger.spark import DEFAULT_CONF
+    from dagger.spark import DEFAULT_CONF, use_worker_python
 
+    use_worker_python()
     builder = SparkSession.builder.master("local[2]").appName("bench-udfs")
     for k, v in {**DEFAULT_CONF, "spark.ui.enabled": "false"}.items():
         builder = builder.config(k, v)

@@ -86,8 +86,9 @@ def spark():
     from pyspark.sql import SparkSession
 
     from dagger.sources import register_data_sources
-    from dagger.spark import DEFAULT_CONF
+    from dagger.spark import DEFAULT_CONF, use_worker_python
 
+    use_worker_python()
     builder = SparkSession.builder.master("local[2]").appName("dagger-tests")
     conf = dict(DEFAULT_CONF)
     conf.update({"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2"})
