@@ -42,9 +42,12 @@ def get_session(config: Any, extra: dict[str, str] | None = None) -> Any:
     if not given.contains("spark.master"):
         builder = builder.master(config.SPARK_MASTER)
     master = given.get("spark.master", config.SPARK_MASTER)
-    if not submitted and master.startswith("local") and not given.contains("spark.pyspark.python"):
-        use_worker_python()
     conf = dict(DEFAULT_CONF)
+    if not submitted and master.startswith("local"):
+        if not given.contains("spark.pyspark.python"):
+            use_worker_python()
+        # one shuffle (and state store) partition per core: each costs a task and a state delta file per batch
+        conf["spark.sql.shuffle.partitions"] = str(local_cores(master))
     conf.update(extra or {})
     conf.update(config.SPARK_CONF)
     for key, value in conf.items():
@@ -104,6 +107,16 @@ def worker_python() -> str | None:
         except OSError:
             return None
     return str(target)
+
+
+def local_cores(master: str) -> int:
+    """Task slots of a ``local``, ``local[N]``, ``local[*]`` or ``local[N, retries]`` master."""
+    if not master.startswith("local["):
+        return 1
+    threads = master[len("local[") : -1].split(",")[0].strip()
+    if threads == "*":
+        return os.cpu_count() or 1
+    return max(1, int(threads)) if threads.isdigit() else 1
 
 
 def use_worker_python() -> None:

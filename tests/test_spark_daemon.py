@@ -56,3 +56,11 @@ def test_the_worker_python_drops_only_the_redundant_zips(tmp_path, monkeypatch):
     out = subprocess.run([wrapper, "-c", probe], env=env, capture_output=True, text=True, check=True).stdout.split()
     assert ".zip" not in out[0] and out[1] == "7" and out[2] == sys.executable
     assert worker_python() == wrapper  # written once, reused
+
+
+def test_local_masters_get_one_shuffle_partition_per_core():
+    import os
+
+    from dagger.spark import local_cores
+
+    assert [local_cores(m) for m in ("local", "local[3]", "local[4, 2]", "local[*]")] == [1, 3, 4, os.cpu_count()]

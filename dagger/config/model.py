@@ -715,7 +715,11 @@ class JobConfig(SinkConfig):
         0, ge=0, description="Micro-batch trigger interval; 0 starts the next batch as soon as one ends."
     )
     SPARK_MAX_RECORDS_PER_TRIGGER: int | None = Field(
-        1_000_000, gt=0, description="Admission control: at most this many Kafka records per micro-batch, per stream."
+        5_000_000,
+        gt=0,
+        description="Admission control: at most this many Kafka records per micro-batch, per stream. Large "
+        "micro-batches drain a backlog fastest (each one costs ~0.3 s of planning, commits and task start); "
+        "smaller ones bound the work a restart repeats.",
     )
     SPARK_KAFKA_READ_BATCH_SIZE: int = Field(
         50_000, gt=0, description="Records per Arrow batch produced by the Kafka reader."
