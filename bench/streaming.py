@@ -46,8 +46,8 @@ os.environ.setdefault("DAGGER_SPARK_LOG_LEVEL", "ERROR")
 RECORDS = int(os.environ.get("BENCH_RECORDS", "2000000"))
 RUNS = int(os.environ.get("BENCH_RUNS", "3"))
 WARMUP_RUNS = int(os.environ.get("BENCH_WARMUP_RUNS", "1"))  # unmeasured runs of each of our jobs first
-# records of each warm-up run: enough for the JVM's JIT to compile the job's hot loops (20k left them cold)
-WARMUP_RECORDS = int(os.environ.get("BENCH_WARMUP_RECORDS", "300000"))
+# records of each warm-up run; 0: the measured input itself (a 300k warm-up left the first measured 2M run slow)
+WARMUP_RECORDS = int(os.environ.get("BENCH_WARMUP_RECORDS", "0"))
 LATENCY_RATE = float(os.environ.get("BENCH_LATENCY_RATE", "20000"))
 LATENCY_SECONDS = float(os.environ.get("BENCH_LATENCY_SECONDS", "60"))
 WARMUP_SECONDS = float(os.environ.get("BENCH_WARMUP_SECONDS", "20"))
@@ -228,8 +228,9 @@ class Bench:
         from dagger.stream_manager import StreamManager
 
         spark = self.session()
-        warm = self.topic("warm")  # warm-up runs of the same job over fewer records, not measured
-        if WARMUP_RUNS:
+        warm = self.input  # warm-up runs of the same job, not measured: by default over the same input
+        if WARMUP_RUNS and WARMUP_RECORDS:
+            warm = self.topic("warm")
             generator = RecordGenerator(self.booking(), start=START, events_per_second=EVENTS_PER_SECOND)
             produce_generated(generator, self.bootstrap, warm, WARMUP_RECORDS)
         rates = []
