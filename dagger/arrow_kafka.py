@@ -45,6 +45,16 @@ def native_library() -> Any | None:
     return _LIBRARY[0]
 
 
+def cache_dir() -> Path:
+    """Where built helpers live: ``DAGGER_NATIVE_CACHE``, default ``~/.cache/dagger-on-spark``."""
+    return Path(os.environ.get("DAGGER_NATIVE_CACHE", Path.home() / ".cache" / "dagger-on-spark"))
+
+
+def kafka_exception_text(exc: Exception) -> str:
+    """librdkafka's own message for a confluent-kafka ``KafkaException`` (its first argument is a KafkaError)."""
+    return str(exc.args[0] if exc.args else exc)
+
+
 def config_arrays(config: dict[str, Any]) -> tuple[Any, Any, int]:
     """librdkafka settings as the two ``char *`` arrays and the count the helper's ``*_open`` calls take."""
     keys = [str(k).encode() for k in config]
@@ -71,8 +81,7 @@ def _load() -> Any:
     rdkafka = _librdkafka()
     ctypes.CDLL(rdkafka, mode=ctypes.RTLD_GLOBAL)  # the helper's librdkafka symbols resolve to this copy
     digest = hashlib.sha256(SOURCE.read_bytes() + rdkafka.encode()).hexdigest()[:16]
-    cache = Path(os.environ.get("DAGGER_NATIVE_CACHE", Path.home() / ".cache" / "dagger-on-spark"))
-    target = cache / f"arrow_kafka-{digest}.so"
+    target = cache_dir() / f"arrow_kafka-{digest}.so"
     if not target.exists():
         _compile(target)
     library = ctypes.CDLL(str(target))

@@ -94,8 +94,10 @@ def worker_python() -> str | None:
     zips = sorted(str(z) for z in [lib / "pyspark.zip", *lib.glob("py4j-*-src.zip")] if z.exists())
     if not zips or ".zip" in py4j.__file__:
         return None
+    from dagger.arrow_kafka import cache_dir
+
     script = _WRAPPER.format(python=shlex.quote(sys.executable), drop="|".join(shlex.quote(z) for z in zips))
-    cache = Path(os.environ.get("DAGGER_NATIVE_CACHE", Path.home() / ".cache" / "dagger-on-spark"))
+    cache = cache_dir()
     target = cache / f"worker-python-{hashlib.sha256(script.encode()).hexdigest()[:16]}"
     if not target.exists():
         try:

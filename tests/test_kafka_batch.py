@@ -217,3 +217,12 @@ def test_a_bad_producer_setting_is_a_produce_error_naming_it(broker, kind):
 
     with pytest.raises(ProduceError, match="linger.mz"):
         _producer(kind, {"bootstrap.servers": broker.bootstrap, "linger.mz": "5"}, "any")
+
+
+def test_the_kafka_sink_names_the_config_key_a_bad_producer_setting_came_from(broker):
+    from dagger.errors import SinkError
+    from dagger.sinks.kafka import KafkaSink
+
+    sink = KafkaSink("out", {"bootstrap.servers": broker.bootstrap, "linger.mz": "5"}, data_type="JSON")
+    with pytest.raises(SinkError, match=r"linger\.mz.*SINK_KAFKA_PRODUCER_CONFIG"):
+        sink.writer(0, 0)

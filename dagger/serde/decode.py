@@ -159,6 +159,8 @@ class ProtoDecoder:
     ) -> pa.RecordBatch:
         n = raw.num_rows
         columns = []
+        if self._json_field_names and isinstance(payloads, pa.Array):
+            payloads = payloads.to_pylist()  # the Struct/Value fields are converted message by message
         for index, target in enumerate(self.fields_schema):
             if target.name in self._json_field_names:
                 columns.append(self._slow_column(target, payloads))
@@ -185,7 +187,5 @@ class ProtoDecoder:
         field_descriptor = self.descriptor.fields_by_name[target.name]
         parse = self._message_class.FromString
         path = (self.descriptor.full_name,)
-        if isinstance(payloads, pa.Array):
-            payloads = payloads.to_pylist()
         values = [field_value(parse(p), field_descriptor, path) for p in payloads]
         return pa.array(values, type=target.type)

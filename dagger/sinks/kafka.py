@@ -45,7 +45,10 @@ class _KafkaWriter(SinkWriter):
         try:
             self.producer = open_producer(sink.producer_config, sink.topic)
         except ProduceError as exc:
-            raise SinkError(f"SINK_KAFKA_TOPIC {sink.topic}: cannot create the producer: {exc}") from None
+            raise SinkError(
+                f"SINK_KAFKA_TOPIC {sink.topic}: librdkafka rejected the producer settings: {exc} "
+                "(check SINK_KAFKA_PRODUCER_CONFIG and SINK_KAFKA_BROKERS)"
+            ) from None
         self.count = 0
 
     def write(self, batch: pa.RecordBatch) -> None:
@@ -80,7 +83,7 @@ class _KafkaWriter(SinkWriter):
     def flush(self) -> int:
         remaining = self.producer.flush(120)
         failed, reason = self.producer.take_failed()
-        self.producer.close()
+        self.producer.close(0)  # flushed above: do not wait again for what timed out
         if failed or remaining:
             raise SinkError(
                 f"SINK_KAFKA_TOPIC {self.sink.topic}: {failed or remaining} record(s) were not delivered "

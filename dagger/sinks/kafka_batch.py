@@ -16,7 +16,7 @@ from typing import Any, Protocol
 import numpy as np
 import pyarrow as pa
 
-from dagger.arrow_kafka import config_arrays, native_library
+from dagger.arrow_kafka import config_arrays, kafka_exception_text, native_library
 
 # settings confluent-kafka's Python client reads itself; librdkafka does not know them (the helper reports
 # failed deliveries only, so only-error delivery reports are its behaviour anyway)
@@ -123,7 +123,7 @@ class ConfluentProducer:
         try:
             self._producer = Producer(config)
         except KafkaException as exc:
-            raise ProduceError(str(exc.args[0] if exc.args else exc)) from exc
+            raise ProduceError(kafka_exception_text(exc)) from exc
         self._topic = topic
         self._failed = 0
         self._first = ""

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 import numpy as np
 import pyarrow as pa
 
-from dagger.arrow_kafka import config_arrays, native_library
+from dagger.arrow_kafka import config_arrays, kafka_exception_text, native_library
 
 
 class FetchError(RuntimeError):
@@ -152,7 +152,7 @@ class ConfluentFetcher:
             self._consumer = Consumer(config)
             self._consumer.assign([TopicPartition(topic, partition, start)])
         except KafkaException as exc:
-            raise FetchError(str(exc.args[0] if exc.args else exc)) from exc
+            raise FetchError(kafka_exception_text(exc)) from exc
 
     def fetch(self, max_records: int, timeout_s: float, end: int) -> Chunk:
         from confluent_kafka import KafkaError
