@@ -74,6 +74,12 @@ done
 IFS=$old_ifs
 PYTHONPATH=$kept
 export PYTHONPATH
+# a streaming query's source runner, started without Spark's daemon: fork it from dagger's fork server
+if [ "$1" = "-m" ] && [ -n "$DAGGER_FORKSERVER_SOCKET" ]; then
+  case "$2" in
+    {forked}) exec {python} -I -S {client} --client {python} "$@" ;;
+  esac
+fi
 exec {python} "$@"
 """
 
@@ -94,9 +100,15 @@ def worker_python() -> str | None:
     zips = sorted(str(z) for z in [lib / "pyspark.zip", *lib.glob("py4j-*-src.zip")] if z.exists())
     if not zips or ".zip" in py4j.__file__:
         return None
+    from dagger import forkserver
     from dagger.arrow_kafka import cache_dir
 
-    script = _WRAPPER.format(python=shlex.quote(sys.executable), drop="|".join(shlex.quote(z) for z in zips))
+    script = _WRAPPER.format(
+        python=shlex.quote(sys.executable),
+        drop="|".join(shlex.quote(z) for z in zips),
+        forked="|".join(forkserver.MODULES),
+        client=shlex.quote(forkserver.__file__),
+    )
     cache = cache_dir()
     target = cache / f"worker-python-{hashlib.sha256(script.encode()).hexdigest()[:16]}"
     if not target.exists():
@@ -130,3 +142,23 @@ def use_worker_python() -> None:
     wrapper = worker_python()
     if wrapper is not None:
         os.environ["PYSPARK_PYTHON"] = wrapper
+        start_forkserver()
+
+
+_FORKSERVER: dict[int, str] = {}  # pid -> socket of the fork server that process started
+
+
+def start_forkserver() -> None:
+    """Start this process's :mod:`dagger.forkserver` (once) and point the worker command at it; its imports run
+    while the JVM starts. ``DAGGER_FORKSERVER=0`` turns it off (workers then start as plain interpreters)."""
+    from dagger import forkserver
+
+    if os.environ.get("DAGGER_FORKSERVER", "1") == "0":
+        os.environ.pop(forkserver.SOCKET_ENV, None)  # not one inherited from a parent process either
+        return
+    path = _FORKSERVER.get(os.getpid()) or forkserver.start()
+    if path is None:
+        os.environ.pop(forkserver.SOCKET_ENV, None)
+        return
+    _FORKSERVER[os.getpid()] = path
+    os.environ[forkserver.SOCKET_ENV] = path

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from dagger.spark_daemon import PRELOAD
 
 
@@ -64,3 +66,140 @@ def test_local_masters_get_one_shuffle_partition_per_core():
     from dagger.spark import local_cores
 
     assert [local_cores(m) for m in ("local", "local[3]", "local[4, 2]", "local[*]")] == [1, 3, 4, os.cpu_count()]
+
+
+# -- the fork server for the daemon-less source runner ---------------------------------------------------
+
+PROBE = """
+import os, sys, time
+if __name__ == "__main__":  # the server imports it once to preload, then runs it per request
+    print(os.getpid(), os.getppid(), os.getcwd(), os.environ.get("PROBE_VALUE"), flush=True)
+    print("to stderr", file=sys.stderr, flush=True)
+    if os.environ.get("PROBE_SLEEP"):
+        time.sleep(60)
+    sys.exit(3)
+"""
+
+
+def _server(tmp_path, modules):
+    """A fork server (a real process) allowed to run ``modules``; returns (process, socket path)."""
+    import subprocess
+    import sys
+    import time
+
+    path = str(tmp_path / "srv" / "socket")
+    (tmp_path / "srv").mkdir()
+    code = f"import dagger.forkserver as f; f.MODULES += {tuple(modules)!r}; f.serve({path!r})"
+    server = subprocess.Popen([sys.executable, "-c", code], env=_env(tmp_path))
+    deadline = time.monotonic() + 30
+    while not os.path.exists(path) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert os.path.exists(path), "the fork server did not listen"
+    return server, path
+
+
+def _env(tmp_path, **extra):
+    from pathlib import Path
+
+    root = str(Path(__file__).resolve().parents[1])
+    return dict(os.environ, PYTHONPATH=f"{tmp_path}:{root}", **extra)
+
+
+def _client(tmp_path, module, socket_path, **env):
+    import subprocess
+    import sys
+
+    code = (
+        f"import dagger.forkserver as f; f.MODULES += ({module!r},); f.client({sys.executable!r}, ['-m', {module!r}])"
+    )
+    extra = {"DAGGER_FORKSERVER_SOCKET": socket_path} if socket_path else {}
+    return subprocess.Popen(
+        [sys.executable, "-c", code],
+        cwd=tmp_path,
+        env=_env(tmp_path, PROBE_VALUE="v1", **extra, **env),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def test_the_fork_server_runs_a_module_with_the_clients_environment_streams_and_exit_code(tmp_path):
+    (tmp_path / "fork_probe.py").write_text(PROBE)
+    server, path = _server(tmp_path, ["fork_probe"])
+    try:
+        run = _client(tmp_path, "fork_probe", path)
+        out, err = run.communicate(timeout=60)
+        pid, ppid, cwd, value = out.split()
+        assert run.returncode == 3 and "to stderr" in err
+        assert int(ppid) == server.pid and int(pid) != run.pid  # forked by the server, not started by the client
+        assert cwd == str(tmp_path) and value == "v1"
+        assert not os.path.exists(f"/proc/{pid}")  # reaped
+    finally:
+        server.terminate()
+        server.wait(30)
+
+
+def test_killing_the_client_kills_its_forked_child(tmp_path):
+    import signal
+    import time
+
+    (tmp_path / "fork_probe.py").write_text(PROBE)
+    server, path = _server(tmp_path, ["fork_probe"])
+    try:
+        run = _client(tmp_path, "fork_probe", path, PROBE_SLEEP="1")
+        child = int(run.stdout.readline().split()[0])
+        assert os.path.exists(f"/proc/{child}")
+        run.send_signal(signal.SIGTERM)  # what Spark does to stop a worker
+        run.wait(30)
+        deadline = time.monotonic() + 10
+        while os.path.exists(f"/proc/{child}") and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not os.path.exists(f"/proc/{child}")
+    finally:
+        server.terminate()
+        server.wait(30)
+
+
+def test_without_a_server_the_client_runs_the_interpreter_itself(tmp_path):
+    (tmp_path / "fork_probe.py").write_text(PROBE)
+    for socket_path in (str(tmp_path / "nothing-listens-here"), None):
+        run = _client(tmp_path, "fork_probe", socket_path)
+        out, _ = run.communicate(timeout=60)
+        assert run.returncode == 3 and int(out.split()[0]) == run.pid  # exec'd in place
+
+
+def test_the_worker_command_forks_the_source_runner_from_the_sessions_fork_server(spark, tmp_path):
+    """A fake JVM end: the runner started through Spark's worker command connects, authenticates and reports
+    its pid, which must be a child of this process's fork server."""
+    import socket
+    import struct
+    import subprocess
+
+    from dagger.spark import worker_python
+
+    path = os.environ.get("DAGGER_FORKSERVER_SOCKET")
+    assert path and os.path.exists(path), "get_session starts a fork server on local masters"
+    listener = socket.create_server(("127.0.0.1", 0))
+    env = dict(os.environ, PYTHON_WORKER_FACTORY_PORT=str(listener.getsockname()[1]))
+    env["PYTHON_WORKER_FACTORY_SECRET"] = "s3cret"
+    runner = subprocess.Popen(
+        [worker_python(), "-m", "pyspark.sql.streaming.python_streaming_source_runner"], env=env, stderr=subprocess.PIPE
+    )
+    listener.settimeout(60)
+    conn, _ = listener.accept()
+    stream = conn.makefile("rwb")
+    size = struct.unpack("!i", stream.read(4))[0]
+    assert stream.read(size) == b"s3cret"
+    stream.write(struct.pack("!i", 2) + b"ok")
+    stream.flush()
+    pid = struct.unpack("!i", stream.read(4))[0]
+    with open(f"/proc/{pid}/stat") as stat:
+        parent = int(stat.read().rsplit(")", 1)[1].split()[1])
+    with open(f"/proc/{parent}/cmdline") as cmdline:
+        assert "dagger.forkserver" in cmdline.read()
+    assert pid != runner.pid
+    stream.close()
+    conn.close()  # the runner fails reading its command and exits; so does the worker command
+    runner.communicate(timeout=60)
+    assert runner.returncode != 0
+    listener.close()

@@ -1,0 +1,208 @@
+"""A fork server for the Python processes Spark starts without its worker daemon.
+
+Spark forks most Python workers from its daemon (``spark.python.daemon.module``), but it starts a streaming
+query's source runner (``pyspark.sql.streaming.python_streaming_source_runner``) as a new interpreter, once per
+query start. That interpreter imports pyspark, pyarrow, numpy and the source's code before the query can plan
+its first micro-batch: ~0.45 s of a 2-core machine on every query start or restart.
+
+On local masters :func:`dagger.spark.get_session` starts this server next to the JVM (:func:`start`). It
+imports those modules once and waits on a Unix socket in a private directory. Spark's worker command
+(:func:`dagger.spark.worker_python`) hands a source runner to it: :func:`client` passes the command's
+arguments, environment, working directory and its stdin/stdout/stderr, and the server forks a child that runs
+the module with exactly those, as the interpreter would have. The client waits for the child and exits with
+its exit code; when Spark kills the client, the server kills the child. Without a server (not started yet,
+gone, refusing the request, or any error reaching it) the client runs the interpreter itself, so the fork
+server is only ever a shortcut.
+
+The server is single-threaded (forking a process with threads is unsafe) and exits when its parent does.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import struct
+import sys
+
+#: Modules a client may ask the server to run (the daemon-less workers of Spark's Python data sources).
+MODULES = ("pyspark.sql.streaming.python_streaming_source_runner",)
+SOCKET_ENV = "DAGGER_FORKSERVER_SOCKET"
+_HEADER = struct.Struct("!I")
+
+
+# -- the client: what the worker command runs -------------------------------------------------------------
+
+
+def client(python: str, args: list[str]) -> None:
+    """Run ``python args`` through the fork server named by ``$DAGGER_FORKSERVER_SOCKET``, or directly."""
+    path = os.environ.get(SOCKET_ENV)
+    if path and len(args) == 2 and args[0] == "-m" and args[1] in MODULES:
+        try:
+            conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            conn.connect(path)
+            request = json.dumps({"args": args, "env": dict(os.environ), "cwd": os.getcwd()}).encode()
+            socket.send_fds(conn, [_HEADER.pack(len(request))], [0, 1, 2])
+            conn.sendall(request)
+            forked = conn.recv(_HEADER.size, socket.MSG_WAITALL)  # the child's pid, or nothing if refused
+        except OSError:
+            forked = b""  # no server (yet)
+        if len(forked) == _HEADER.size:
+            reply = conn.recv(_HEADER.size, socket.MSG_WAITALL)  # the child's exit code
+            os._exit(_HEADER.unpack(reply)[0] if len(reply) == _HEADER.size else 1)
+    os.execv(python, [python, *args])  # run the interpreter itself
+
+
+# -- the server -------------------------------------------------------------------------------------------
+
+
+def serve(path: str) -> None:
+    """Preload, listen on ``path`` and fork a child per request until the parent process exits."""
+    from dagger.spark_daemon import preload
+
+    for name in MODULES:
+        __import__(name)
+    preload()
+    parent = os.getppid()
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path + ".tmp")
+    listener.listen(16)
+    os.rename(path + ".tmp", path)  # clients connect only once the server listens
+    children: dict[socket.socket, int] = {}
+    try:
+        _loop(listener, children, parent)
+    finally:
+        for pid in children.values():
+            _kill(pid)
+        os.unlink(path)
+        os.rmdir(os.path.dirname(path))
+
+
+def _loop(listener: socket.socket, children: dict[socket.socket, int], parent: int) -> None:
+    import select
+
+    while os.getppid() == parent:
+        readable, _, _ = select.select([listener, *children], [], [], 0.5)
+        for conn in readable:
+            if conn is listener:
+                _accept(listener, children)
+            else:  # the client went away (Spark stopped the worker): stop its child
+                _kill(children.pop(conn))
+                conn.close()
+        for conn, pid in list(children.items()):
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                code = os.waitstatus_to_exitcode(status)
+                try:
+                    conn.sendall(_HEADER.pack(code if code >= 0 else 128 - code))
+                except OSError:
+                    pass
+                conn.close()
+                del children[conn]
+
+
+def _accept(listener: socket.socket, children: dict[socket.socket, int]) -> None:
+    conn, _ = listener.accept()
+    fds: list[int] = []
+    try:
+        header, fds, _, _ = socket.recv_fds(conn, _HEADER.size, 3, socket.MSG_WAITALL)
+        request = json.loads(_recv_exactly(conn, _HEADER.unpack(header)[0]))
+        if len(fds) != 3 or request["args"][0] != "-m" or request["args"][1] not in MODULES:
+            raise ValueError("not a request for a known module")
+    except (OSError, ValueError, KeyError, IndexError, struct.error):
+        for fd in fds:  # a kept copy of the client's stdout would keep its reader waiting
+            os.close(fd)
+        conn.close()
+        return
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:
+        listener.close()
+        for other in children:
+            other.close()
+        conn.close()
+        _run_child(request, fds)
+    for fd in fds:
+        os.close(fd)
+    children[conn] = pid
+    try:
+        conn.sendall(_HEADER.pack(pid))
+    except OSError:
+        pass  # the client is gone: the loop sees it and stops the child
+
+
+def _run_child(request: dict, fds: list[int]) -> None:
+    """In the forked child: become the requested interpreter run, then exit with its code."""
+    import runpy
+    import signal
+
+    code = 0
+    try:
+        for target, fd in enumerate(fds):
+            os.dup2(fd, target)
+            os.close(fd)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.environ.clear()
+        os.environ.update(request["env"])
+        os.chdir(request["cwd"])
+        module = request["args"][1]
+        sys.argv = [module]
+        sys.modules.pop(module, None)  # preloaded for its imports; run as a fresh __main__ (no runpy warning)
+        runpy.run_module(module, run_name="__main__", alter_sys=True)
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    except BaseException:  # noqa: BLE001 - report it as the interpreter would, then exit
+        import traceback
+
+        traceback.print_exc()
+        code = 1
+    finally:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(code)
+
+
+def _recv_exactly(conn: socket.socket, size: int) -> bytes:
+    data = conn.recv(size, socket.MSG_WAITALL)
+    if len(data) != size:
+        raise OSError("short request")
+    return data
+
+
+def _kill(pid: int) -> None:
+    import signal
+
+    try:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+    except (ProcessLookupError, ChildProcessError):
+        pass
+
+
+def start() -> str | None:
+    """Start a fork server for this process (it exits with it); returns its socket path, or ``None``."""
+    import subprocess
+    import tempfile
+
+    try:
+        path = os.path.join(tempfile.mkdtemp(prefix="dagger-fork-"), "socket")  # a private (0700) directory
+        subprocess.Popen(
+            [sys.executable, "-m", "dagger.forkserver", path],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            close_fds=True,
+        )
+    except OSError:
+        return None
+    return path
+
+
+if __name__ == "__main__":
+    # `python -I -S .../dagger/forkserver.py --client PYTHON ARGS...` (stdlib only: no site, no dagger package)
+    if sys.argv[1] == "--client":
+        client(sys.argv[2], sys.argv[3:])
+    serve(sys.argv[1])
