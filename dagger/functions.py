@@ -15,6 +15,7 @@ from typing import Any
 from dagger.errors import DaggerConfigError
 
 log = logging.getLogger("dagger.functions")
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 @dataclass
@@ -23,6 +24,7 @@ class FunctionCatalog:
 
     functions: dict[str, Any] = field(default_factory=dict)
     origin: dict[str, str] = field(default_factory=dict)
+    _macros: dict[str, Callable] | None = field(default=None, repr=False)
 
     def add(self, function: Any, origin: str) -> None:
         key = function.name.upper()
@@ -30,6 +32,7 @@ class FunctionCatalog:
             log.warning("function %s from %s replaces the one from %s", function.name, origin, self.origin[key])
         self.functions[key] = function
         self.origin[key] = origin
+        self._macros = None
 
     @property
     def macros(self) -> dict[str, Callable]:
@@ -37,15 +40,38 @@ class FunctionCatalog:
 
         SQL and Arrow functions are inlined too (the body with the arguments substituted, or a direct call of
         the Arrow UDF): Spark refuses SQL functions inside lambdas and generators (``explode``, ``LATERAL``), and
-        an inlined body is what Spark would run anyway.
+        an inlined body is what Spark would run anyway. Built once (parsing the SQL bodies takes ~40 ms).
         """
-        out = {}
-        for key, function in self.functions.items():
-            if function.kind == "macro":
-                out[key] = function.impl
-            elif function.kind in ("sql", "arrow"):
-                out[key] = inline(function)
-        return out
+        if self._macros is None:
+            out = {}
+            for key, function in self.functions.items():
+                if function.kind == "macro":
+                    out[key] = function.impl
+                elif function.kind in ("sql", "arrow"):
+                    out[key] = inline(function)
+            self._macros = out
+        return self._macros
+
+    def needed(self, texts: list[str]) -> set[str]:
+        """Keys of the functions a job can call, given every text it runs (its SQL as rewritten, its settings).
+
+        A function is needed when its name or internal name appears in a text as a word, or in the body of a
+        needed SQL function; a needed macro may expand to any internal helper, so it keeps them all. The
+        others need not be registered with the session (each Arrow UDF costs ~10 ms at every job start).
+        """
+        words = {w.upper() for text in texts for w in _WORD.findall(text)}
+        internal = {f.internal_name.upper(): key for key, f in self.functions.items()}
+        keys = {k for k in self.functions if k in words} | {internal[w] for w in words if w in internal}
+        pending = [k for k in keys if self.functions[k].kind == "sql"]
+        while pending:
+            for word in _WORD.findall(self.functions[pending.pop()].body or ""):
+                key = internal.get(word.upper(), word.upper())
+                if key in self.functions and key not in keys:
+                    keys.add(key)
+                    pending.append(key)
+        if any(self.functions[k].kind == "macro" for k in keys):
+            keys |= {k for k, f in self.functions.items() if f.hidden}
+        return keys
 
     def public(self) -> list[Any]:
         return [f for f in self.functions.values() if not f.hidden]
@@ -195,8 +221,10 @@ def _named(function: Any, func: Callable) -> Callable:
     return call
 
 
-def register(spark: Any, catalog: FunctionCatalog, context: Any, sql_functions: bool = True) -> None:
-    """Register every non-macro function of the catalog with ``spark``.
+def register(
+    spark: Any, catalog: FunctionCatalog, context: Any, sql_functions: bool = True, only: set[str] | None = None
+) -> None:
+    """Register every non-macro function of the catalog (or those whose keys are in ``only``) with ``spark``.
 
     ``sql_functions=False`` (jobs) leaves out the SQL functions of the public names (``CREATE TEMPORARY
     FUNCTION``, ~0.15 s each in a fresh session): a job's SQL reaches them only through
@@ -211,7 +239,8 @@ def register(spark: Any, catalog: FunctionCatalog, context: Any, sql_functions: 
     from dagger.python_udfs import register_python
 
     warnings.filterwarnings("ignore", message="It is preferred to specify type hints for arrow UDF")
-    ordered = sorted(catalog.functions.values(), key=lambda f: (not f.hidden, f.kind != "arrow"))
+    chosen = [f for key, f in catalog.functions.items() if only is None or key in only]
+    ordered = sorted(chosen, key=lambda f: (not f.hidden, f.kind != "arrow"))
     for function in ordered:
         if function.kind == "arrow":
             func = function.impl(context) if function.needs_context else function.impl

@@ -254,16 +254,28 @@ class StreamManager:
             lookups=self.lookup_metrics,
         )
 
-    def register_functions(self) -> Any:
-        """Register the function library, factory modules and Python UDF files; returns the catalog."""
-        from dagger.functions import build_catalog, register, udf_context
+    def register_functions(self, texts: list[str] | None = None) -> Any:
+        """Register the function library, factory modules and Python UDF files once; returns the catalog.
+
+        With ``texts`` (everything the job runs: its rewritten SQL and its settings), only the functions they
+        can reach are registered (:meth:`~dagger.functions.FunctionCatalog.needed`).
+        """
+        from dagger.functions import register, udf_context
+
+        catalog = self.function_catalog()
+        if self.udf_context is None:
+            self.udf_context = udf_context(self.spark, self.config, self.descriptors)
+            only = catalog.needed(texts) if texts is not None else None
+            register(self.spark, catalog, self.udf_context, sql_functions=False, only=only)  # the SQL inlines them
+        return catalog
+
+    def function_catalog(self) -> Any:
+        """The job's functions: the library, ``FUNCTION_FACTORY_CLASSES`` and ``PYTHON_UDF_CONFIG`` files."""
+        from dagger.functions import build_catalog
         from dagger.python_udfs import load_python_udfs
 
         if self._catalog is None:
-            catalog = build_catalog(self.config, load_python_udfs(self.config, self.spark))
-            self.udf_context = udf_context(self.spark, self.config, self.descriptors)
-            register(self.spark, catalog, self.udf_context, sql_functions=False)  # the job's SQL inlines them
-            self._catalog = catalog
+            self._catalog = build_catalog(self.config, load_python_udfs(self.config, self.spark))
         return self._catalog
 
     def plan(self) -> Plan:
@@ -275,8 +287,8 @@ class StreamManager:
         from dagger.sql.rewrite import rewrite_sql
 
         self.check_descriptors()
-        catalog = self.register_functions()
-        rewritten = rewrite_sql(self.config.sql, catalog.macros)
+        rewritten = rewrite_sql(self.config.sql, self.function_catalog().macros)
+        self.register_functions([rewritten, self.config.model_dump_json()])
         tables = self.register_streams(rewritten)
         try:
             df = self.spark.sql(rewritten)
@@ -323,12 +335,14 @@ class StreamManager:
         plan = plan or self.plan()
         if plan.problems:
             raise DaggerConfigError("the SQL output does not fit the sink:\n  - " + "\n  - ".join(plan.problems))
+        self._size_arrow_batches()
         if self.bounded:
             return self._start_bounded(plan)
         check_and_record(
             self.checkpoint, snapshot(self.descriptors.sha256, plan.tables), referenced_columns(plan.rewritten_sql)
         )
         self._prepare_sinks(plan.sinks)
+        self._choose_checkpoint_writer()
         sinks = encode_sinks(plan.sinks)
         writer = plan.dataframe.writeStream.option("checkpointLocation", self.checkpoint).outputMode(plan.output_mode)
         writer = writer.queryName(self.config.job_slug)
@@ -352,6 +366,61 @@ class StreamManager:
         )
         self.query = writer.start()
         return self.query
+
+    def _size_arrow_batches(self) -> None:
+        """Cap the Arrow batches Spark hands to Python workers by rows only, unless records may be large.
+
+        Spark also caps them at ``spark.sql.execution.arrow.maxBytesPerBatch`` (64 MiB), and checks that cap by
+        re-measuring the batch being built after every row (``ArrowWriter.sizeInBytes``, which walks every
+        struct column's children): on the stateless benchmark that check was ~40 % of the JVM's CPU (2.1 vs
+        3.6-4.0 s per 2M records, alternating runs in one session). With the 50,000-row cap
+        (``spark.sql.execution.arrow.maxRecordsPerBatch``) a batch of 2 KB rows is 100 MB, so jobs that enable
+        large messages (``SOURCE_KAFKA_CONSUME_LARGE_MESSAGE_ENABLE``, ``SINK_KAFKA_PRODUCE_LARGE_MESSAGE_ENABLE``)
+        keep Spark's byte cap, as does a value given in ``SPARK_CONF`` or to spark-submit.
+        """
+        key = "spark.sql.execution.arrow.maxBytesPerBatch"
+        unlimited = "2147483647"  # Int.MaxValue: Spark skips the per-row size check
+        conf = self.spark.conf
+        current = conf.get(key, None)
+        if key in self.config.SPARK_CONF or current not in (None, "67108864b", unlimited):
+            return
+        large = self.config.SOURCE_KAFKA_CONSUME_LARGE_MESSAGE_ENABLE or any(
+            sink.SINK_KAFKA_PRODUCE_LARGE_MESSAGE_ENABLE for _, sink in self.config.sink_configs
+        )
+        if large:
+            conf.unset(key)
+        else:
+            conf.set(key, unlimited)
+
+    def _choose_checkpoint_writer(self) -> None:
+        """Write a checkpoint on a local disk through Hadoop's FileSystem API instead of its FileContext API.
+
+        Spark's default checkpoint writer goes through FileContext. On a local disk, without Hadoop's native
+        library (never shipped with pyspark), FileContext starts a ``chmod`` or ``readlink`` process for most
+        files it writes: about 30 processes per run of the window benchmark, 40-90 ms of each micro-batch's
+        commits. The FileSystem-based writer (write a temporary file, then rename it, which a local disk does
+        atomically) starts almost none. Remote checkpoints (HDFS, S3, GCS) keep Spark's default, and so does a
+        ``spark.sql.streaming.checkpointFileManagerClass`` given in ``SPARK_CONF`` or to spark-submit.
+        """
+        key = "spark.sql.streaming.checkpointFileManagerClass"
+        ours = "org.apache.spark.sql.execution.streaming.checkpointing.FileSystemBasedCheckpointFileManager"
+        conf = self.spark.conf
+        current = conf.get(key, None)
+        if current not in (None, ours) or key in self.config.SPARK_CONF:
+            return
+        if self._checkpoint_is_local():
+            conf.set(key, ours)
+        elif current == ours:
+            conf.unset(key)
+
+    def _checkpoint_is_local(self) -> bool:
+        location = self.checkpoint
+        if location.startswith("file:"):
+            return True
+        if "://" in location:
+            return False
+        default_fs = self.spark.sparkContext._jsc.hadoopConfiguration().get("fs.defaultFS") or "file:///"
+        return default_fs.startswith("file:")
 
     def _input_description(self, stream: Any) -> dict[str, Any]:
         """What a bounded stream reads, for the run's fingerprint."""

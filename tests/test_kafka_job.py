@@ -300,3 +300,69 @@ def test_kafka_sink_rejects_only_the_rows_its_message_cannot_take(spark, broker,
     assert all("'GO_TELEPORT', which is not a value of enum" in letter["reason"] for letter in letters)
     assert manager.sink_counters["kafka"]["dead_letters"].value == 3
     assert manager.sink_counters["kafka"]["written"].value == 27
+
+
+def test_local_checkpoints_are_written_without_hadoop_filecontext_and_remote_ones_keep_sparks_default(
+    spark, broker, stencil, topic, tmp_path
+):
+    from dagger.config import load_config
+    from dagger.stream_manager import StreamManager
+
+    key = "spark.sql.streaming.checkpointFileManagerClass"
+    source, out = topic("cp-in"), topic("cp-out")
+    produce(broker.bootstrap, source, ((None, v) for v in bookings(240, START, step_seconds=0.5)))
+    sql = (
+        "SELECT service_area_id, count(1) AS booking_count, TUMBLE_END(rowtime, INTERVAL '1' MINUTE) AS window_timestamp "
+        "FROM `data_stream_0` GROUP BY service_area_id, TUMBLE(rowtime, INTERVAL '1' MINUTE)"
+    )
+    data = job(
+        stencil, [kafka_stream(broker, source)], sql, **kafka_sink(broker, out, "dagger.examples.BookingCountMessage")
+    )
+    _, query = run_job(spark, data, tmp_path / "cp")
+    assert query.exception() is None
+    assert spark.conf.get(key).endswith("FileSystemBasedCheckpointFileManager")
+    # offsets, commits and the window state were all written through it, and a restart reads them back
+    assert (tmp_path / "cp" / "commits" / "1").exists() and list((tmp_path / "cp" / "state").rglob("*.delta"))
+    _, again = run_job(spark, data, tmp_path / "cp")
+    assert again.exception() is None
+    assert again.recentProgress[0]["batchId"] >= 2  # resumed after the committed batches
+    assert sum(p["numInputRows"] for p in again.recentProgress) == 0  # nothing read twice
+
+    remote = StreamManager(load_config(data=data), checkpoint_dir="s3a://bucket/job", spark=spark)
+    remote._choose_checkpoint_writer()
+    assert spark.conf.get(key, None) is None  # back to Spark's FileContext-based default
+    chosen = dict(data, SPARK_CONF={key: "org.example.MyManager"})
+    StreamManager(load_config(data=chosen), checkpoint_dir=str(tmp_path / "x"), spark=spark)._choose_checkpoint_writer()
+    assert spark.conf.get(key, None) is None  # a class the user names is theirs to set
+
+
+def test_arrow_batches_are_capped_by_rows_unless_records_may_be_large(spark, broker, stencil, topic, tmp_path):
+    from dagger.config import load_config
+    from dagger.stream_manager import StreamManager
+
+    key = "spark.sql.execution.arrow.maxBytesPerBatch"
+    source, out = topic("cap-in"), topic("cap-out")
+    produce(broker.bootstrap, source, ((None, v) for v in bookings(50, START)))
+    data = job(
+        stencil,
+        [kafka_stream(broker, source)],
+        "SELECT order_number, driver_pickup_location AS pickup FROM data_stream_0",
+        **kafka_sink(broker, out, "dagger.examples.BookingSummaryMessage"),
+    )
+    _, query = run_job(spark, data, tmp_path / "cp")
+    assert query.exception() is None
+    assert spark.conf.get(key) == "2147483647"  # Spark skips its per-row size check
+    assert len(consume_all(broker.bootstrap, out, expected=50)) == 50
+
+    def sized(**extra) -> str | None:
+        StreamManager(
+            load_config(data=dict(data, **extra)), checkpoint_dir=str(tmp_path / "x"), spark=spark
+        )._size_arrow_batches()
+        return spark.conf.get(key, None)
+
+    assert sized(SINK_KAFKA_PRODUCE_LARGE_MESSAGE_ENABLE="true") in (None, "67108864b")  # Spark's byte cap is back
+    assert sized() == "2147483647"
+    assert sized(SOURCE_KAFKA_CONSUME_LARGE_MESSAGE_ENABLE="true") in (None, "67108864b")
+    spark.conf.set(key, "1000000")
+    assert sized(SPARK_CONF={key: "1000000"}) == "1000000"  # the user's own value stays
+    spark.conf.unset(key)

@@ -172,3 +172,27 @@ def test_function_factory_modules_register_their_functions(spark, tmp_path, monk
 
     with pytest.raises(DaggerConfigError, match=r"FUNCTION_FACTORY_CLASSES: cannot import 'no_such_team_module'"):
         build_catalog(Missing())
+
+
+def test_a_job_registers_only_the_functions_its_sql_and_settings_can_reach(spark, tmp_path):
+    """Each Arrow UDF costs ~10 ms at every job start; the ones the job cannot call are left out."""
+    from dagger.functions import build_catalog, register
+
+    class Config:
+        FUNCTION_FACTORY_CLASSES: list[str] = []
+
+    catalog = build_catalog(Config())
+    sql = "SELECT GeoHash(lat, lon, 5) AS cell FROM t"
+    settings = '{"PROCESSOR_POSTPROCESSOR_CONFIG": "... S2AreaInKm2(cell) ..."}'
+    assert catalog.needed([sql, settings]) == {"GEOHASH", "S2AREAINKM2"}
+    assert catalog.needed(["SELECT order_number FROM t WHERE amount < 500"]) == set()
+    # a macro may expand to any internal helper: all of them come along
+    assert {"JSONUPDATE", "__JSONUPDATE", "__FILTERS"} <= catalog.needed(["SELECT JsonUpdate(j, '$.a', 1) FROM t"])
+    # an internal name (what the rewritten SQL holds) counts as much as the public one
+    assert catalog.needed(["SELECT __dagger_geohash(a, b, 5)"]) == {"GEOHASH"}
+
+    spark.sql("DROP TEMPORARY FUNCTION IF EXISTS __dagger_s2id")
+    register(spark, catalog, None, sql_functions=False, only=catalog.needed([sql]))
+    assert spark.sql("SELECT __dagger_geohash(1.0D, 2.0D, 5)").first()[0] == "s01mt"
+    with pytest.raises(Exception, match="__dagger_s2id"):
+        spark.sql("SELECT __dagger_s2id(1.0D, 2.0D, 10)").collect()
