@@ -17,8 +17,10 @@ Parts (``BENCH_PARTS``, comma-separated; all by default):
   also the job's start-up time (launch to first output) and peak resident memory (JVM plus Python workers).
 
 Throughput is input records / (last output record's produce time - launch), the median of ``BENCH_RUNS`` runs
-over ``BENCH_RECORDS`` records made once by ``dagger generate``. Our jobs run in one warmed-up Spark session
-(``local[2]``); the peers and the baseline are launched as processes. Results: ``bench/results/streaming.json``
+over ``BENCH_RECORDS`` records made once by ``dagger generate``. The runs are interleaved (run 1 of every part,
+then run 2, ...) and each run's output topic is deleted once measured, so every run meets the same broker.
+Our jobs run in one Spark session (``local[2]``), after ``BENCH_WARMUP_RUNS`` unmeasured runs each; the peers
+and the baseline are launched as processes. Results: ``bench/results/streaming.json``
 and ``streaming.md`` (``BENCH_RESULTS_DIR`` to write elsewhere).
 """
 
@@ -44,8 +46,8 @@ os.environ.setdefault("TZ", "UTC")
 os.environ.setdefault("DAGGER_SPARK_LOG_LEVEL", "ERROR")
 
 RECORDS = int(os.environ.get("BENCH_RECORDS", "2000000"))
-RUNS = int(os.environ.get("BENCH_RUNS", "3"))
-WARMUP_RUNS = int(os.environ.get("BENCH_WARMUP_RUNS", "1"))  # unmeasured runs of each of our jobs first
+RUNS = int(os.environ.get("BENCH_RUNS", "5"))
+WARMUP_RUNS = int(os.environ.get("BENCH_WARMUP_RUNS", "2"))  # unmeasured runs of each of our jobs (JIT warm-up)
 # records of each warm-up run; 0: the measured input itself (a 300k warm-up left the first measured 2M run slow)
 WARMUP_RECORDS = int(os.environ.get("BENCH_WARMUP_RECORDS", "0"))
 LATENCY_RATE = float(os.environ.get("BENCH_LATENCY_RATE", "20000"))
@@ -69,6 +71,11 @@ WINDOW_SQL = (
     "TUMBLE_END(rowtime, INTERVAL '1' MINUTE) AS window_timestamp FROM data_stream_0 "
     "GROUP BY service_area_id, service_type, TUMBLE(rowtime, INTERVAL '1' MINUTE)"
 )
+JOBS = {
+    "stateless": (STATELESS_SQL, "dagger.examples.BookingSummaryMessage"),
+    "window": (WINDOW_SQL, "dagger.examples.BookingCountMessage"),
+}
+THROUGHPUT = ("baseline", "stateless", "window", "bytewax", "quix")
 
 
 def job_config(bootstrap: str, descriptors: str, source: str, sink: str, sql: str, message: str) -> dict:
@@ -165,41 +172,45 @@ class Bench:
 
     # -- processes (baseline, peers) ----------------------------------------------------------------------
 
-    def processes(self, name: str, commands: list[list[str]], python: str) -> dict:
-        """Launch ``commands`` together, wait for all, and measure input records / (last output - launch)."""
-        rates = []
-        for _ in range(RUNS):
-            out = self.topic(name)
-            env = dict(
-                os.environ,
-                BENCH_BOOTSTRAP=self.bootstrap,
-                BENCH_INPUT=self.input,
-                BENCH_OUTPUT=out,
-                BENCH_DESCRIPTORS=str(ROOT / "descriptors" / "examples.desc"),
-                BENCH_GROUP=f"{name}-{uuid.uuid4().hex[:8]}",
-            )
-            launched = time.time()
-            running = [
-                subprocess.Popen([python, *c], env=env, cwd=PEERS, stderr=subprocess.PIPE, text=True) for c in commands
-            ]
-            for p in running:
-                _, err = p.communicate(timeout=3600)
-                if p.returncode != 0:
-                    raise RuntimeError(f"{name} process {p.args} failed ({p.returncode}): {err[-2000:]}")
-            count, last = output_end(self.bootstrap, out)
-            if last is None:
-                raise RuntimeError(f"{name} wrote nothing to {out}")
-            rates.append(RECORDS / (last - launched))
-            print(f"[bench] {name}: {count:,} output records, {rates[-1]:,.0f} input records/s", flush=True)
-        return {"records_per_s": round(statistics.median(rates)), "runs": [round(r) for r in rates]}
+    def processes(self, name: str, commands: list[list[str]], python: str) -> float:
+        """Launch ``commands`` together, wait for all; input records / (last output - launch)."""
+        out = self.topic(name)
+        env = dict(
+            os.environ,
+            BENCH_BOOTSTRAP=self.bootstrap,
+            BENCH_INPUT=self.input,
+            BENCH_OUTPUT=out,
+            BENCH_DESCRIPTORS=str(ROOT / "descriptors" / "examples.desc"),
+            BENCH_GROUP=f"{name}-{uuid.uuid4().hex[:8]}",
+        )
+        launched = time.time()
+        running = [
+            subprocess.Popen([python, *c], env=env, cwd=PEERS, stderr=subprocess.PIPE, text=True) for c in commands
+        ]
+        for p in running:
+            _, err = p.communicate(timeout=3600)
+            if p.returncode != 0:
+                raise RuntimeError(f"{name} process {p.args} failed ({p.returncode}): {err[-2000:]}")
+        return self.finish(name, out, launched)
 
-    def baseline(self) -> dict:
+    def finish(self, name: str, out: str, launched: float) -> float:
+        """Measure one run from its output topic, then delete the topic (the broker keeps the same data for
+        every run and part)."""
+        count, last = output_end(self.bootstrap, out)
+        self.broker.delete_topic(out)
+        if last is None:
+            raise RuntimeError(f"{name} wrote nothing to {out}")
+        rate = RECORDS / (last - launched)
+        print(f"[bench] {name}: {count:,} output records, {rate:,.0f} input records/s", flush=True)
+        return rate
+
+    def baseline(self) -> float:
         return self.processes("baseline", [["copy_loop.py", str(p)] for p in range(CORES)], sys.executable)
 
-    def quix(self) -> dict:
+    def quix(self) -> float:
         return self.processes("quix", [["quix_app.py", "3"] for _ in range(CORES)], PEERS_PYTHON)
 
-    def bytewax(self) -> dict:
+    def bytewax(self) -> float:
         from dagger.devtools.broker import free_port
 
         addresses = ";".join(f"127.0.0.1:{free_port()}" for _ in range(CORES))
@@ -222,42 +233,42 @@ class Bench:
     def _job(self, out: str, sql: str, message: str, source: str | None = None) -> dict:
         return job_config(self.bootstrap, self.descriptors, source or self.input, out, sql, message)
 
-    def dagger(self, name: str, sql: str, message: str) -> dict:
+    def dagger(self, name: str, sql: str, message: str, source: str | None = None) -> float:
+        """One run of a job over ``source`` (the measured input by default) in the shared session."""
         from dagger.config import load_config
-        from dagger.generate import RecordGenerator, produce_generated
         from dagger.stream_manager import StreamManager
 
         spark = self.session()
-        warm = self.input  # warm-up runs of the same job, not measured: by default over the same input
-        if WARMUP_RUNS and WARMUP_RECORDS:
-            warm = self.topic("warm")
+        out = self.topic(name)
+        checkpoint = Path(tempfile.mkdtemp(prefix=f"bench-{name}-"))
+        data = self._job(out, sql, message, source)
+        manager = StreamManager(load_config(data=data), checkpoint_dir=str(checkpoint), available_now=True, spark=spark)
+        launched = time.time()
+        query = manager.start()
+        query.awaitTermination()
+        if query.exception() is not None:
+            raise RuntimeError(f"{name} job failed: {query.exception()}")
+        return self.finish(name, out, launched)
+
+    def warm_up(self, part: str) -> None:
+        """Unmeasured runs of one of our jobs (``BENCH_WARMUP_RUNS``) before its measured ones."""
+        from dagger.generate import RecordGenerator, produce_generated
+
+        source = None  # by default over the measured input itself
+        if WARMUP_RECORDS:
+            source = self.topic("warm")
             generator = RecordGenerator(self.booking(), start=START, events_per_second=EVENTS_PER_SECOND)
-            produce_generated(generator, self.bootstrap, warm, WARMUP_RECORDS)
-        rates = []
-        for run in range(-WARMUP_RUNS, RUNS):
-            out = self.topic(name)
-            data = self._job(out, sql, message, source=warm if run < 0 else None)
-            checkpoint = Path(tempfile.mkdtemp(prefix=f"bench-{name}-"))
-            manager = StreamManager(
-                load_config(data=data), checkpoint_dir=str(checkpoint), available_now=True, spark=spark
-            )
-            launched = time.time()
-            query = manager.start()
-            query.awaitTermination()
-            if query.exception() is not None:
-                raise RuntimeError(f"{name} job failed: {query.exception()}")
-            count, last = output_end(self.bootstrap, out)
-            if run < 0:
-                continue
-            rates.append(RECORDS / (last - launched))
-            print(f"[bench] {name}: {count:,} output records, {rates[-1]:,.0f} input records/s", flush=True)
-        return {"records_per_s": round(statistics.median(rates)), "runs": [round(r) for r in rates]}
+            produce_generated(generator, self.bootstrap, source, WARMUP_RECORDS)
+        sql, message = JOBS[part]
+        for _ in range(WARMUP_RUNS):
+            print(f"[bench] {part}: warm-up run", flush=True)
+            self.dagger(part, sql, message, source)
 
-    def stateless(self) -> dict:
-        return self.dagger("stateless", STATELESS_SQL, "dagger.examples.BookingSummaryMessage")
+    def stateless(self) -> float:
+        return self.dagger("stateless", *JOBS["stateless"])
 
-    def window(self) -> dict:
-        return self.dagger("window", WINDOW_SQL, "dagger.examples.BookingCountMessage")
+    def window(self) -> float:
+        return self.dagger("window", *JOBS["window"])
 
     # -- latency, start-up and memory of `dagger run` ----------------------------------------------------
 
@@ -327,6 +338,46 @@ class Bench:
             "startup_s": round(window["first_output"] - launched, 1),
             "peak_rss_mib": round(peak / 2**20),
         }
+
+    def run(self, results: dict) -> list[str]:
+        """Every part of ``PARTS`` into ``results``; returns the parts that failed.
+
+        Throughput runs are interleaved (round 1 of every part, then round 2, ...), so a slow spell of the
+        machine or the broker lands on all parts alike instead of on whichever part ran then.
+        """
+        failed: list[str] = []
+        throughput = [p for p in PARTS if p in THROUGHPUT]
+        rates: dict[str, list[float]] = {p: [] for p in throughput}
+
+        def attempt(part: str, action) -> None:  # noqa: ANN001
+            began = time.monotonic()
+            try:
+                action()
+            except Exception as exc:  # noqa: BLE001 - report the other parts, then fail
+                failed.append(part)
+                results[part] = {"error": str(exc)}
+                print(f"[bench] {part} FAILED: {exc}", file=sys.stderr, flush=True)
+            print(f"[bench] {part} took {time.monotonic() - began:.0f} s", flush=True)
+
+        for part in throughput:
+            if part in JOBS and WARMUP_RUNS:
+                attempt(part, lambda part=part: self.warm_up(part))
+        for round_ in range(RUNS):
+            for part in throughput:
+                if part not in failed:
+                    print(f"[bench] {part}, run {round_ + 1} of {RUNS}", flush=True)
+                    attempt(part, lambda part=part: rates[part].append(getattr(self, part)()))
+        for part in throughput:
+            if part not in failed:
+                results[part] = {
+                    "records_per_s": round(statistics.median(rates[part])),
+                    "runs": [round(r) for r in rates[part]],
+                }
+        for part in PARTS:
+            if part not in THROUGHPUT:
+                print(f"[bench] {part}", flush=True)
+                attempt(part, lambda part=part: results.__setitem__(part, getattr(self, part)()))
+        return failed
 
     def booking(self):  # noqa: ANN201
         """The input message's descriptor."""
@@ -399,17 +450,7 @@ def main() -> None:
     with Broker() as broker, DescriptorServer(ROOT / "descriptors") as stencil:
         bench = Bench(broker, stencil.url("examples.desc"))
         bench.generate()
-        failed = []
-        for part in PARTS:
-            print(f"[bench] {part}", flush=True)
-            began = time.monotonic()
-            try:
-                results[part] = getattr(bench, part)()
-            except Exception as exc:  # noqa: BLE001 - report the other parts, then fail
-                failed.append(part)
-                results[part] = {"error": str(exc)}
-                print(f"[bench] {part} FAILED: {exc}", file=sys.stderr, flush=True)
-            print(f"[bench] {part} took {time.monotonic() - began:.0f} s", flush=True)
+        failed = bench.run(results)
         if bench.spark is not None:
             bench.spark.stop()
     report(results)

@@ -105,6 +105,14 @@ class Broker:
             time.sleep(0.1)
         raise RuntimeError(f"topic {name} did not appear with {partitions} partitions")
 
+    def delete_topic(self, name: str) -> None:
+        """Delete a topic and its records (the in-memory broker frees them)."""
+        from confluent_kafka.admin import AdminClient
+
+        admin = AdminClient({"bootstrap.servers": self.bootstrap})
+        for future in admin.delete_topics([name]).values():
+            future.result(30)
+
     def __enter__(self) -> Broker:
         return self.start()
 
