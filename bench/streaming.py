@@ -155,6 +155,7 @@ class Bench:
         self.input = f"bench-in-{uuid.uuid4().hex[:6]}"
         self.spark = None
         self.results: dict = {}
+        self.expected: dict[str, int] = {}  # part -> the output records a complete run writes
 
     def topic(self, name: str) -> str:
         topic = f"bench-{name}-{uuid.uuid4().hex[:6]}"
@@ -162,13 +163,30 @@ class Bench:
         return topic
 
     def generate(self) -> None:
+        import pyarrow.compute as pc
+
         from dagger.generate import RecordGenerator, produce_generated
 
         self.broker.create_topic(self.input, CORES)
         generator = RecordGenerator(self.booking(), seed=0, start=START, events_per_second=EVENTS_PER_SECOND)
+        kept = 0
+        arrow = generator.arrow
+
+        def counted(n: int):  # noqa: ANN202 - the records the stateless filter keeps, counted as they are made
+            nonlocal kept
+            batch = arrow(n)
+            kept += pc.sum(pc.less(batch.column("amount_paid_by_cash"), 500)).as_py() or 0
+            return batch
+
+        generator.arrow = counted
         began = time.monotonic()
         produce_generated(generator, self.bootstrap, self.input, RECORDS)
-        print(f"[bench] generated {RECORDS:,} records in {time.monotonic() - began:.1f} s", flush=True)
+        print(
+            f"[bench] generated {RECORDS:,} records ({kept:,} pass the stateless filter)"
+            f" in {time.monotonic() - began:.1f} s",
+            flush=True,
+        )
+        self.expected = {"baseline": RECORDS, "stateless": kept, "bytewax": kept, "quix": kept}
 
     # -- processes (baseline, peers) ----------------------------------------------------------------------
 
@@ -195,11 +213,15 @@ class Bench:
 
     def finish(self, name: str, out: str, launched: float) -> float:
         """Measure one run from its output topic, then delete the topic (the broker keeps the same data for
-        every run and part)."""
+        every run and part). A run that wrote fewer or more records than a complete one fails: its rate
+        would not be the rate of the whole workload."""
         count, last = output_end(self.bootstrap, out)
         self.broker.delete_topic(out)
         if last is None:
             raise RuntimeError(f"{name} wrote nothing to {out}")
+        expected = self.expected.get(name)
+        if expected is not None and count != expected:
+            raise RuntimeError(f"{name} wrote {count:,} records, a complete run writes {expected:,}")
         rate = RECORDS / (last - launched)
         print(f"[bench] {name}: {count:,} output records, {rate:,.0f} input records/s", flush=True)
         return rate
@@ -208,7 +230,7 @@ class Bench:
         return self.processes("baseline", [["copy_loop.py", str(p)] for p in range(CORES)], sys.executable)
 
     def quix(self) -> float:
-        return self.processes("quix", [["quix_app.py", "3"] for _ in range(CORES)], PEERS_PYTHON)
+        return self.processes("quix", [["quix_app.py", "15"] for _ in range(CORES)], PEERS_PYTHON)
 
     def bytewax(self) -> float:
         from dagger.devtools.broker import free_port
@@ -262,7 +284,7 @@ class Bench:
         sql, message = JOBS[part]
         for _ in range(WARMUP_RUNS):
             print(f"[bench] {part}: warm-up run", flush=True)
-            self.dagger(part, sql, message, source)
+            self.dagger(part if source is None else f"{part}-warmup", sql, message, source)
 
     def stateless(self) -> float:
         return self.dagger("stateless", *JOBS["stateless"])

@@ -43,3 +43,20 @@ def test_a_tiny_run_of_every_part_reports_each_measurement(tmp_path):
     assert 0 < latency["startup_s"] < 300 and latency["peak_rss_mib"] > 100
     table = (tmp_path / "streaming.md").read_text()
     assert "| stateless job ÷ Quix Streams |" in table and "| start-up, launch to first output |" in table
+
+
+def test_a_run_that_wrote_fewer_records_than_a_complete_one_fails(broker, topic):
+    sys.path.insert(0, str(ROOT / "bench"))
+    import streaming
+
+    from dagger.devtools.produce import produce
+
+    bench = streaming.Bench(broker, "unused")
+    bench.expected = {"quix": 5}
+    out = topic("bench-out")
+    produce(broker.bootstrap, out, ((None, b"x") for _ in range(3)))
+    with pytest.raises(RuntimeError, match="quix wrote 3 records, a complete run writes 5"):
+        bench.finish("quix", out, launched=0.0)
+    complete = topic("bench-out")
+    produce(broker.bootstrap, complete, ((None, b"x") for _ in range(5)))
+    assert bench.finish("quix", complete, launched=0.0) > 0
