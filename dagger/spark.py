@@ -62,6 +62,8 @@ _WRAPPER = """#!/bin/sh
 # Written by dagger.spark.worker_python: runs {python} for Spark's Python workers without the pyspark.zip and
 # py4j zip Spark puts first on their PYTHONPATH. This interpreter has the same pyspark and py4j installed, and
 # importing them from a zip compiles ~1,300 modules from source in every fresh worker (~1 s of CPU each).
+# Spark's spark-core jar goes too: it holds no Python, and every fresh worker re-reads its 6,000-entry
+# directory three times (importlib.invalidate_caches on its first task, ~0.1 s).
 kept=""
 old_ifs=$IFS
 IFS=:
@@ -74,6 +76,12 @@ done
 IFS=$old_ifs
 PYTHONPATH=$kept
 export PYTHONPATH
+# Spark's daemon for the data source workers (create_data_source, the sink runner, ...): dagger's, which forks
+# them with pyarrow, pandas and the reader/sink code already imported
+if [ "$1" = "-m" ] && [ "$2" = "pyspark.daemon" ] && [ -n "$3" ]; then
+  shift 2
+  exec {python} -m dagger.spark_daemon "$@"
+fi
 # a streaming query's source runner, started without Spark's daemon: fork it from dagger's fork server
 if [ "$1" = "-m" ] && [ -n "$DAGGER_FORKSERVER_SOCKET" ]; then
   case "$2" in
@@ -87,7 +95,10 @@ exec {python} "$@"
 def worker_python() -> str | None:
     """An executable that runs this interpreter for Spark's Python workers, importing pyspark from its installed
     package instead of Spark's ``python/lib/pyspark.zip`` (zip imports are never byte-code cached: each worker
-    Spark starts without its daemon, such as a streaming query's source runner, spends ~1 s compiling).
+    Spark starts without its daemon, such as a streaming query's source runner, spends ~1 s compiling). It also
+    starts the data source workers' daemons as :mod:`dagger.spark_daemon` (Spark starts them as
+    ``pyspark.daemon`` whatever ``spark.python.daemon.module`` says) and hands the source runner to
+    :mod:`dagger.forkserver`.
 
     ``None`` where there is nothing to gain (no zip next to the installed pyspark, py4j not installed as a
     package) or the script cannot be written. Written once to ``DAGGER_NATIVE_CACHE``
@@ -103,9 +114,10 @@ def worker_python() -> str | None:
     from dagger import forkserver
     from dagger.arrow_kafka import cache_dir
 
+    jars = sorted(str(j) for j in (lib.parent.parent / "jars").glob("spark-core_*.jar"))
     script = _WRAPPER.format(
         python=shlex.quote(sys.executable),
-        drop="|".join(shlex.quote(z) for z in zips),
+        drop="|".join(shlex.quote(z) for z in [*zips, *jars]),
         forked="|".join(forkserver.MODULES),
         client=shlex.quote(forkserver.__file__),
     )

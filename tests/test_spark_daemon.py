@@ -8,18 +8,42 @@ from dagger.spark_daemon import PRELOAD
 
 
 def _loaded(batches):
+    import gc
     import sys
 
     import pyarrow as pa
 
     for _ in batches:
-        yield pa.RecordBatch.from_pydict({"missing": [",".join(m for m in PRELOAD if m not in sys.modules)]})
+        missing = ",".join(m for m in PRELOAD if m not in sys.modules)
+        yield pa.RecordBatch.from_pydict({"missing": [missing], "frozen": [gc.get_freeze_count()]})
 
 
-def test_workers_start_with_the_preloaded_modules(spark):
+def test_workers_start_with_the_preloaded_modules_frozen_out_of_the_collector(spark):
     assert spark.conf.get("spark.python.daemon.module") == "dagger.spark_daemon"
-    rows = spark.range(2, numPartitions=2).mapInArrow(_loaded, "missing string").collect()
+    rows = spark.range(2, numPartitions=2).mapInArrow(_loaded, "missing string, frozen long").collect()
     assert [r.missing for r in rows] == ["", ""]
+    # the daemon's objects are frozen, so the gc.collect() after every task skips them
+    assert all(r.frozen > 50_000 for r in rows), [r.frozen for r in rows]
+
+
+def test_data_source_workers_fork_from_the_preloading_daemon_too(spark):
+    from pyspark.sql.datasource import DataSource
+
+    class Probe(DataSource):  # defined here: pickled by value for the worker
+        @classmethod
+        def name(cls) -> str:
+            return "daemon_probe"
+
+        def schema(self) -> str:  # runs in a create_data_source worker; its column name says where
+            import os
+            import sys
+
+            with open(f"/proc/{os.getppid()}/cmdline") as f:
+                daemon = f.read().split("\0")[2]
+            return f"`{daemon}/{'dagger.sinks' in sys.modules}/{'pandas' in sys.modules}` INT"
+
+    spark.dataSource.register(Probe)
+    assert spark.read.format("daemon_probe").load().columns == ["dagger.spark_daemon/True/True"]
 
 
 def _pyspark_origin(batches):
@@ -50,13 +74,20 @@ def test_the_worker_python_drops_only_the_redundant_zips(tmp_path, monkeypatch):
     assert wrapper is not None and os.access(wrapper, os.X_OK)
     lib = Path(pyspark.__file__).parent / "python" / "lib"
     zips = [str(lib / "pyspark.zip"), *map(str, lib.glob("py4j-*-src.zip"))]
+    jars = list(map(str, (Path(pyspark.__file__).parent / "jars").glob("spark-core_*.jar")))
+    assert len(jars) == 1
     mine = tmp_path / "my path"  # entries with spaces survive
     mine.mkdir()
     (mine / "marker_module.py").write_text("VALUE = 7\n")
-    env = dict(os.environ, PYTHONPATH=":".join([*zips, str(mine)]))
-    probe = "import os, sys, pyspark, marker_module; print(pyspark.__file__, marker_module.VALUE, sys.executable)"
-    out = subprocess.run([wrapper, "-c", probe], env=env, capture_output=True, text=True, check=True).stdout.split()
+    env = dict(os.environ, PYTHONPATH=":".join([*zips, str(mine), *jars]))
+    probe = (
+        "import os, sys, pyspark, marker_module;"
+        " print(pyspark.__file__, marker_module.VALUE, sys.executable, os.environ['PYTHONPATH'])"
+    )
+    out = subprocess.run([wrapper, "-c", probe], env=env, capture_output=True, text=True, check=True).stdout
+    out = out.rstrip("\n").split(" ", 3)
     assert ".zip" not in out[0] and out[1] == "7" and out[2] == sys.executable
+    assert out[3] == str(mine)  # the zips and the spark-core jar dropped, the rest kept
     assert worker_python() == wrapper  # written once, reused
 
 
