@@ -378,19 +378,11 @@ class StreamManager:
         large messages (``SOURCE_KAFKA_CONSUME_LARGE_MESSAGE_ENABLE``, ``SINK_KAFKA_PRODUCE_LARGE_MESSAGE_ENABLE``)
         keep Spark's byte cap, as does a value given in ``SPARK_CONF`` or to spark-submit.
         """
-        key = "spark.sql.execution.arrow.maxBytesPerBatch"
-        unlimited = "2147483647"  # Int.MaxValue: Spark skips the per-row size check
-        conf = self.spark.conf
-        current = conf.get(key, None)
-        if key in self.config.SPARK_CONF or current not in (None, "67108864b", unlimited):
-            return
         large = self.config.SOURCE_KAFKA_CONSUME_LARGE_MESSAGE_ENABLE or any(
             sink.SINK_KAFKA_PRODUCE_LARGE_MESSAGE_ENABLE for _, sink in self.config.sink_configs
         )
-        if large:
-            conf.unset(key)
-        else:
-            conf.set(key, unlimited)
+        # Int.MaxValue: Spark skips the per-row size check
+        self._own_setting("spark.sql.execution.arrow.maxBytesPerBatch", "2147483647", not large, "67108864b")
 
     def _choose_checkpoint_writer(self) -> None:
         """Write a checkpoint on a local disk through Hadoop's FileSystem API instead of its FileContext API.
@@ -402,15 +394,19 @@ class StreamManager:
         atomically) starts almost none. Remote checkpoints (HDFS, S3, GCS) keep Spark's default, and so does a
         ``spark.sql.streaming.checkpointFileManagerClass`` given in ``SPARK_CONF`` or to spark-submit.
         """
-        key = "spark.sql.streaming.checkpointFileManagerClass"
         ours = "org.apache.spark.sql.execution.streaming.checkpointing.FileSystemBasedCheckpointFileManager"
+        self._own_setting("spark.sql.streaming.checkpointFileManagerClass", ours, self._checkpoint_is_local())
+
+    def _own_setting(self, key: str, ours: str, wanted: bool, spark_default: str | None = None) -> None:
+        """Set a session setting dagger chooses per job to ``ours`` (``wanted``) or back to Spark's default,
+        unless the user chose it: named in ``SPARK_CONF``, or set to anything else (spark-submit ``--conf``).
+        The session may have run an earlier job that set it (the benchmark, tests, a notebook)."""
         conf = self.spark.conf
-        current = conf.get(key, None)
-        if current not in (None, ours) or key in self.config.SPARK_CONF:
+        if key in self.config.SPARK_CONF or conf.get(key, None) not in (None, ours, spark_default):
             return
-        if self._checkpoint_is_local():
+        if wanted:
             conf.set(key, ours)
-        elif current == ours:
+        else:
             conf.unset(key)
 
     def _checkpoint_is_local(self) -> bool:

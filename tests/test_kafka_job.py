@@ -18,16 +18,21 @@ Summary = message_class("dagger.examples.BookingSummaryMessage")
 Booking = message_class("dagger.examples.BookingLogMessage")
 
 
-def test_tumbling_window_in_dagger_syntax_gives_exact_counts(spark, broker, stencil, topic, tmp_path):
-    source, out = topic("bookings", partitions=2), topic("counts")
-    produce(broker.bootstrap, source, ((None, v) for v in bookings(360, START, step_seconds=0.5)), partitions=2)
+def _counts_per_minute_job(stencil, broker, source: str, out: str) -> dict:
+    """Bookings per service area and 1-minute tumbling window (Dagger syntax), Kafka in and out."""
     sql = (
         "SELECT service_area_id, count(1) AS booking_count, TUMBLE_END(rowtime, INTERVAL '1' MINUTE) AS window_timestamp "
         "FROM `data_stream_0` GROUP BY service_area_id, TUMBLE(rowtime, INTERVAL '1' MINUTE)"
     )
-    data = job(
+    return job(
         stencil, [kafka_stream(broker, source)], sql, **kafka_sink(broker, out, "dagger.examples.BookingCountMessage")
     )
+
+
+def test_tumbling_window_in_dagger_syntax_gives_exact_counts(spark, broker, stencil, topic, tmp_path):
+    source, out = topic("bookings", partitions=2), topic("counts")
+    produce(broker.bootstrap, source, ((None, v) for v in bookings(360, START, step_seconds=0.5)), partitions=2)
+    data = _counts_per_minute_job(stencil, broker, source, out)
     _, query = run_job(spark, data, tmp_path / "cp")
     assert query.exception() is None
     rows = [Count.FromString(m.value()) for m in consume_all(broker.bootstrap, out, expected=6)]
@@ -311,13 +316,7 @@ def test_local_checkpoints_are_written_without_hadoop_filecontext_and_remote_one
     key = "spark.sql.streaming.checkpointFileManagerClass"
     source, out = topic("cp-in"), topic("cp-out")
     produce(broker.bootstrap, source, ((None, v) for v in bookings(240, START, step_seconds=0.5)))
-    sql = (
-        "SELECT service_area_id, count(1) AS booking_count, TUMBLE_END(rowtime, INTERVAL '1' MINUTE) AS window_timestamp "
-        "FROM `data_stream_0` GROUP BY service_area_id, TUMBLE(rowtime, INTERVAL '1' MINUTE)"
-    )
-    data = job(
-        stencil, [kafka_stream(broker, source)], sql, **kafka_sink(broker, out, "dagger.examples.BookingCountMessage")
-    )
+    data = _counts_per_minute_job(stencil, broker, source, out)
     _, query = run_job(spark, data, tmp_path / "cp")
     assert query.exception() is None
     assert spark.conf.get(key).endswith("FileSystemBasedCheckpointFileManager")
