@@ -63,7 +63,8 @@ format: install
 	$(VENV)/bin/ruff check --fix dagger udfs tests scripts bench
 
 descriptors: install ## recompile descriptors/*.proto into examples.desc (all), bookings.desc and lookup.desc
-	$(PY) -m grpc_tools.protoc -Idescriptors --descriptor_set_out=descriptors/examples.desc --include_imports descriptors/booking.proto descriptors/everything.proto descriptors/lookup.proto
+	$(PY) -m grpc_tools.protoc -Idescriptors --descriptor_set_out=descriptors/examples.desc --include_imports descriptors/booking.proto descriptors/everything.proto descriptors/lookup.proto \
+		descriptors/raystack/TestLogMessage.proto descriptors/raystack/query_examples.proto
 	$(PY) -m grpc_tools.protoc -Idescriptors --descriptor_set_out=descriptors/bookings.desc --include_imports descriptors/booking.proto
 	$(PY) -m grpc_tools.protoc -Idescriptors --descriptor_set_out=descriptors/lookup.desc --include_imports descriptors/lookup.proto
 

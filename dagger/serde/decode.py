@@ -161,11 +161,13 @@ class ProtoDecoder:
         columns = []
         if self._json_field_names and isinstance(payloads, pa.Array):
             payloads = payloads.to_pylist()  # the Struct/Value fields are converted message by message
-        for index, target in enumerate(self.fields_schema):
+        for target in self.fields_schema:
             if target.name in self._json_field_names:
                 columns.append(self._slow_column(target, payloads))
                 continue
-            column = raw.column(index)
+            # ptars emits fields in field-number order, the table has them in declaration order: match by name
+            # (nested structs too: Arrow's struct cast matches children by name)
+            column = raw.column(target.name)
             if column.type != target.type:
                 column = column.cast(target.type)
             columns.append(column)

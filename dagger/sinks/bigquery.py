@@ -206,9 +206,10 @@ class RowConverter:
 
     def convert(self, batch: pa.RecordBatch) -> pa.RecordBatch:
         """Raises SinkError when some row cannot be typed (callers isolate the row)."""
-        arrays = self.encoder.conform(batch)
+        # the encoder's arrays follow ptars's field-number order, the table's columns the declaration order
+        arrays = dict(zip(self.encoder.schema.names, self.encoder.conform(batch), strict=True))
         try:
-            out = [_to_bigquery(a, f.type) for a, f in zip(arrays, self.schema, strict=True)]
+            out = [_to_bigquery(arrays[f.name], f.type) for f in self.schema]
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
             raise SinkError(f"{self.encoder.key}: {str(exc).splitlines()[0]}") from None
         return pa.RecordBatch.from_arrays(out, schema=self.schema)
