@@ -338,6 +338,8 @@ def _validate(config) -> int:  # noqa: ANN001
         )
     out.write("SQL as written:\n  " + config.sql.strip() + "\n")
     out.write("SQL as run by Spark:\n  " + plan.rewritten_sql.strip() + "\n")
+    if plan.notes:
+        out.write("rewritten for Spark:\n  - " + "\n  - ".join(plan.notes) + "\n")
     out.write("output columns:\n")
     for f in plan.output_schema.fields:
         out.write(f"  {f.name}: {f.dataType.simpleString()}\n")

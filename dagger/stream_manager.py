@@ -41,6 +41,8 @@ class Plan:
     sinks: list[Any] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     dataframe: Any = None
+    #: what the SQL rewrite changed and why (Flink forms, key-less joins), shown by ``dagger validate``
+    notes: list[str] = field(default_factory=list)
 
 
 class StreamManager:
@@ -284,10 +286,11 @@ class StreamManager:
         from pyspark.sql.pandas.types import to_arrow_schema
 
         from dagger.sinks import build_sinks
-        from dagger.sql.rewrite import rewrite_sql
+        from dagger.sql.rewrite import rewrite_query
 
         self.check_descriptors()
-        rewritten = rewrite_sql(self.config.sql, self.function_catalog().macros)
+        rewrite = rewrite_query(self.config.sql, self.function_catalog().macros, self._declared_schemas())
+        rewritten = rewrite.sql
         self.register_functions([rewritten, self.config.model_dump_json()])
         tables = self.register_streams(rewritten)
         try:
@@ -299,13 +302,24 @@ class StreamManager:
         from dagger.processors import postprocess
 
         df = postprocess(df, self._processor_context("post"))
-        plan = Plan(self.config.sql, rewritten, tables, df.schema, dataframe=df)
+        plan = Plan(self.config.sql, rewritten, tables, df.schema, dataframe=df, notes=rewrite.notes)
         plan.output_mode = "batch (bounded input)" if self.bounded else self._output_mode(df)
         plan.sinks = build_sinks(self.config, self.descriptors)
         arrow_schema = to_arrow_schema(df.schema, timezone="UTC")
         for sink in plan.sinks:
             plan.problems.extend(sink.check(arrow_schema))
         return plan
+
+    def _declared_schemas(self) -> dict[str, Any]:
+        """Table → the schema its message gives it (before any pre-processor), for the SQL rewrite."""
+        from dagger.serde.types import table_schema
+
+        rowtime = self.config.FLINK_ROWTIME_ATTRIBUTE_NAME
+        return {
+            s.INPUT_SCHEMA_TABLE: table_schema(self.descriptors.find_message(s.INPUT_SCHEMA_PROTO_CLASS), rowtime)
+            for s in self.config.STREAMS
+            if s.INPUT_SCHEMA_PROTO_CLASS
+        }
 
     def _output_mode(self, df: Any) -> str:
         if self.config.SPARK_OUTPUT_MODE != "auto":
@@ -336,6 +350,8 @@ class StreamManager:
         if plan.problems:
             raise DaggerConfigError("the SQL output does not fit the sink:\n  - " + "\n  - ".join(plan.problems))
         self._size_arrow_batches()
+        for note in plan.notes:
+            log.info("SQL rewrite: %s", note)
         if self.bounded:
             return self._start_bounded(plan)
         check_and_record(

@@ -157,8 +157,15 @@ def run_job(spark, data: dict, checkpoint: Path, available_now: bool = True):
     config = load_config(data=data)
     manager = StreamManager(config, checkpoint_dir=str(checkpoint), available_now=available_now, spark=spark)
     query = manager.start()
+    import time
+
+    deadline = time.monotonic() + 300
     try:
-        query.awaitTermination(300)
+        # as `dagger run --available-now` does: an operator that asks for batches forever (a processing-time
+        # state TTL) keeps Spark's availableNow running after the input is read; stop such a query when drained
+        while not query.awaitTermination(0.5) and time.monotonic() < deadline:
+            if available_now and manager.is_drained(query):
+                query.stop()
     except Exception:  # noqa: BLE001 - callers inspect query.exception()
         pass
     manager.commit_final_offsets(query)

@@ -226,3 +226,40 @@ def test_the_kafka_sink_names_the_config_key_a_bad_producer_setting_came_from(br
     sink = KafkaSink("out", {"bootstrap.servers": broker.bootstrap, "linger.mz": "5"}, data_type="JSON")
     with pytest.raises(SinkError, match=r"linger\.mz.*SINK_KAFKA_PRODUCER_CONFIG"):
         sink.writer(0, 0)
+
+
+def test_the_json_sink_writes_every_double_bit_for_bit(broker):
+    """Doubles in their shortest round-trip form (pandas' to_json had rounded them to 10 decimal places:
+    -0.0308270677 for -0.030827067669172932), floats as the float's own digits, uint64 decimals exactly."""
+    import decimal
+    import json
+    import struct
+    import uuid
+
+    import numpy as np
+
+    from dagger.devtools.produce import consume_all
+    from dagger.sinks.kafka import KafkaSink
+
+    topic = f"json-{uuid.uuid4().hex[:8]}"
+    broker.create_topic(topic, 1)
+    rng = np.random.default_rng(7)
+    doubles = [-0.030827067669172932, 0.1 + 0.2, 5e-324, 1.7976931348623157e308, -0.0, 1 / 3, 6.02214076e23]
+    doubles += list(rng.standard_normal(40) * 10.0 ** rng.integers(-30, 30, 40))
+    floats = np.array(rng.standard_normal(len(doubles)), dtype=np.float32)
+    batch = pa.RecordBatch.from_arrays(
+        [
+            pa.array(doubles, pa.float64()),
+            pa.array(floats, pa.float32()),
+            pa.array([decimal.Decimal(2**64 - 1 - i) for i in range(len(doubles))], pa.decimal128(20, 0)),
+        ],
+        names=["d", "f", "u"],
+    )
+    sink = KafkaSink(topic, {"bootstrap.servers": broker.bootstrap}, data_type="JSON")
+    writer = sink.writer(0, 0)
+    writer.write(batch)
+    assert writer.flush() == len(doubles)
+    rows = [json.loads(m.value()) for m in consume_all(broker.bootstrap, topic, expected=len(doubles))]
+    assert [struct.pack("<d", r["d"]) for r in rows] == [struct.pack("<d", d) for d in doubles]
+    assert [np.float32(r["f"]).tobytes() for r in rows] == [f.tobytes() for f in floats]
+    assert [r["u"] for r in rows] == [2**64 - 1 - i for i in range(len(doubles))]

@@ -1,93 +1,291 @@
-"""Rewrite Dagger's (Flink's) group-window SQL into Spark SQL, on the sqlglot syntax tree.
+"""Dagger's (Flink's) SQL as Spark SQL: one pass over the sqlglot syntax tree per difference.
 
-==================================================  ==============================================
-Dagger / Flink SQL                                   Spark SQL
-==================================================  ==============================================
-``GROUP BY TUMBLE(rowtime, INTERVAL '30' SECOND)``   ``GROUP BY window(rowtime, '30 seconds')``
-``TUMBLE_START(rowtime, INTERVAL '30' SECOND)``      ``window(rowtime, '30 seconds').start``
-``TUMBLE_END(rowtime, INTERVAL '30' SECOND)``        ``window(rowtime, '30 seconds').end``
-``TUMBLE_ROWTIME(...)``                              ``window_time(window(rowtime, '30 seconds'))``
-``HOP(rowtime, slide, size)``                        ``window(rowtime, size, slide)``
-``HOP_START`` / ``HOP_END`` / ``HOP_ROWTIME``         as for TUMBLE, with the same argument swap
-==================================================  ==============================================
+=====================================  ===============================================================
+Flink form                             module (and what it becomes)
+=====================================  ===============================================================
+``TUMBLE``/``HOP``/``SESSION`` groups  :mod:`dagger.sql.windows` (``window``, ``session_window``)
+``UNNEST(...) AS t (a, b)`` joins      :mod:`dagger.sql.unnest` (``LATERAL VIEW INLINE/EXPLODE``)
+joins without an equality              :mod:`dagger.sql.joins` (a constant key on both sides)
+``SPLIT_INDEX``, ``TO_BASE64`` …       :mod:`dagger.sql.flink_functions`
+``SimpleDateFormat`` patterns          :mod:`dagger.sql.datetime_patterns` (``hh:mm aa`` → ``hh:mm a``)
+``FLOOR(ts TO MINUTE)``, ``CEIL(…)``   ``date_trunc('MINUTE', ts)`` (and the next unit up, for CEIL)
+``LATERAL TABLE(f(x))``                ``LATERAL f(x)``
+function library calls                 expanded in place (macros of :mod:`dagger.functions`)
+=====================================  ===============================================================
 
-Spark resolves identical ``window(...)`` expressions in SELECT and GROUP BY to one window column, so
-``.start``/``.end`` in the select list refer to the grouped window. Everything else is left alone (Spark SQL
-accepts backticks and ``INTERVAL '5' MINUTE`` literals as they are). No regular expressions touch the SQL.
+Flink constructs Spark has no form of (window table-valued functions, ``MATCH_RECOGNIZE``, temporal joins
+``FOR SYSTEM_TIME AS OF``) are errors that name the construct and the Spark alternative. A query with nothing
+to rewrite is returned as written. No regular expressions touch the SQL: the few renames that must happen
+before parsing (sqlglot's Spark parser cannot read ``SESSION(``, and would turn datetime patterns and
+``TRUNCATE`` into its own, lossy forms) work on sqlglot's tokens.
 """
 
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass, field
+from typing import Any
 
 import sqlglot
 from sqlglot import exp
-from sqlglot.errors import ParseError
+from sqlglot.errors import ParseError, TokenError
+from sqlglot.tokens import TokenType
 
 from dagger.errors import SqlError
+from dagger.sql.datetime_patterns import PATTERN_ARGUMENT, spark_pattern
+from dagger.sql.flink_functions import FLINK_FUNCTIONS
+from dagger.sql.joins import add_join_keys
+from dagger.sql.unnest import rewrite_unnests
+from dagger.sql.windows import SESSION_PLACEHOLDER, rewrite_window
 
-_UNITS = {
-    "SECOND": "seconds",
-    "SECONDS": "seconds",
-    "MINUTE": "minutes",
-    "MINUTES": "minutes",
-    "HOUR": "hours",
-    "HOURS": "hours",
-    "DAY": "days",
-    "DAYS": "days",
-    "MILLISECOND": "milliseconds",
-    "MILLISECONDS": "milliseconds",
-    "WEEK": "weeks",
-}
-_GROUP_FUNCS = {"TUMBLE", "HOP"}
-_AUX = {
-    "TUMBLE_START": ("TUMBLE", "start"),
-    "TUMBLE_END": ("TUMBLE", "end"),
-    "TUMBLE_ROWTIME": ("TUMBLE", "rowtime"),
-    "TUMBLE_PROCTIME": ("TUMBLE", "rowtime"),
-    "HOP_START": ("HOP", "start"),
-    "HOP_END": ("HOP", "end"),
-    "HOP_ROWTIME": ("HOP", "rowtime"),
-    "HOP_PROCTIME": ("HOP", "rowtime"),
-}
+_PROTECTED = SESSION_PLACEHOLDER.removesuffix("SESSION")  # "__FLINK_FORM_": renamed calls
+#: functions sqlglot would parse into its own forms (and print back differently): renamed before parsing
+_RENAMED = (set(PATTERN_ARGUMENT) - {"FORMATTIMEINZONE"}) | set(FLINK_FUNCTIONS) | {"SESSION"}
+_TIME_UNITS = {"YEAR", "QUARTER", "MONTH", "WEEK", "DAY", "HOUR", "MINUTE", "SECOND", "MILLISECOND", "MICROSECOND"}
 
 
-def _duration(node: exp.Expression, func: str) -> exp.Literal:
-    """``INTERVAL '30' SECOND`` → ``'30 seconds'`` (Spark's window duration string)."""
-    if isinstance(node, exp.Interval):
-        amount = node.this.name if isinstance(node.this, exp.Literal) else node.this.sql()
-        unit = node.args.get("unit")
-        unit_name = unit.name.upper() if unit is not None else ""
-        if not unit_name:  # INTERVAL '30 SECOND'
-            parts = amount.split()
-            if len(parts) == 2:
-                amount, unit_name = parts[0], parts[1].upper()
-        if unit_name in _UNITS:
-            return exp.Literal.string(f"{amount} {_UNITS[unit_name]}")
-        raise SqlError(
-            f"{func}: unsupported interval unit {unit_name or '?'} in {node.sql()}; use SECOND, MINUTE, HOUR or DAY"
-        )
-    if isinstance(node, exp.Literal) and node.is_string:
+@dataclass
+class Rewrite:
+    """A query as Spark runs it, and what was changed and why (shown by ``dagger validate``)."""
+
+    sql: str
+    notes: list[str] = field(default_factory=list)
+
+
+def rewrite_sql(sql: str, macros: dict | None = None, schemas: dict[str, Any] | None = None) -> str:
+    """The Spark SQL of ``sql`` (see :func:`rewrite_query`)."""
+    return rewrite_query(sql, macros, schemas).sql
+
+
+def rewrite_query(sql: str, macros: dict | None = None, schemas: dict[str, Any] | None = None) -> Rewrite:
+    """Rewrite Dagger's (Flink's) SQL ``sql`` into Spark SQL.
+
+    Parameters
+    ----------
+    sql:
+        One query.
+    macros:
+        Upper-cased function name → rewrite of a call (the job's function library, :mod:`dagger.functions`).
+    schemas:
+        Input table → Spark schema, used to tell arrays of rows, arrays and maps apart in ``UNNEST``.
+    """
+    macros = macros or {}
+    protected, renamed = _protect(sql, set(macros))
+    tree = _parse(protected)
+    notes: list[str] = []
+    changed = bool(renamed)
+
+    unnest_notes = rewrite_unnests(tree, schemas or {})
+    notes += unnest_notes
+    changed |= bool(unnest_notes)
+
+    def functions(node: exp.Expression) -> exp.Expression:
+        nonlocal changed
+        replaced = _flink_call(node, notes)
+        if replaced is not node:
+            changed = True
+        return replaced
+
+    tree = tree.transform(functions)
+
+    def groups(node: exp.Expression) -> exp.Expression:
+        nonlocal changed
+        name = _name(node)
+        if isinstance(node, exp.Lateral) and name is None and _name(node.this) == "TABLE":
+            if len(node.this.expressions) == 1:
+                changed = True
+                node.set("this", node.this.expressions[0])  # LATERAL TABLE(f(x)) -> LATERAL f(x)
+                return node
+        spark_window = rewrite_window(name, node) if name else None
+        if spark_window is not None:
+            changed = True
+            _note(notes, f"{_shown(node)} → {spark_window.sql(dialect='spark')}")
+            return spark_window
+        call = _call(node, macros)
+        if call is not None:
+            changed = True
+            return _expand(macros[call[0]], node, call[1])
         return node
-    raise SqlError(f"{func}: expected an INTERVAL literal such as INTERVAL '1' MINUTE, got {node.sql()}")
+
+    for _ in range(20):  # a macro's expansion may hold further macro calls (Filters(..., CondEq(...)))
+        tree = tree.transform(groups)
+        if not any(_call(n, macros) for n in tree.find_all(exp.Func)):
+            break
+
+    join_notes = add_join_keys(tree)
+    notes += join_notes
+    changed |= bool(join_notes)
+    if not changed:
+        return Rewrite(sql, notes)
+    tree = tree.transform(_restore)
+    return Rewrite(tree.sql(dialect="spark"), notes)
 
 
-def _window(func: str, args: list[exp.Expression]) -> exp.Expression:
-    """The Spark ``window(time, duration[, slide])`` call for a TUMBLE/HOP argument list."""
-    if func == "TUMBLE":
-        if len(args) != 2:
-            raise SqlError(f"TUMBLE takes (time_attribute, INTERVAL size), got {len(args)} argument(s)")
-        return exp.Anonymous(this="window", expressions=[args[0].copy(), _duration(args[1], func)])
-    if len(args) != 3:
-        raise SqlError(f"HOP takes (time_attribute, INTERVAL slide, INTERVAL size), got {len(args)} argument(s)")
-    slide, size = _duration(args[1], func), _duration(args[2], func)
-    return exp.Anonymous(this="window", expressions=[args[0].copy(), size, slide])
+# -- before parsing ------------------------------------------------------------------------------------------
+
+
+def _protect(sql: str, user_functions: set[str]) -> tuple[str, list[str]]:
+    """Reject what Spark cannot run; rename the calls sqlglot would reinterpret (``name(`` → ``__FLINK_FORM_NAME(``)."""
+    from sqlglot.dialects.spark import Spark
+
+    try:
+        tokens = Spark().tokenize(sql)
+    except TokenError as exc:
+        raise SqlError(f"FLINK_SQL_QUERY cannot be read: {exc}") from None
+    texts = [t.text.upper() for t in tokens]
+    _unsupported(texts)
+    edits = _quote_escapes(sql, tokens)
+    for i, token in enumerate(tokens[:-1]):
+        name = texts[i]
+        if (
+            name in _RENAMED
+            and name not in user_functions
+            and tokens[i + 1].token_type == TokenType.L_PAREN
+            and (i == 0 or tokens[i - 1].token_type != TokenType.DOT)
+            and token.token_type not in (TokenType.STRING, TokenType.IDENTIFIER)
+        ):
+            edits.append((token.start, token.end + 1, _PROTECTED + name))
+    out = sql
+    for start, end, text in sorted(edits, reverse=True):
+        out = out[:start] + text + out[end:]
+    return out, [e[2] for e in edits]
+
+
+def _quote_escapes(sql: str, tokens: list) -> list[tuple[int, int, str]]:
+    """Standard SQL (Flink) escapes a quote inside a string by doubling it: ``'yyyy-MM-dd''T''HH:mm'``. Spark
+    reads that as adjacent literals, concatenated (the quotes vanish), so touching string literals become one
+    Spark literal with escaped quotes, ``'yyyy-MM-dd\\'T\\'HH:mm'``."""
+    edits = []
+    i = 0
+    while i < len(tokens):
+        j = i
+        while (
+            j + 1 < len(tokens)
+            and tokens[j].token_type == TokenType.STRING
+            and tokens[j + 1].token_type == TokenType.STRING
+            and sql[tokens[j].end] == "'"
+            and tokens[j].end + 1 == tokens[j + 1].start
+        ):
+            j += 1
+        if j > i:
+            parts = [sql[t.start + 1 : t.end] for t in tokens[i : j + 1]]
+            edits.append((tokens[i].start, tokens[j].end + 1, "'" + "\\'".join(parts) + "'"))
+        i = j + 1
+    return edits
+
+
+def _unsupported(texts: list[str]) -> None:
+    """Flink constructs with no Spark form: one clear error each."""
+    for i, text in enumerate(texts):
+        following = texts[i + 1 : i + 4]
+        if text == "TABLE" and following[:1] == ["("] and following[1:2] and following[1] in _WINDOW_TVFS:
+            raise SqlError(
+                f"FLINK_SQL_QUERY: Flink's window table-valued function TABLE({following[1]}(TABLE …, DESCRIPTOR(…), …)) "
+                "is not supported; write a group window, GROUP BY TUMBLE(rowtime, INTERVAL '1' MINUTE) (or HOP, SESSION), "
+                "which Dagger documents and Spark runs as window()/session_window()"
+            )
+        if text == "MATCH_RECOGNIZE":
+            raise SqlError(
+                "FLINK_SQL_QUERY: MATCH_RECOGNIZE (Flink's pattern recognition) has no Spark SQL equivalent; express the "
+                "pattern with window aggregations and conditions, or in a transformer using Spark's transformWithState"
+            )
+        if text == "FOR" and following == ["SYSTEM_TIME", "AS", "OF"]:
+            raise SqlError(
+                "FLINK_SQL_QUERY: temporal table joins (FOR SYSTEM_TIME AS OF) are not supported by Spark streaming; "
+                "enrich rows with a post-processor external_source (http, pg, grpc, es) or join two streams on a "
+                "time interval"
+            )
+
+
+_WINDOW_TVFS = {"TUMBLE", "HOP", "CUMULATE", "SESSION"}
+
+
+def _parse(sql: str) -> exp.Expression:
+    try:
+        statements = sqlglot.parse(sql, read="spark")
+    except ParseError as exc:
+        errors = getattr(exc, "errors", None) or [{}]
+        first = errors[0]
+        where = f" at line {first.get('line')}, column {first.get('col')}" if first.get("line") else ""
+        raise SqlError(f"FLINK_SQL_QUERY cannot be parsed{where}: {first.get('description') or exc}") from None
+    statements = [s for s in statements if s is not None]
+    if len(statements) != 1:
+        raise SqlError(f"FLINK_SQL_QUERY must hold exactly one query, found {len(statements)} statements")
+    return statements[0]
+
+
+# -- the passes ---------------------------------------------------------------------------------------------
 
 
 def _name(node: exp.Expression) -> str | None:
     if isinstance(node, exp.Anonymous):
         return str(node.this).upper()
     return None
+
+
+def _shown(node: exp.Expression) -> str:
+    """A node as the user wrote it (placeholders named back)."""
+    return node.transform(_restore).sql(dialect="spark").replace(SESSION_PLACEHOLDER, "SESSION")
+
+
+def _note(notes: list[str], note: str) -> None:
+    if note not in notes:
+        notes.append(note)
+
+
+def _flink_call(node: exp.Expression, notes: list[str]) -> exp.Expression:
+    """A Flink function call, a datetime pattern, or ``FLOOR/CEIL(ts TO unit)`` in its Spark form."""
+    if isinstance(node, (exp.Floor, exp.Ceil)) and node.args.get("to") is not None:
+        unit = node.args["to"].name.upper()
+        if unit not in _TIME_UNITS:
+            raise SqlError(f"{node.sql()}: unknown time unit {unit}; accepted: {', '.join(sorted(_TIME_UNITS))}")
+        truncated = exp.Anonymous(this="date_trunc", expressions=[exp.Literal.string(unit), node.this.copy()])
+        if isinstance(node, exp.Floor):
+            out = truncated
+        else:
+            out = sqlglot.parse_one(
+                f"CASE WHEN {truncated.sql('spark')} = {node.this.sql('spark')} THEN {node.this.sql('spark')} "
+                f"ELSE {truncated.sql('spark')} + INTERVAL 1 {unit} END",
+                read="spark",
+            )
+        _note(notes, f"{node.sql(dialect='spark')} → {out.sql(dialect='spark')}")
+        return out
+    name = _name(node)
+    if name is None:
+        return node
+    if name.startswith(_PROTECTED):
+        name = name[len(_PROTECTED) :]
+    if name in FLINK_FUNCTIONS and _name(node) != name:
+        out = FLINK_FUNCTIONS[name].expand(name, list(node.expressions))
+        _note(notes, f"{name}(…) → {out.sql(dialect='spark')}")
+        return out
+    if name in PATTERN_ARGUMENT:
+        _translate_pattern(node, name, notes)
+    return node
+
+
+def _translate_pattern(node: exp.Anonymous, name: str, notes: list[str]) -> None:
+    index = PATTERN_ARGUMENT[name]
+    if len(node.expressions) <= index:
+        return
+    argument = node.expressions[index]
+    literal = argument.unnest()
+    while isinstance(literal, exp.Cast):
+        literal = literal.this.unnest()
+    if not (isinstance(literal, exp.Literal) and literal.is_string):
+        return  # computed at run time: Spark reads it as it is
+    spark = spark_pattern(literal.this, f"{name}(…, {literal.sql(dialect='spark')})")
+    if spark != literal.this:
+        literal.replace(exp.Literal.string(spark))
+        _note(notes, f"{name} pattern {literal.sql(dialect='spark')} → {exp.Literal.string(spark).sql('spark')}")
+
+
+def _restore(node: exp.Expression) -> exp.Expression:
+    """``__FLINK_FORM_DATE_FORMAT(…)`` → ``date_format(…)`` (printed as written, never through sqlglot's forms)."""
+    name = _name(node)
+    if name and name.startswith(_PROTECTED):
+        return exp.Anonymous(this=name[len(_PROTECTED) :].lower(), expressions=node.expressions)
+    return node
 
 
 @functools.lru_cache(maxsize=8)
@@ -131,53 +329,6 @@ def _expand(macro, node: exp.Expression, args: list) -> exp.Expression:  # noqa:
     return sqlglot.parse_one(text, read="spark")
 
 
-def rewrite_sql(sql: str, macros: dict | None = None) -> str:
-    """Return ``sql`` with Flink group windows replaced by Spark windows, Flink's ``LATERAL TABLE(f(...))`` by
-    Spark's ``LATERAL f(...)``, and calls of ``macros`` (upper-cased name → rewrite) expanded; unchanged when
-    there is nothing to rewrite."""
-    macros = macros or {}
-    try:
-        statements = sqlglot.parse(sql, read="spark")
-    except ParseError as exc:
-        errors = getattr(exc, "errors", None) or [{}]
-        first = errors[0]
-        where = f" at line {first.get('line')}, column {first.get('col')}" if first.get("line") else ""
-        raise SqlError(f"FLINK_SQL_QUERY cannot be parsed{where}: {first.get('description') or exc}") from None
-    statements = [s for s in statements if s is not None]
-    if len(statements) != 1:
-        raise SqlError(f"FLINK_SQL_QUERY must hold exactly one query, found {len(statements)} statements")
-    tree = statements[0]
-    names = {_name(n) for n in tree.find_all(exp.Anonymous)}
-    if not names & (_GROUP_FUNCS | set(_AUX) | {"TABLE"}) and not any(
-        _call(n, macros) for n in tree.find_all(exp.Func)
-    ):
-        return sql
-
-    def transform(node: exp.Expression) -> exp.Expression:
-        name = _name(node)
-        if isinstance(node, exp.Lateral) and _name(node.this) == "TABLE" and len(node.this.expressions) == 1:
-            node.set("this", node.this.expressions[0])  # LATERAL TABLE(f(x)) -> LATERAL f(x)
-            return node
-        if name in _GROUP_FUNCS:
-            return _window(name, list(node.expressions))
-        if name in _AUX:
-            func, part = _AUX[name]
-            window = _window(func, list(node.expressions))
-            if part == "rowtime":
-                return exp.Anonymous(this="window_time", expressions=[window])
-            return exp.Dot(this=window, expression=exp.to_identifier(part))
-        call = _call(node, macros)
-        if call is not None:
-            return _expand(macros[call[0]], node, call[1])
-        return node
-
-    for _ in range(20):  # a macro's expansion may hold further macro calls (Filters(..., CondEq(...)))
-        tree = tree.transform(transform)
-        if not any(_call(n, macros) for n in tree.find_all(exp.Func)):
-            break
-    return tree.sql(dialect="spark")
-
-
 def referenced_columns(sql: str) -> set[str] | None:
     """Every name the query mentions, lower-cased (columns, struct fields, aliases), or ``None`` when it may
     read every column: it selects ``*`` / ``t.*`` / ``struct(*)`` (``COUNT(*)`` reads none) or cannot be parsed.
@@ -186,6 +337,17 @@ def referenced_columns(sql: str) -> set[str] | None:
         tree = sqlglot.parse_one(sql, read="spark")
     except ParseError:
         return None
-    if any(not isinstance(star.parent, exp.Count) for star in tree.find_all(exp.Star)):
+    if any(not isinstance(star.parent, exp.Count) and not _keys_only(star) for star in tree.find_all(exp.Star)):
         return None
     return {identifier.name.lower() for identifier in tree.find_all(exp.Identifier)}
+
+
+def _keys_only(star: exp.Star) -> bool:
+    """``SELECT *, 0 AS __dagger_join_key_t FROM t`` inside a key-less join's wrapper reads what its outer
+    query reads, which the outer query's identifiers already name."""
+    select = star.find_ancestor(exp.Select)
+    return (
+        select is not None
+        and isinstance(select.parent, exp.Subquery)
+        and any(e.alias.startswith("__dagger_join_key_") for e in select.expressions if isinstance(e, exp.Alias))
+    )
