@@ -88,6 +88,8 @@ class StreamManager:
         self._processor_observations: dict[str, Any] = {}
         #: external source label (``HTTP.0``) → its metrics (calls, failures by kind, latency histogram)
         self.lookup_metrics: dict[str, Any] = {}
+        #: session settings the job's processors asked for (ProcessorContext.session_settings)
+        self._processor_settings: dict[str, str] = {}
         self._inputs: list[Any] = []
         self.bounded = self._is_bounded()
 
@@ -254,6 +256,7 @@ class StreamManager:
             bounded=self.bounded,
             observations=self._processor_observations,
             lookups=self.lookup_metrics,
+            session_settings=self._processor_settings,
         )
 
     def register_functions(self, texts: list[str] | None = None) -> Any:
@@ -350,6 +353,7 @@ class StreamManager:
         if plan.problems:
             raise DaggerConfigError("the SQL output does not fit the sink:\n  - " + "\n  - ".join(plan.problems))
         self._size_arrow_batches()
+        self._apply_processor_settings()
         for note in plan.notes:
             log.info("SQL rewrite: %s", note)
         if self.bounded:
@@ -399,6 +403,21 @@ class StreamManager:
         )
         # Int.MaxValue: Spark skips the per-row size check
         self._own_setting("spark.sql.execution.arrow.maxBytesPerBatch", "2147483647", not large, "67108864b")
+
+    def _apply_processor_settings(self) -> None:
+        """The state store provider and other settings processors asked for; Spark's default otherwise (an
+        earlier job in the same session may have set one: the benchmark, tests, a notebook)."""
+        from dagger.processors.transformers.deduplication import ROCKSDB, STATE_STORE_PROVIDER
+
+        defaults = {
+            STATE_STORE_PROVIDER: (
+                "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider",
+                ROCKSDB,
+            )
+        }
+        for key, (spark_default, ours) in defaults.items():
+            wanted = self._processor_settings.get(key)
+            self._own_setting(key, wanted or ours, wanted is not None, spark_default)
 
     def _choose_checkpoint_writer(self) -> None:
         """Write a checkpoint on a local disk through Hadoop's FileSystem API instead of its FileContext API.

@@ -33,17 +33,22 @@ def dagger(*args: str, env: dict | None = None, timeout: float = 300) -> subproc
 
 def test_validate_prints_the_rewritten_sql_and_refuses_a_misfit(broker, stencil, topic, tmp_path):
     source = topic("validate")
+    # Dagger's join example: two streams joined on a time interval alone, windowed in Dagger's syntax
     sql = (
-        "SELECT service_area_id, count(1) AS booking_count, TUMBLE_END(rowtime, INTERVAL '1' MINUTE) AS window_timestamp "
-        "FROM data_stream_0 GROUP BY service_area_id, TUMBLE(rowtime, INTERVAL '1' MINUTE)"
+        "SELECT data_stream_0.service_area_id, count(1) AS booking_count, "
+        "TUMBLE_END(data_stream_0.rowtime, INTERVAL '1' MINUTE) AS window_timestamp FROM data_stream_0 "
+        "JOIN data_stream_1 ON data_stream_1.rowtime BETWEEN data_stream_0.rowtime AND data_stream_0.rowtime + "
+        "INTERVAL '5' MINUTE GROUP BY data_stream_0.service_area_id, TUMBLE(data_stream_0.rowtime, INTERVAL '1' MINUTE)"
     )
-    good = job(
-        stencil, [kafka_stream(broker, source)], sql, **kafka_sink(broker, "out", "dagger.examples.BookingCountMessage")
-    )
+    streams = [kafka_stream(broker, source), kafka_stream(broker, source, table="data_stream_1")]
+    good = job(stencil, streams, sql, **kafka_sink(broker, "out", "dagger.examples.BookingCountMessage"))
     (tmp_path / "good.json").write_text(json.dumps(good))
     result = dagger("validate", str(tmp_path / "good.json"))
     assert result.returncode == 0, result.stderr
-    assert "WINDOW(rowtime, '1 minutes').end AS window_timestamp" in result.stdout
+    assert "WINDOW(data_stream_0.rowtime, '1 minutes').end AS window_timestamp" in result.stdout
+    assert "rewritten for Spark:" in result.stdout
+    assert "JOIN of data_stream_0 and data_stream_1 has no equality condition" in result.stdout
+    assert "run in one partition (one task)" in result.stdout
     assert "output mode: append" in result.stdout and "OK: the job can run" in result.stdout
     bad = dict(good, FLINK_SQL_QUERY="SELECT item_tags AS service_area_id FROM data_stream_0")
     (tmp_path / "bad.json").write_text(json.dumps(bad))

@@ -113,10 +113,12 @@ def timestamp_from_unix() -> str:
         Example(
             "SELECT FormatTimeInZone(TIMESTAMP '2019-07-04 07:19:18', 'Asia/Kolkata', 'yyyy-MM-dd HH:mm:ss')",
             [("2019-07-04 12:49:18",)],
-        )
+        ),
+        Example("SELECT FormatTimeInZone(TIMESTAMP '2019-07-04 07:19:18', 'Asia/Kolkata', 'hh:mm aa')", [("12:49 PM",)]),
     ],
-    notes="Patterns are Spark's datetime patterns (java.time), which agree with SimpleDateFormat for the usual "
-    "letters (y M d H h m s S a E); zone letters (z, Z, X) print the session zone (UTC), not ``tz``.",
+    notes="Patterns are Java SimpleDateFormat patterns, as in Dagger (``hh:mm aa``, ``EEEEE``): the SQL rewrite "
+    "translates a literal pattern where Spark's datetime patterns differ (see docs/sql.md); zone letters (z, Z, X) "
+    "print the session zone (UTC), not ``tz``.",
 )
 def format_time_in_zone() -> str:
     """``ts`` formatted with ``format`` as a wall-clock time in zone ``tz``."""

@@ -36,7 +36,7 @@ from dagger.sql.datetime_patterns import PATTERN_ARGUMENT, spark_pattern
 from dagger.sql.flink_functions import FLINK_FUNCTIONS
 from dagger.sql.joins import add_join_keys
 from dagger.sql.unnest import rewrite_unnests
-from dagger.sql.windows import SESSION_PLACEHOLDER, rewrite_window
+from dagger.sql.windows import SESSION_PLACEHOLDER, lift_rowtimes, rewrite_window
 
 _PROTECTED = SESSION_PLACEHOLDER.removesuffix("SESSION")  # "__FLINK_FORM_": renamed calls
 #: functions sqlglot would parse into its own forms (and print back differently): renamed before parsing
@@ -79,6 +79,10 @@ def rewrite_query(sql: str, macros: dict | None = None, schemas: dict[str, Any] 
     notes += unnest_notes
     changed |= bool(unnest_notes)
 
+    tree, rowtime_notes = lift_rowtimes(tree)
+    notes += rowtime_notes
+    changed |= bool(rowtime_notes)
+
     def functions(node: exp.Expression) -> exp.Expression:
         nonlocal changed
         replaced = _flink_call(node, notes)
@@ -86,7 +90,7 @@ def rewrite_query(sql: str, macros: dict | None = None, schemas: dict[str, Any] 
             changed = True
         return replaced
 
-    tree = tree.transform(functions)
+    tree = _bottom_up(tree, functions)
 
     def groups(node: exp.Expression) -> exp.Expression:
         nonlocal changed
@@ -117,8 +121,21 @@ def rewrite_query(sql: str, macros: dict | None = None, schemas: dict[str, Any] 
     changed |= bool(join_notes)
     if not changed:
         return Rewrite(sql, notes)
-    tree = tree.transform(_restore)
+    tree = _bottom_up(tree, _restore)
     return Rewrite(tree.sql(dialect="spark"), notes)
+
+
+def _bottom_up(tree: exp.Expression, fn) -> exp.Expression:  # noqa: ANN001
+    """Apply ``fn`` to every node, children before their parents (so a rewritten call's arguments, copied
+    into its replacement, are rewritten already)."""
+    for node in reversed(list(tree.walk())):
+        new = fn(node)
+        if new is not node:
+            if node is tree:
+                tree = new
+            else:
+                node.replace(new)
+    return tree
 
 
 # -- before parsing ------------------------------------------------------------------------------------------
@@ -225,7 +242,7 @@ def _name(node: exp.Expression) -> str | None:
 
 def _shown(node: exp.Expression) -> str:
     """A node as the user wrote it (placeholders named back)."""
-    return node.transform(_restore).sql(dialect="spark").replace(SESSION_PLACEHOLDER, "SESSION")
+    return _bottom_up(node.copy(), _restore).sql(dialect="spark").replace(SESSION_PLACEHOLDER.lower(), "SESSION")
 
 
 def _note(notes: list[str], note: str) -> None:
@@ -248,7 +265,7 @@ def _flink_call(node: exp.Expression, notes: list[str]) -> exp.Expression:
                 f"ELSE {truncated.sql('spark')} + INTERVAL 1 {unit} END",
                 read="spark",
             )
-        _note(notes, f"{node.sql(dialect='spark')} → {out.sql(dialect='spark')}")
+        _note(notes, f"{_shown(node)} → {_shown(out)}")
         return out
     name = _name(node)
     if name is None:
@@ -257,7 +274,7 @@ def _flink_call(node: exp.Expression, notes: list[str]) -> exp.Expression:
         name = name[len(_PROTECTED) :]
     if name in FLINK_FUNCTIONS and _name(node) != name:
         out = FLINK_FUNCTIONS[name].expand(name, list(node.expressions))
-        _note(notes, f"{name}(…) → {out.sql(dialect='spark')}")
+        _note(notes, f"{name}(…) → {_shown(out)}")
         return out
     if name in PATTERN_ARGUMENT:
         _translate_pattern(node, name, notes)
@@ -284,7 +301,7 @@ def _restore(node: exp.Expression) -> exp.Expression:
     """``__FLINK_FORM_DATE_FORMAT(…)`` → ``date_format(…)`` (printed as written, never through sqlglot's forms)."""
     name = _name(node)
     if name and name.startswith(_PROTECTED):
-        return exp.Anonymous(this=name[len(_PROTECTED) :].lower(), expressions=node.expressions)
+        node.set("this", name[len(_PROTECTED) :].lower())
     return node
 
 

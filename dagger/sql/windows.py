@@ -95,3 +95,77 @@ def rewrite_window(name: str, node: exp.Expression) -> exp.Expression | None:
             return exp.Anonymous(this="window_time", expressions=[spark_window])
         return exp.Dot(this=spark_window, expression=exp.to_identifier(part))
     return None
+
+
+_ROWTIME = {name for name, (_, part) in AUXILIARY.items() if part == "rowtime"}
+
+
+def lift_rowtimes(tree: exp.Expression) -> tuple[exp.Expression, list[str]]:
+    """``TUMBLE_ROWTIME(...) AS rowtime`` as Spark needs it; returns the tree (its root may be replaced) and notes.
+
+    Spark's ``window_time`` (the window's last instant, an event-time column a later window can group on) reads
+    the ``window`` column an aggregation outputs, so it must be applied above the aggregation: the query selects
+    the window itself and an outer projection turns it into the time attribute::
+
+        SELECT k, count(1) AS n, TUMBLE_ROWTIME(rowtime, INTERVAL '1' MINUTE) AS rowtime FROM t GROUP BY ...
+        →  SELECT k, n, window_time(__dagger_window_rowtime) AS rowtime
+           FROM (SELECT k, count(1) AS n, window(rowtime, '1 minutes') AS __dagger_window_rowtime FROM t GROUP BY ...)
+    """
+    notes = []
+    for select in list(tree.find_all(exp.Select)):
+        items = list(select.expressions)
+        lifted = {}
+        for i, item in enumerate(items):
+            call = item.this if isinstance(item, exp.Alias) else item
+            name = _anonymous_name(call)
+            if name in _ROWTIME:
+                alias = item.alias if isinstance(item, exp.Alias) else name.lower()
+                lifted[i] = alias
+                group, _ = AUXILIARY[name]
+                window_call = exp.Anonymous(this=group, expressions=[a.copy() for a in call.expressions])
+                items[i] = exp.alias_(window_call, f"__dagger_window_{alias}")
+        select.set("expressions", items)
+        nested = [n for item in items for n in item.find_all(exp.Anonymous) if _anonymous_name(n) in _ROWTIME]
+        if nested:
+            raise SqlError(
+                f"{nested[0].sql(dialect='spark')}: a *_ROWTIME call must be a select item of its own "
+                "(… AS rowtime); use it in an outer query"
+            )
+        if not lifted:
+            continue
+        names = [_output_name(item) for item in items]
+        inner = select.copy()
+        if all(names):
+            columns = [
+                exp.alias_(exp.Anonymous(this="window_time", expressions=[exp.column(names[i])]), lifted[i])
+                if i in lifted
+                else exp.column(names[i])
+                for i in range(len(items))
+            ]
+        else:  # an unnamed expression: keep its generated name, the time attributes come last
+            hidden = [exp.column(f"__dagger_window_{a}") for a in lifted.values()]
+            columns = [exp.Star(except_=hidden)] + [
+                exp.alias_(exp.Anonymous(this="window_time", expressions=[exp.column(f"__dagger_window_{a}")]), a)
+                for a in lifted.values()
+            ]
+        outer = exp.select(*columns).from_(exp.Subquery(this=inner, alias=exp.TableAlias(this="__dagger_windowed")))
+        if select is tree:
+            tree = outer
+        else:
+            select.replace(outer)
+        notes += [
+            f"{a}: the window's time attribute (window_time) is computed above the aggregation" for a in lifted.values()
+        ]
+    return tree, notes
+
+
+def _anonymous_name(node: exp.Expression) -> str | None:
+    return str(node.this).upper() if isinstance(node, exp.Anonymous) else None
+
+
+def _output_name(item: exp.Expression) -> str | None:
+    if isinstance(item, exp.Alias):
+        return item.alias
+    if isinstance(item, exp.Column) and not isinstance(item.this, exp.Star):
+        return item.name
+    return None

@@ -50,6 +50,9 @@ class ProcessorContext:
     bounded: bool = False
     observations: dict[str, Any] = field(default_factory=dict)  # bounded runs: name → Observation
     lookups: dict[str, Any] = field(default_factory=dict)  # external source label → its Metrics
+    #: Spark session settings a processor needs for the job's query (applied, and unset for the next job in the
+    #: same session, by the stream manager when the query starts); a user's own SPARK_CONF value wins
+    session_settings: dict[str, str] = field(default_factory=dict)
 
     def observe(self, df: Any, name: str, *metrics: Any) -> Any:
         """``df.observe`` that reports in the query progress (streaming) or the run summary (bounded)."""

@@ -7,6 +7,7 @@ from typing import Any
 from dagger.processors.transformers import register_transformer
 from dagger.processors.transformers.base import Transformer
 
+STATE_STORE_PROVIDER = "spark.sql.streaming.stateStore.providerClass"
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 
 
@@ -42,7 +43,7 @@ class DeDuplicationTransformer(Transformer):
                 "__dedup_rank", F.row_number().over(Window.partitionBy("__dedup_key").orderBy(order))
             )
             return ranked.where("__dedup_rank = 1").drop("__dedup_rank", "__dedup_key")
-        self.context.spark.conf.set("spark.sql.streaming.stateStore.providerClass", ROCKSDB)
+        self.context.session_settings[STATE_STORE_PROVIDER] = ROCKSDB
         return keyed.groupBy("__dedup_key").transformWithState(
             statefulProcessor=_FirstPerKey(ttl * 1000, df.columns),
             outputStructType=df.schema,
