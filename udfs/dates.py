@@ -114,7 +114,9 @@ def timestamp_from_unix() -> str:
             "SELECT FormatTimeInZone(TIMESTAMP '2019-07-04 07:19:18', 'Asia/Kolkata', 'yyyy-MM-dd HH:mm:ss')",
             [("2019-07-04 12:49:18",)],
         ),
-        Example("SELECT FormatTimeInZone(TIMESTAMP '2019-07-04 07:19:18', 'Asia/Kolkata', 'hh:mm aa')", [("12:49 PM",)]),
+        Example(
+            "SELECT FormatTimeInZone(TIMESTAMP '2019-07-04 07:19:18', 'Asia/Kolkata', 'hh:mm aa')", [("12:49 PM",)]
+        ),
     ],
     notes="Patterns are Java SimpleDateFormat patterns, as in Dagger (``hh:mm aa``, ``EEEEE``): the SQL rewrite "
     "translates a literal pattern where Spark's datetime patterns differ (see docs/sql.md); zone letters (z, Z, X) "
