@@ -90,6 +90,9 @@ class StreamManager:
         self.lookup_metrics: dict[str, Any] = {}
         #: session settings the job's processors asked for (ProcessorContext.session_settings)
         self._processor_settings: dict[str, str] = {}
+        #: rows the stateful operators dropped as late, summed over the batches reported so far
+        self.late_rows = 0
+        self._late_counted_to = -1
         self._inputs: list[Any] = []
         self.bounded = self._is_bounded()
 
@@ -212,9 +215,27 @@ class StreamManager:
                     df = df.observe(f"invalid_records_{stream.INPUT_SCHEMA_TABLE}", invalid)
                 df = df.where(F.col(VALIDITY_COLUMN))
             df = df.withWatermark(rowtime, delay)
+            if not self.bounded:
+                df = self._event_time_barrier(df, stream.INPUT_SCHEMA_TABLE, rowtime)
             df = preprocess(df, stream.INPUT_SCHEMA_TABLE, self._processor_context("pre", stream.INPUT_SCHEMA_TABLE))
             df.createOrReplaceTempView(stream.INPUT_SCHEMA_TABLE)
         return tables
+
+    @staticmethod
+    def _event_time_barrier(df: Any, table: str, rowtime: str) -> Any:
+        """Every record of the stream advances event time, as in Flink, whatever the query keeps.
+
+        Spark's optimizer moves a ``WHERE`` that does not read ``rowtime`` below the watermark, so only the rows
+        the query keeps would advance it (a filtered stream's last windows never close). It moves filters through
+        projections, not through ``observe``, so the observed metrics right above the watermark hold every filter
+        above them, for plain SQL, pre-processors and joins alike. They count the stream's rows and its latest
+        event time (``events_<table>`` in the query progress).
+        """
+        from pyspark.sql import functions as F
+
+        return df.observe(
+            f"events_{table}", F.count(F.lit(1)).alias("rows"), F.max(F.col(rowtime)).alias("max_event_time")
+        )
 
     def _pruned_fields(self, sql: str | None) -> dict[str, list[str]]:
         """Table → the fields its Kafka reader decodes, for the tables that need fewer than all."""
@@ -564,6 +585,8 @@ class StreamManager:
         """Start the query and wait for it; returns the process exit code (0 on a clean end)."""
         from pyspark.errors import StreamingQueryException
 
+        if self.available_now and self.bounded:
+            log.info("the input is bounded: --available-now changes nothing (the run reads it all and stops)")
         query = self.start()
         self._install_signal_handlers()
         last_report = time.monotonic()
@@ -572,7 +595,7 @@ class StreamManager:
                 if self._stop_requested.is_set():
                     self._stop_between_batches(query)
                     break
-                if self.available_now and self.is_drained(query):
+                if self.available_now and not self.bounded and self.is_drained(query):
                     log.info("every source is read to its end and the last batches were empty: stopping")
                     self._stop_between_batches(query)
                     break
@@ -606,6 +629,18 @@ class StreamManager:
             s.get("latestOffset") is not None and s.get("endOffset") == s.get("latestOffset")
             for s in progress[-1].get("sources", [])
         )
+
+    def _count_late_rows(self, query: Any) -> int:
+        """Rows dropped as late in the batches not counted yet (``numRowsDroppedByWatermark``); adds them to
+        :attr:`late_rows`."""
+        new = 0
+        for progress in list(getattr(query, "recentProgress", None) or []):
+            batch = progress.get("batchId", -1)
+            if batch > self._late_counted_to:
+                new += sum(op.get("numRowsDroppedByWatermark", 0) for op in progress.get("stateOperators") or [])
+                self._late_counted_to = batch
+        self.late_rows += new
+        return new
 
     def _stop_between_batches(self, query: Any, timeout: float = 120.0) -> None:
         if self.bounded:  # one batch: nothing to finish first; cancel it (a re-run redoes it)
@@ -647,15 +682,23 @@ class StreamManager:
             for k, v in (progress.get("observedMetrics") or {}).items()
             if k.startswith(("invalid_records_", "filtered_invalid_records_"))
         }
+        late = self._count_late_rows(query)
         log.info(
-            "%sbatch %s: %s input rows (%.0f rows/s), watermark %s%s",
+            "%sbatch %s: %s input rows (%.0f rows/s), watermark %s%s%s",
             "final " if final else "",
             progress.get("batchId"),
             progress.get("numInputRows"),
             progress.get("processedRowsPerSecond") or 0.0,
             (progress.get("eventTime") or {}).get("watermark", "-"),
             f", invalid records dropped {invalid}" if any(invalid.values()) else "",
+            f", late rows dropped {late} ({self.late_rows} since start)" if late or (final and self.late_rows) else "",
         )
+        if final and self.late_rows:
+            log.warning(
+                "%d row(s) arrived after the watermark had closed their window and were dropped (counted by Spark "
+                "after partial aggregation); raise FLINK_WATERMARK_DELAY_MS if records arrive this late",
+                self.late_rows,
+            )
         sinks = []
         for name, kinds in self.sink_counters.items():
             values = {k: a.value for k, a in kinds.items() if a.value}

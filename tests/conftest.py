@@ -160,14 +160,15 @@ def run_job(spark, data: dict, checkpoint: Path, available_now: bool = True):
     import time
 
     deadline = time.monotonic() + 300
-    try:
+    while query.isActive and time.monotonic() < deadline:
+        try:
+            query.awaitTermination(0.5)
+        except Exception:  # noqa: BLE001 - callers inspect query.exception()
+            break
         # as `dagger run --available-now` does: an operator that asks for batches forever (a processing-time
         # state TTL) keeps Spark's availableNow running after the input is read; stop such a query when drained
-        while not query.awaitTermination(0.5) and time.monotonic() < deadline:
-            if available_now and manager.is_drained(query):
-                query.stop()
-    except Exception:  # noqa: BLE001 - callers inspect query.exception()
-        pass
+        if available_now and not manager.bounded and query.isActive and manager.is_drained(query):
+            query.stop()
     manager.commit_final_offsets(query)
     return manager, query
 

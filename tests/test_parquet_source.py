@@ -288,3 +288,24 @@ def test_mixing_bounded_and_unbounded_streams_is_a_config_error(spark, broker, s
     kafka = kafka_stream(broker, "live", table="live")
     with pytest.raises(DaggerConfigError, match=r"data_stream_0 bounded but live not"):
         StreamManager(load_config(data=job(stencil, [_parquet_stream([str(root)]), kafka], "SELECT 1")), spark=spark)
+
+
+def test_listing_skips_writer_marker_files_and_names_a_stray_one(spark, tmp_path):
+    from dagger.errors import DaggerConfigError
+    from dagger.sources.parquet import list_files
+    from dagger.sources.time_partitions import order_files
+
+    hour = partition_path(tmp_path, T0)
+    write_standard(hour / "part-0.parquet", _messages(2))
+    for marker in ("_SUCCESS", "part-0.parquet.crc", ".part-0.parquet.crc", "part-1.parquet._COPYING_"):
+        (hour / marker).write_text("")
+    (tmp_path / "_SUCCESS").write_text("")
+    (tmp_path / "_temporary" / "0").mkdir(parents=True)
+    (tmp_path / "_temporary" / "0" / "part-9.parquet").write_text("half written")
+    files = list_files(spark, [str(tmp_path)], "here")
+    assert [Path(f).name for f in files] == ["part-0.parquet"]
+    assert len(order_files(files, "EARLIEST_TIME_URL_FIRST", [], "here")) == 1
+    (tmp_path / "notes.txt").write_text("a file a person left here")
+    files = list_files(spark, [str(tmp_path)], "here")
+    with pytest.raises(DaggerConfigError, match=r"here: .*notes\.txt is not in a dt=YYYY-MM-DD\[/hr=HH\] partition"):
+        order_files(files, "EARLIEST_TIME_URL_FIRST", [], "here")

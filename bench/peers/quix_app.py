@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 import time
 import uuid
 
@@ -15,12 +16,15 @@ from quixstreams import Application
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 from common import BOOTSTRAP, INPUT, OUTPUT, transform  # noqa: E402
 
+STATE_DIR = tempfile.TemporaryDirectory(prefix="quix-state-")  # removed at exit
 GROUP = os.environ.get("BENCH_GROUP") or f"quix-{uuid.uuid4()}"  # one group per run, shared by its processes
 
 
 def main(idle: float) -> None:
     app = Application(
         broker_address=BOOTSTRAP,
+        # the two processes would race to create the same state directory (FileExistsError); the job keeps no state
+        state_dir=STATE_DIR.name,
         consumer_group=GROUP,
         auto_offset_reset="earliest",
         auto_create_topics=False,

@@ -596,7 +596,9 @@ class JobConfig(SinkConfig):
         10000, description="Accepted for compatibility; Spark advances the watermark every micro-batch."
     )
     FLINK_WATERMARK_PER_PARTITION_ENABLE: bool = Field(
-        False, description="Accepted for compatibility; Spark keeps one watermark per query."
+        False,
+        description="Accepted for compatibility: Kafka streams always read their partitions aligned in event "
+        "time (`SPARK_EVENT_TIME_ALIGNMENT`), which keeps what Flink's per-partition watermarks keep.",
     )
     FLINK_PARALLELISM: int = Field(
         1, description="Accepted for compatibility; Spark parallelism follows Kafka partitions and cores."
@@ -720,6 +722,19 @@ class JobConfig(SinkConfig):
         description="Admission control: at most this many Kafka records per micro-batch, per stream. Large "
         "micro-batches drain a backlog fastest (each one costs ~0.3 s of planning, commits and task start); "
         "smaller ones bound the work a restart repeats.",
+    )
+    SPARK_EVENT_TIME_ALIGNMENT: bool = Field(
+        True,
+        description="A micro-batch reads no Kafka partition further ahead in event time than the slowest other "
+        "active partition plus `FLINK_WATERMARK_DELAY_MS`, so that a partition far ahead (a backlog, a lagging "
+        "producer) does not make the others' records late (Spark keeps one watermark per query; Flink one per "
+        "partition). `false` admits by offsets only.",
+    )
+    SPARK_PARTITION_IDLE_TIMEOUT_MS: int = Field(
+        30_000,
+        ge=0,
+        description="A Kafka partition read to its end that receives nothing for this long stops holding the "
+        "other partitions back in event time (Flink's idleness); in an `--available-now` run, at once.",
     )
     SPARK_KAFKA_READ_BATCH_SIZE: int = Field(
         50_000, gt=0, description="Records per Arrow batch produced by the Kafka reader."

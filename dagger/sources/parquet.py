@@ -2,7 +2,9 @@
 
 * **Files**: every path of ``SOURCE_PARQUET_FILE_PATHS`` is listed through Spark's Hadoop file system layer
   (local paths, ``file:``, ``hdfs:``, ``gs:``/``s3a:`` when the cluster has their connectors); directories are
-  searched recursively and, as Spark does, names starting with ``_`` or ``.`` are skipped.
+  searched recursively and, as Spark does, the files writers leave beside the data are skipped (names starting
+  with ``_`` or ``.``, such as ``_SUCCESS``; ``*.crc``; ``*._COPYING_``). Any other file must sit in the
+  ``dt=/hr=`` layout: a stray one is an error naming it.
 * **Order and range** (:mod:`dagger.sources.time_partitions`): files are read in chronological order of their
   ``dt=YYYY-MM-DD[/hr=HH]`` path partition, filtered by ``SOURCE_PARQUET_FILE_DATE_RANGE``. Each time
   partition is one scan, and the scans are concatenated in time order, so Spark's partition index (and the
@@ -67,7 +69,7 @@ def list_files(spark: Any, paths: list[str], where: str) -> list[str]:
             while iterator.hasNext():
                 file_path = iterator.next().getPath()
                 relative = file_path.toString()[len(status.getPath().toString()) :]
-                if any(part.startswith(("_", ".")) and "=" not in part for part in relative.split("/") if part):
+                if _is_marker(relative):
                     continue
                 found.append(file_path.toString())
         except DaggerConfigError:
@@ -82,6 +84,17 @@ def list_files(spark: Any, paths: list[str], where: str) -> list[str]:
             log.warning("%s: %s holds no data files", where, text)
         files.extend(sorted(found))
     return files
+
+
+def _is_marker(relative: str) -> bool:
+    """Files Spark's and Hadoop's writers leave beside the data, which Spark's own reader skips: anything under a
+    name starting with ``_`` or ``.`` (``_SUCCESS``, ``_temporary/``, ``_metadata``, ``.part-0.parquet.crc``;
+    ``_`` names holding ``=`` are partition directories), checksums (``*.crc``) and files being copied
+    (``*._COPYING_``)."""
+    parts = [p for p in relative.split("/") if p]
+    name = parts[-1] if parts else ""
+    hidden = any(p.startswith(("_", ".")) and "=" not in p for p in parts)
+    return hidden or name.endswith((".crc", "._COPYING_"))
 
 
 def parquet_stream(spark: Any, stream: Any, config: Any, descriptors: Any, options: Any) -> Any:
