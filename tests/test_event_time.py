@@ -45,24 +45,41 @@ def test_a_partition_an_hour_ahead_waits_for_the_slowest_one():
     probe = TableProbe({"t:0": per_second(T0, 1200), "t:1": per_second(T0 + 3600 * SECOND, 1200)})
     aligner = EventTimeAligner(probe, delay_ms=10_000, idle_timeout_ms=30_000, table="t")
     starts, latest = {"t:0": 0, "t:1": 0}, {"t:0": 1200, "t:1": 1200}
-    # the slowest partition is bounded by the other's progress only: it may read all of its 20 minutes
+    # both are read to their end and may receive more: the frontier is t:0's last record; t:1 waits
     assert aligner.clip(starts, dict(latest), latest) == {"t:0": 1200, "t:1": 0}
-    # halfway through the slow one, the fast one still may not start
-    assert aligner.clip({"t:0": 600, "t:1": 0}, dict(latest), latest) == {"t:0": 1200, "t:1": 0}
+    # a read limit that leaves t:0 unread records: its next unread record is the frontier
+    assert aligner.clip(starts, {"t:0": 600, "t:1": 600}, latest) == {"t:0": 600, "t:1": 0}
 
 
-def test_partitions_close_in_event_time_are_cut_at_the_delay_past_the_slowest_other():
+def test_partitions_are_cut_at_the_delay_past_the_frontier():
     probe = TableProbe(
         {"t:0": per_second(T0, 100), "t:1": per_second(T0 + 30 * SECOND, 100), "t:2": per_second(T0 + 50 * SECOND, 100)}
     )
     aligner = EventTimeAligner(probe, delay_ms=10_000, idle_timeout_ms=30_000, table="t")
     starts, latest = {"t:0": 0, "t:1": 0, "t:2": 0}, {"t:0": 100, "t:1": 100, "t:2": 100}
     ends = aligner.clip(starts, dict(latest), latest)
-    # t:0 (slowest) up to t:1's head + 10 s = T0 + 40 s; the others up to T0 + 10 s
-    assert ends == {"t:0": 41, "t:1": 0, "t:2": 0}
+    # the frontier is t:0's last record (T0 + 99 s): everything up to T0 + 109 s is read
+    assert ends == {"t:0": 100, "t:1": 80, "t:2": 60}
     for key, end in ends.items():  # the cut is exact: the last record read is within the bound, the next is not
-        bound = T0 + (40 if key == "t:0" else 10) * SECOND
-        assert end == sum(1 for t in probe.table[key] if t <= bound)
+        assert end == sum(1 for t in probe.table[key] if t <= T0 + 109 * SECOND)
+
+
+def test_partitions_in_step_are_read_whole_and_a_finished_run_needs_no_probe():
+    probe = TableProbe({"t:0": per_second(T0, 1000), "t:1": per_second(T0, 1000)})
+    aligner = EventTimeAligner(probe, delay_ms=10_000, idle_timeout_ms=30_000, table="t")
+    starts, latest = {"t:0": 0, "t:1": 0}, {"t:0": 1000, "t:1": 1000}
+    assert aligner.clip(starts, dict(latest), latest) == latest
+    asked = probe.asked
+    assert aligner.clip(starts, dict(latest), latest, finished=True) == latest
+    assert probe.asked == asked  # nothing can arrive late: no probe
+
+
+def test_when_the_read_limit_leaves_the_slowest_nothing_it_alone_moves():
+    probe = TableProbe({"t:0": per_second(T0, 1000), "t:1": per_second(T0 + 3600 * SECOND, 5000)})
+    aligner = EventTimeAligner(probe, delay_ms=10_000, idle_timeout_ms=30_000, table="t")
+    starts, latest = {"t:0": 0, "t:1": 0}, {"t:0": 1000, "t:1": 5000}
+    # the limit (300) gave all of its budget to the bigger backlog, which is an hour ahead
+    assert aligner.clip(starts, {"t:0": 0, "t:1": 300}, latest) == {"t:0": 300, "t:1": 0}
 
 
 def test_a_caught_up_partition_holds_others_back_until_it_is_idle():

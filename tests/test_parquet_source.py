@@ -309,3 +309,34 @@ def test_listing_skips_writer_marker_files_and_names_a_stray_one(spark, tmp_path
     files = list_files(spark, [str(tmp_path)], "here")
     with pytest.raises(DaggerConfigError, match=r"here: .*notes\.txt is not in a dt=YYYY-MM-DD\[/hr=HH\] partition"):
         order_files(files, "EARLIEST_TIME_URL_FIRST", [], "here")
+
+
+def test_daggers_message_declared_out_of_field_order_maps_by_name(spark, stencil, tmp_path):
+    """TestBookingLogMessage declares field 41 before 40; the files hold the columns in yet another order."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    ms = int(T0.timestamp() * 1000)
+    location = pa.struct([("longitude", pa.float64()), ("latitude", pa.float64())])
+    table = pa.table(
+        {
+            "total_customer_discount": pa.array([1.5, 2.5], pa.float32()),
+            "metadata": pa.array([[("city", "Mumbai")], []], pa.map_(pa.string(), pa.string())),
+            "booking_creation_time": pa.array([ms - 60_000, ms - 30_000], pa.int64()),
+            "driver_pickup_location": pa.array([{"longitude": 72.87, "latitude": 19.07}, None], location),
+            "order_number": ["a", "b"],
+            "event_timestamp": pa.array([ms, ms + 1000], pa.int64()),
+        }
+    )
+    path = partition_path(tmp_path, T0) / "part-0.parquet"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(table, path)
+    stream = _parquet_stream(
+        [str(tmp_path)], INPUT_SCHEMA_PROTO_CLASS="org.raystack.dagger.consumer.TestBookingLogMessage"
+    )
+    rows = {r["order_number"]: r for r in _frame(spark, stencil, stream).collect()}
+    assert rows["a"]["total_customer_discount"] == 1.5 and rows["b"]["total_customer_discount"] == 2.5
+    assert rows["a"]["booking_creation_time"] == T0.replace(tzinfo=None) - dt.timedelta(minutes=1)
+    assert rows["a"]["driver_pickup_location"]["latitude"] == 19.07
+    assert rows["a"]["metadata"] == {"city": "Mumbai"} and rows["b"]["metadata"] == {}
+    assert rows["b"]["rowtime"] == T0.replace(tzinfo=None) + dt.timedelta(seconds=1)

@@ -5,11 +5,13 @@ Spark keeps one watermark per query, the maximum event time seen in earlier micr
 partition's next records late, and windows drop them. Flink's Kafka source keeps a watermark per partition and
 takes the minimum; this module gives the same result by choosing what each micro-batch reads:
 
-* the **progress** of a partition is the event time of its next unread record (or, for a partition that has been
-  read to its end, of its last record);
-* a partition may be read up to the records whose event time is at most the lowest progress of the *other*
-  active partitions plus the watermark delay. The slowest partition is never held back by itself, so every
-  micro-batch moves the slowest one forward and the job never stalls on its own;
+* after a micro-batch, Spark's watermark is the latest event time it read less the delay; so each micro-batch
+  reads, in every partition, only the records at most the delay past the **frontier**: the earliest event time a
+  partition may still deliver, which is its next unread record when the batch leaves records in it, or its last
+  record when it is read to its end and may still receive more. Partitions that move together in event time are
+  read whole, with no probe at all when nothing can arrive late (an ``--available-now`` run within the read
+  limit); a partition far ahead waits. If the read limit leaves the slowest partition nothing to read, it alone
+  moves, up to the next partition's frontier, so a job never stalls on its own;
 * a partition is **idle**, and holds nobody back, once it has been read to its end and has received nothing new
   for ``SPARK_PARTITION_IDLE_TIMEOUT_MS`` (in an ``--available-now`` run, as soon as it reaches its target).
 
@@ -54,6 +56,8 @@ class EventTimeProbe:
                     "fetch.wait.max.ms": "10",
                     "max.partition.fetch.bytes": "65536",  # a probe needs one record; Kafka sends at least one
                     "queued.max.messages.kbytes": "4096",
+                    # librdkafka pauses fetching for 1 s once its queue is over that threshold: ~1 s per probe round
+                    "fetch.queue.backoff.ms": "0",
                 }
             )
             self._consumer = Consumer(conf)
@@ -134,7 +138,7 @@ class EventTimeAligner:
     probe:
         Reads the event time of a record by offset (:class:`EventTimeProbe`).
     delay_ms:
-        ``FLINK_WATERMARK_DELAY_MS``: how far a partition may run ahead of the slowest other one.
+        ``FLINK_WATERMARK_DELAY_MS``: how far the records of a micro-batch may be ahead of the slowest partition.
     idle_timeout_ms:
         How long a partition read to its end may receive nothing before it stops holding others back.
     table:
@@ -154,55 +158,69 @@ class EventTimeAligner:
     def clip(
         self, starts: dict[str, int], ends: dict[str, int], latest: dict[str, int], finished: bool = False
     ) -> dict[str, int]:
-        """``ends`` (what the read limit allows) clipped by event time.
+        """``ends`` (what the read limit allows) clipped to the event-time frontier.
 
-        ``latest`` are the partitions' end offsets; ``finished`` says that nothing more will arrive in this run
-        (``--available-now``), so partitions read to their end are idle at once.
+        After the micro-batch, Spark's watermark is the latest event time read less the delay. Every record this
+        batch reads is therefore kept at most the delay past the **frontier**: the earliest of each partition's
+        next unread record (for a partition the batch leaves records in) and last record (for a partition read to
+        its end that may still receive more: not idle, and not finished). ``latest`` are the partitions' end
+        offsets; ``finished`` says nothing more arrives in this run (``--available-now``).
         """
         now = self._clock()
         for key, high in latest.items():
             if self._latest.get(key) != high:
                 self._latest[key] = high
                 self._grew[key] = now
-        backlog = [k for k in ends if starts[k] < latest.get(k, starts[k])]
-        if not backlog:
+        reading = [k for k in ends if ends[k] > starts.get(k, ends[k])]
+        if not reading:
             return ends
-        caught_up = [
-            k
-            for k in latest
-            if k not in backlog and starts.get(k, 0) > 0 and not finished and now - self._grew[k] < self.idle_timeout
-        ]
-        heads = self.probe.times({k: starts[k] for k in backlog})
-        heads.update(self.probe.times({k: starts[k] - 1 for k in caught_up}))
-        progress = {k: t for k, t in heads.items() if t is not None}
-        if len(progress) < 2:
-            return ends  # nobody to align with
-        ordered = sorted(progress.items(), key=lambda item: item[1])
-        (slowest, low), (_, second) = ordered[0], ordered[1]
-        bounds = {k: (second if k == slowest else low) + self.delay_us for k in backlog}
+        limits = {k: ends[k] for k in ends if ends[k] < latest.get(k, ends[k])}  # next unread record
+        live = {
+            k: high - 1
+            for k, high in latest.items()
+            if k not in limits and high > 0 and not finished and now - self._grew[k] < self.idle_timeout
+        }  # last record of a partition read to its end that may still receive older records than the others
+        if not limits and not live:
+            return ends  # nothing this batch leaves behind can be older than what it reads
+        known = {k: t for k, t in self.probe.times({**limits, **live}).items() if t is not None}
+        if not known:
+            return ends
+        frontier = min(known.values()) + self.delay_us
         clipped = dict(ends)
-        self._bisect(starts, clipped, bounds)
-        held = {k for k in backlog if clipped[k] < ends[k]}
+        self._bisect(starts, clipped, dict.fromkeys(reading, frontier))
+        if all(clipped[k] <= starts.get(k, 0) for k in reading):
+            # the read limit left the slowest partition nothing to read: it alone moves, up to the next one
+            slowest = min(known, key=known.get)
+            others = [t for k, t in known.items() if k != slowest]
+            budget = sum(ends[k] - starts.get(k, 0) for k in reading)
+            clipped[slowest] = min(latest[slowest], starts.get(slowest, 0) + budget)
+            bound = (min(others) + self.delay_us) if others else None
+            if bound is not None:
+                self._bisect(starts, clipped, {slowest: bound})
+        self._log_held(starts, ends, clipped, min(known, key=known.get))
+        return clipped
+
+    def _log_held(self, starts: dict[str, int], ends: dict[str, int], clipped: dict[str, int], slowest: str) -> None:
+        held = {k for k in ends if clipped[k] < ends[k]}
         for key in sorted(held - self._held):
             log.info(
-                "stream '%s': %s is ahead in event time; reading it no further than %s µs past %s until the "
-                "slower partitions catch up (or are idle for %.0f s)",
+                "stream '%s': %s is ahead in event time; it is read no further than %.0f s past %s until that "
+                "catches up or is idle for %.0f s",
                 self.table,
                 key,
-                self.delay_us,
+                self.delay_us / 1e6,
                 slowest,
                 self.idle_timeout,
             )
         self._held = held
-        return clipped
 
     def _bisect(self, starts: dict[str, int], ends: dict[str, int], bounds: dict[str, int]) -> None:
         """Per partition, the largest end whose last record is within its bound (all partitions per round)."""
-        last = self.probe.times({k: ends[k] - 1 for k in bounds if ends[k] > starts[k]})
+        last = self.probe.times({k: ends[k] - 1 for k in bounds if ends[k] > starts.get(k, 0)})
         searching = {}
         for key, t in last.items():
             if t is not None and t > bounds[key]:
-                searching[key] = [starts[key], ends[key] - 1]  # the cut lies in [lo, hi): records lo.. are candidates
+                searching[key] = [starts.get(key, 0), ends[key] - 1]  # the first record past the bound is in [lo, hi]
         while searching:
             mids = {k: (lo + hi) // 2 for k, (lo, hi) in searching.items()}
             times = self.probe.times(mids)

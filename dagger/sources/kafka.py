@@ -293,18 +293,31 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         for k, v in start.items():
             latest.setdefault(k, v)  # a partition that vanished keeps its position
             starts.setdefault(k, v)
-        end = {k: max(latest[k], starts[k]) for k in latest}
-        if self.spec.aligned_delay_ms is not None and self.spec.rowtime_field_number is not None and len(end) > 1:
-            # clipped by event time first, so that the read limit is spent on records that may be read now
-            end = self._aligned().clip(starts, end, latest, finished=self._available_now_end is not None)
-        if isinstance(limit, ReadMaxRows):
-            end = _cap(starts, end, limit.max_rows)
+        available = {k: max(latest[k], starts[k]) for k in latest}
+        budget = limit.max_rows if isinstance(limit, ReadMaxRows) else None
         if self._first_batch and self._available_now_end is None:
             # the first micro-batch after a (re)start runs in a cold JVM with fresh Python workers: keep it to one
             # read batch per partition so that output appears within seconds; the next ones take the backlog
             self._first_batch = False
-            end = _cap(starts, end, self.spec.read_batch_size * max(1, sum(end[k] > starts[k] for k in end)))
-        return end
+            first = self.spec.read_batch_size * max(1, sum(available[k] > starts[k] for k in available))
+            budget = first if budget is None else min(budget, first)
+        end = _cap(starts, available, budget) if budget is not None else available
+        if self.spec.aligned_delay_ms is None or self.spec.rowtime_field_number is None or len(end) < 2:
+            return end
+        # last: the event-time frontier depends on what the read limit leaves unread
+        aligner, finished = self._aligned(), self._available_now_end is not None
+        clipped = aligner.clip(starts, end, latest, finished)
+        for _ in range(3):  # the budget of partitions held back in event time goes to those that may be read
+            if budget is None:
+                break
+            held = {k for k in clipped if clipped[k] < end[k]}
+            spare = budget - sum(clipped[k] - starts[k] for k in clipped)
+            growable = [k for k in clipped if k not in held and clipped[k] < available[k]]
+            if not held or spare <= 0 or not growable:
+                break
+            end = {**clipped, **_cap({k: clipped[k] for k in growable}, {k: available[k] for k in growable}, spare)}
+            clipped = aligner.clip(starts, end, latest, finished)
+        return clipped
 
     def _aligned(self) -> Any:
         if self._aligner is None:
