@@ -177,12 +177,14 @@ class StreamManager:
         from dagger.sources import SOURCES, SourceOptions, register_data_sources
 
         register_data_sources(self.spark)
+        event_time = self._reads_event_time(sql)
         options = SourceOptions(
             commit_offsets=self._commit_offsets and self.from_ms is None and self.to_ms is None,
             bounded=self.bounded,
             from_ms=self.from_ms,
             to_ms=self.to_ms,
             fields=self._pruned_fields(sql),
+            event_time=event_time,
         )
         delay = f"{self.config.FLINK_WATERMARK_DELAY_MS} milliseconds"
         rowtime = self.config.FLINK_ROWTIME_ATTRIBUTE_NAME
@@ -215,7 +217,7 @@ class StreamManager:
                     df = df.observe(f"invalid_records_{stream.INPUT_SCHEMA_TABLE}", invalid)
                 df = df.where(F.col(VALIDITY_COLUMN))
             df = df.withWatermark(rowtime, delay)
-            if not self.bounded:
+            if event_time and not self.bounded:
                 df = self._event_time_barrier(df, stream.INPUT_SCHEMA_TABLE, rowtime)
             df = preprocess(df, stream.INPUT_SCHEMA_TABLE, self._processor_context("pre", stream.INPUT_SCHEMA_TABLE))
             df.createOrReplaceTempView(stream.INPUT_SCHEMA_TABLE)
@@ -236,6 +238,18 @@ class StreamManager:
         return df.observe(
             f"events_{table}", F.count(F.lit(1)).alias("rows"), F.max(F.col(rowtime)).alias("max_event_time")
         )
+
+    def _reads_event_time(self, sql: str | None) -> bool:
+        """Whether anything the job runs depends on the watermark (so Kafka partitions are read aligned in event
+        time): its SQL groups, aggregates, joins or deduplicates, or it has transformers (their own SQL or state).
+        A job that only filters and projects never drops a record as late and reads by offsets, without waiting."""
+        from dagger.sql.rewrite import reads_event_time
+
+        if sql is None or reads_event_time(sql):
+            return True
+        post = self.config.PROCESSOR_POSTPROCESSOR_CONFIG if self.config.PROCESSOR_POSTPROCESSOR_ENABLE else None
+        pre = self.config.PROCESSOR_PREPROCESSOR_CONFIG if self.config.PROCESSOR_PREPROCESSOR_ENABLE else None
+        return bool((post and post.transformers) or (pre and pre.table_transformers))
 
     def _pruned_fields(self, sql: str | None) -> dict[str, list[str]]:
         """Table → the fields its Kafka reader decodes, for the tables that need fewer than all."""

@@ -205,3 +205,18 @@ def test_the_docs_list_every_mapped_flink_function():
 
     docs = (Path(__file__).resolve().parents[1] / "docs" / "sql.md").read_text()
     assert markdown_table() in docs, "docs/sql.md is out of date: paste dagger.sql.flink_functions.markdown_table()"
+
+
+def test_which_queries_read_event_time():
+    from dagger.sql.rewrite import reads_event_time
+
+    assert not reads_event_time("SELECT a, b.c FROM t WHERE d > 1")
+    assert not reads_event_time("SELECT x.v FROM t LATERAL VIEW EXPLODE(t.arr) x AS v")
+    for sql in (
+        "SELECT count(1) FROM t GROUP BY window(rowtime, '1 minutes')",
+        "SELECT a.x FROM a JOIN b ON a.k = b.k",
+        "SELECT DISTINCT a FROM t",
+        "SELECT max(a) FROM t",
+        "SELECT row_number() OVER (PARTITION BY a ORDER BY rowtime) FROM t",
+    ):
+        assert reads_event_time(sql), sql

@@ -23,6 +23,7 @@ class SourceOptions:
     from_ms: int | None = None  # dagger run --from: every Kafka stream starts here
     to_ms: int | None = None  # dagger run --to: every Kafka stream stops here (exclusive)
     fields: dict[str, list[str]] | None = None  # table -> the message fields to decode (absent: all)
+    event_time: bool = True  # the job's results depend on the watermark: read Kafka partitions aligned in event time
 
 
 def kafka_stream(spark: Any, stream: Any, config: Any, descriptors: Any, options: SourceOptions) -> Any:
@@ -47,7 +48,9 @@ def kafka_stream(spark: Any, stream: Any, config: Any, descriptors: Any, options
         dead_letter=asdict(dead_letter) if dead_letter else None,
         max_records_per_trigger=config.SPARK_MAX_RECORDS_PER_TRIGGER,
         read_batch_size=config.SPARK_KAFKA_READ_BATCH_SIZE,
-        aligned_delay_ms=config.FLINK_WATERMARK_DELAY_MS if config.SPARK_EVENT_TIME_ALIGNMENT else None,
+        aligned_delay_ms=(
+            config.FLINK_WATERMARK_DELAY_MS if config.SPARK_EVENT_TIME_ALIGNMENT and options.event_time else None
+        ),
         idle_timeout_ms=config.SPARK_PARTITION_IDLE_TIMEOUT_MS,
         commit_offsets=options.commit_offsets and not options.bounded,
         fields=(options.fields or {}).get(stream.INPUT_SCHEMA_TABLE),

@@ -368,3 +368,16 @@ def _keys_only(star: exp.Star) -> bool:
         and isinstance(select.parent, exp.Subquery)
         and any(e.alias.startswith("__dagger_join_key_") for e in select.expressions if isinstance(e, exp.Alias))
     )
+
+
+def reads_event_time(sql: str) -> bool:
+    """Whether the result of ``sql`` (as Spark runs it) depends on the watermark: it groups or aggregates, joins
+    two relations, removes duplicates or uses window functions. A query that only filters and projects rows never
+    drops a record as late (or cannot be parsed: ``True``, to be safe)."""
+    try:
+        tree = sqlglot.parse_one(sql, read="spark")
+    except ParseError:
+        return True
+    if tree.find(exp.Group, exp.Distinct, exp.Window, exp.AggFunc) is not None:
+        return True
+    return any(not isinstance(join.this, exp.Unnest) for join in tree.find_all(exp.Join))
