@@ -556,40 +556,19 @@ class StreamManager:
             sink.prepare()
 
     def commit_final_offsets(self, query: Any) -> None:
-        """Commit the last processed offsets of each Kafka stream to its group.
-
-        Spark calls a source's ``commit`` only when it plans the next micro-batch, so the offsets of the
-        final batch of a run would never reach the consumer group without this.
-        """
-        import json
-        import re
-
-        from dagger.sources.kafka import commit_offsets
+        """Commit the last processed offsets of each Kafka stream to its group (live runs only: bounded runs and
+        replays leave the groups alone)."""
+        from dagger.sources.kafka import client_config, commit_final_offsets
 
         if not self._commit_offsets or self.bounded or self.from_ms is not None or query.exception() is not None:
             return
-        progress = query.lastProgress or {}
-        for source in progress.get("sources", []):
-            end = source.get("endOffset")
-            if isinstance(end, str):
-                try:
-                    end = json.loads(end)
-                except ValueError:
-                    continue
-            if not isinstance(end, dict) or not end:
-                continue
-            for stream in self.config.STREAMS:
-                if not stream.is_kafka:
-                    continue
-                pattern = re.compile(stream.SOURCE_KAFKA_TOPIC_NAMES)
-                mine = {k: v for k, v in end.items() if pattern.fullmatch(k.rpartition(":")[0])}
-                if mine:
-                    from dagger.sources.kafka import client_config
-
-                    conf = client_config(
-                        stream, self.config.job_slug, self.config.SOURCE_KAFKA_CONSUME_LARGE_MESSAGE_ENABLE
-                    )
-                    commit_offsets(conf, mine, stream.INPUT_SCHEMA_TABLE)
+        large = self.config.SOURCE_KAFKA_CONSUME_LARGE_MESSAGE_ENABLE
+        groups = {
+            s.INPUT_SCHEMA_TABLE: client_config(s, self.config.job_slug, large)
+            for s in self.config.STREAMS
+            if s.is_kafka
+        }
+        commit_final_offsets(query.lastProgress or {}, groups)
 
     def request_stop(self) -> None:
         """Ask for a clean stop: the running micro-batch finishes, then the query stops."""

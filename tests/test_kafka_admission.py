@@ -8,7 +8,7 @@ from pathlib import Path
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
 
 from dagger.devtools.produce import produce
-from dagger.sources.kafka import KafkaSourceSpec, KafkaStreamReader
+from dagger.sources.kafka import KafkaSourceSpec, KafkaStreamReader, positions
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "descriptors" / "examples.desc"
 
@@ -36,24 +36,37 @@ def test_the_first_batch_after_a_start_is_one_read_batch_per_partition_then_the_
     reader = _reader(broker, name, read_batch_size=40)
     try:
         start = reader.initialOffset()
-        assert start == {f"{name}:0": 0, f"{name}:1": 0}
+        assert start == {"@table": "t", f"{name}:0": 0, f"{name}:1": 0}  # offsets name their stream
         first = reader.latestOffset(start, ReadAllAvailable())
-        assert first == {f"{name}:0": 40, f"{name}:1": 40}  # quick first output, even from a cold JVM
+        assert first == {"@table": "t", f"{name}:0": 40, f"{name}:1": 40}  # quick first output, even from a cold JVM
         second = reader.latestOffset(first, ReadAllAvailable())
-        assert second == {f"{name}:0": 300, f"{name}:1": 300}  # then everything available
-        capped = reader.latestOffset(first, ReadMaxRows(100))
-        assert sum(capped.values()) - sum(first.values()) == 100  # SPARK_MAX_RECORDS_PER_TRIGGER still holds
+        assert second == {"@table": "t", f"{name}:0": 300, f"{name}:1": 300}  # then everything available
+        capped = positions(reader.latestOffset(first, ReadMaxRows(100)))
+        assert sum(capped.values()) - sum(positions(first).values()) == 100  # SPARK_MAX_RECORDS_PER_TRIGGER holds
     finally:
         reader.stop()
     produce(broker.bootstrap, name, [(None, b"")] * 200, partitions=2)
     restarted = _reader(broker, name, read_batch_size=40)  # a restart from a checkpoint starts small again
     try:
-        assert restarted.latestOffset(second, ReadAllAvailable()) == {f"{name}:0": 340, f"{name}:1": 340}
+        assert restarted.latestOffset(second, ReadAllAvailable()) == {"@table": "t", f"{name}:0": 340, f"{name}:1": 340}
     finally:
         restarted.stop()
     available_now = _reader(broker, name, read_batch_size=40)
     try:
         available_now.prepareForTriggerAvailableNow()
-        assert available_now.latestOffset(start, ReadAllAvailable()) == {f"{name}:0": 400, f"{name}:1": 400}
+        assert available_now.latestOffset(start, ReadAllAvailable()) == {
+            "@table": "t",
+            f"{name}:0": 400,
+            f"{name}:1": 400,
+        }
     finally:
         available_now.stop()
+    # a checkpoint written before offsets named their stream still reads
+    legacy = _reader(broker, name, read_batch_size=40)
+    try:
+        assert positions(legacy.latestOffset(positions(second), ReadAllAvailable())) == positions(second) | {
+            f"{name}:0": 340,
+            f"{name}:1": 340,
+        }
+    finally:
+        legacy.stop()

@@ -365,3 +365,46 @@ def test_arrow_batches_are_capped_by_rows_unless_records_may_be_large(spark, bro
     spark.conf.set(key, "1000000")
     assert sized(SPARK_CONF={key: "1000000"}) == "1000000"  # the user's own value stays
     spark.conf.unset(key)
+
+
+def test_streams_reading_the_same_topic_each_commit_their_own_position_to_their_own_group(
+    spark, broker, stencil, topic, tmp_path
+):
+    """Overlapping topic patterns: each stream's final offsets go to its group only (they were matched by topic
+    pattern, so each group got both streams' positions, the last one written winning)."""
+    import time
+
+    from dagger.config import load_config
+    from dagger.stream_manager import StreamManager
+
+    shared = topic("overlap")
+    produce(broker.bootstrap, shared, ((None, v) for v in bookings(60, START)))
+    a = kafka_stream(broker, shared)  # from the beginning
+    b = kafka_stream(
+        broker,
+        f"{shared}|no-such-topic",
+        table="data_stream_1",
+        SOURCE_KAFKA_STARTING_OFFSETS=f'{{"{shared}": {{"0": 20}}}}',
+    )
+    sql = "SELECT order_number, customer_id FROM data_stream_0 UNION ALL SELECT order_number, customer_id FROM data_stream_1"
+    # the first micro-batch after a start reads one read batch (5 records) per partition; the next would come in 10 min
+    data = job(stencil, [a, b], sql, SPARK_KAFKA_READ_BATCH_SIZE="5", SPARK_TRIGGER_INTERVAL_MS="600000")
+    manager = StreamManager(load_config(data=data), checkpoint_dir=str(tmp_path / "cp"), spark=spark)
+    query = manager.start()
+    try:
+        deadline = time.monotonic() + 120
+        while not (query.lastProgress and query.lastProgress["numInputRows"]) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert query.lastProgress["numInputRows"] == 10
+    finally:
+        query.stop()
+    manager.commit_final_offsets(query)
+    committed = {}
+    for stream in (a, b):
+        reader = Consumer(
+            {"bootstrap.servers": broker.bootstrap, "group.id": stream["SOURCE_KAFKA_CONSUMER_CONFIG_GROUP_ID"]}
+        )
+        (tp,) = reader.committed([TopicPartition(shared, 0)], timeout=10)
+        reader.close()
+        committed[stream["INPUT_SCHEMA_TABLE"]] = tp.offset
+    assert committed == {"data_stream_0": 5, "data_stream_1": 25}

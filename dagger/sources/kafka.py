@@ -3,7 +3,9 @@
 Spark cannot load its JVM Kafka connector here, so the source is a
 :class:`pyspark.sql.datasource.DataSourceStreamReader` (registered as ``dagger-kafka``):
 
-* **Offsets** are ``{"<topic>:<partition>": next_offset}`` dicts kept in Spark's checkpoint. A new query
+* **Offsets** are ``{"<topic>:<partition>": next_offset}`` dicts kept in Spark's checkpoint, tagged with their
+  stream (``"@table": "<INPUT_SCHEMA_TABLE>"``), so that the query progress says which stream each source is
+  (Spark describes a Python source by object identity only) and final commits reach the right group. A new query
   starts from the consumer group's committed offsets, else from ``auto.offset.reset``. Topics are matched
   against ``SOURCE_KAFKA_TOPIC_NAMES`` as a whole-name regular expression every trigger, so topics and
   partitions that appear while the job runs are read from their beginning.
@@ -147,6 +149,15 @@ def client_config(stream: Any, job_slug: str, large_messages: bool = False) -> d
     return conf
 
 
+#: the offsets' key naming their stream (every other key is "<topic>:<partition>")
+STREAM_KEY = "@table"
+
+
+def positions(offsets: dict | None) -> dict[str, int]:
+    """The ``"<topic>:<partition>": offset`` entries of a source's offsets (without its stream tag)."""
+    return {k: v for k, v in (offsets or {}).items() if k != STREAM_KEY}
+
+
 def _key(topic: str, partition: int) -> str:
     return f"{topic}:{partition}"
 
@@ -236,10 +247,13 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 self.spec.table,
                 self.spec.topic_pattern,
             )
-            return {}
+            return self._tagged({})
         offsets = self._resolve("start", self._watermarks(tps))
         log.info("stream '%s' starts at %s (group %s)", self.spec.table, offsets, self.spec.group_id)
-        return offsets
+        return self._tagged(offsets)
+
+    def _tagged(self, offsets: dict[str, int]) -> dict:
+        return {STREAM_KEY: self.spec.table, **offsets}
 
     def _resolve(self, which: str, marks: dict[str, tuple[int, int]]) -> dict[str, int]:
         from dagger.sources.kafka_positions import Position, resolve
@@ -281,6 +295,9 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
         """End offsets of the next micro-batch: everything available, capped by the read limit."""
+        return self._tagged(self._latest(positions(start), limit))
+
+    def _latest(self, start: dict[str, int], limit: ReadLimit) -> dict[str, int]:
         if self._available_now_end is not None:
             latest = dict(self._available_now_end)
             starts = {k: start.get(k, 0) for k in latest}
@@ -330,11 +347,12 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def reportLatestOffset(self) -> dict | None:
         try:
-            return {k: high for k, (_, high) in self._watermarks(self._topic_partitions()).items()}
+            return self._tagged({k: high for k, (_, high) in self._watermarks(self._topic_partitions()).items()})
         except Exception:  # noqa: BLE001 - progress reporting must never fail the query
             return None
 
     def partitions(self, start: dict, end: dict) -> list[KafkaPartition]:
+        start, end = positions(start), positions(end)
         parts = []
         for key, stop in sorted(end.items()):
             begin = start.get(key)
@@ -351,6 +369,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def commit(self, end: dict) -> None:
         """Commit the processed offsets to the consumer group (failures are logged, never fatal)."""
+        end = positions(end)
         if not self.spec.commit_offsets or not end:
             return
         _commit(self._admin(), end, self.spec.table, self.spec.group_id)
@@ -389,6 +408,29 @@ def commit_offsets(client_config: dict[str, str], end: dict[str, int], table: st
         _commit(consumer, end, table, client_config["group.id"])
     finally:
         consumer.close()
+
+
+def commit_final_offsets(progress: dict, groups: dict[str, dict[str, str]]) -> None:
+    """Commit the end offsets of a run's last micro-batch to each stream's consumer group.
+
+    Spark calls a source's ``commit`` only when it plans the next micro-batch, so the offsets of a run's final
+    batch would never reach the group without this. ``progress`` is the query's last progress; ``groups`` maps
+    each Kafka stream (``INPUT_SCHEMA_TABLE``) to its client settings. A source's offsets name their stream, so two
+    streams reading the same topic (a self-join, overlapping patterns) each commit their own position to their own
+    group.
+    """
+    for source in (progress or {}).get("sources", []):
+        end = source.get("endOffset")
+        if isinstance(end, str):
+            try:
+                end = json.loads(end)
+            except ValueError:
+                continue
+        if not isinstance(end, dict) or end.get(STREAM_KEY) not in groups:
+            continue
+        table = end[STREAM_KEY]
+        if positions(end):
+            commit_offsets(groups[table], positions(end), table)
 
 
 def _cap(start: dict[str, int], end: dict[str, int], max_rows: int) -> dict[str, int]:
