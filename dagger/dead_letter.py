@@ -99,6 +99,9 @@ class DeadLetterWriter:
     def flush(self) -> int:
         raise NotImplementedError
 
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Drop what is buffered without writing it (the task failed)."""
+
     def _sink_coordinates(self) -> dict[str, Any]:
         return {"batch_id": self.batch_id, "partition": self.partition}
 
@@ -196,6 +199,10 @@ class _KafkaDeadLetters(DeadLetterWriter):
             headers = self._base(reason, error_type)
             headers.update(self._sink_coordinates())
             self._produce(row_json(row).encode(), None, headers)
+
+    def close(self) -> None:
+        self.producer.purge()
+        self.producer.flush(0)
 
     def flush(self) -> int:
         remaining = self.producer.flush(60)

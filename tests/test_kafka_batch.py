@@ -263,3 +263,19 @@ def test_the_json_sink_writes_every_double_bit_for_bit(broker):
     assert [struct.pack("<d", r["d"]) for r in rows] == [struct.pack("<d", d) for d in doubles]
     assert [np.float32(r["f"]).tobytes() for r in rows] == [f.tobytes() for f in floats]
     assert [r["u"] for r in rows] == [2**64 - 1 - i for i in range(len(doubles))]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_producer_closed_without_waiting_delivers_nothing_it_still_held(broker, topic, kind):
+    """What a sink writer's abort relies on: after a failed task, queued records are dropped, not sent later."""
+    from dagger.devtools.produce import consume_all
+
+    name = topic("abort")
+    held = _producer(kind, {"bootstrap.servers": broker.bootstrap, "linger.ms": "5000"}, name)
+    held.produce(pa.array([b"dropped"] * 50, pa.binary()))
+    held.close(0)
+    sent = _producer(kind, {"bootstrap.servers": broker.bootstrap}, name)
+    sent.produce(pa.array([b"delivered"], pa.binary()))
+    assert sent.flush(30) == 0
+    sent.close()
+    assert [m.value() for m in consume_all(broker.bootstrap, name, expected=1)] == [b"delivered"]

@@ -43,6 +43,11 @@ class SinkWriter(ABC):
     def flush(self) -> Any:
         """Finish the task's writes; raise SinkError on any failure; return a picklable result."""
 
+    def abort(self) -> None:  # noqa: B027 - optional hook
+        """Called instead of :meth:`flush` when the task failed (in this sink or another one): release clients
+        and drop what is buffered, so nothing is delivered after the failure; the micro-batch is retried whole.
+        Must not raise."""
+
 
 class Sink(ABC):
     """Driver-side description of a sink; must be picklable (plain data only)."""
@@ -95,6 +100,9 @@ class Sink(ABC):
     def commit(self, results: list[Any], batch_id: int) -> None:  # noqa: B027 - optional hook
         """Called on the driver after every task of micro-batch ``batch_id`` succeeded."""
 
+    def abort(self, batch_id: int) -> None:  # noqa: B027 - optional hook
+        """Called on the driver when micro-batch ``batch_id`` failed in some task; must not raise."""
+
 
 class RejectedRows:
     """Rows one task of a sink rejected: failed on, or sent to the dead-letter output.
@@ -138,6 +146,13 @@ class RejectedRows:
             self._writer = self.sink.dead_letter.writer("sink", name, self.batch_id, self.partition)
         self._writer.write_rows(rows.to_pylist(), reasons, error_types)
         self.count += len(reasons)
+
+    def abort(self) -> None:
+        """The task failed: drop the dead letters collected (the retried batch rejects the rows again)."""
+        writer, self._writer, self.count = self._writer, None, 0
+        close = getattr(writer, "close", None)
+        if close is not None:
+            close()
 
     def flush(self) -> int:
         """Make the dead letters durable; count them; return how many this task wrote."""

@@ -327,6 +327,11 @@ class _BigQueryWriter(SinkWriter):
         self.stream: str | None = None
         self.offset = 0
 
+    def abort(self) -> None:
+        # rows appended to a pending stream that is never committed are discarded by BigQuery
+        self.rejected.abort()
+        self.stream = None
+
     # each incoming batch is sent in request-sized chunks; a refused chunk is split until the refused rows
     # are isolated. A request either lands whole or writes nothing, so no row is sent twice.
     def write(self, batch: pa.RecordBatch) -> None:

@@ -160,6 +160,13 @@ class _InfluxWriter(SinkWriter):
         self.dropped = 0
         self._client: Any = None
 
+    def abort(self) -> None:
+        self.rejected.abort()
+        self.pending, self.pending_points = [], 0
+        if self._client is not None and hasattr(self._client, "close"):
+            self._client.close()
+        self._client = None
+
     def write(self, batch: pa.RecordBatch) -> None:
         if batch.num_rows == 0:
             return

@@ -81,6 +81,10 @@ class _KafkaWriter(SinkWriter):
             raise SinkError(f"SINK_KAFKA_TOPIC {self.sink.topic}: cannot produce: {exc}") from None
         self.count += len(values)
 
+    def abort(self) -> None:
+        self.rejected.abort()
+        self.producer.close(0)  # queued records are dropped, not delivered after the failure
+
     def flush(self) -> int:
         remaining = self.producer.flush(120)
         failed, reason = self.producer.take_failed()

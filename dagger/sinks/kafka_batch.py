@@ -160,4 +160,6 @@ class ConfluentProducer:
         return failed, first
 
     def close(self, timeout_s: float = 10.0) -> None:
+        if timeout_s <= 0:
+            self._producer.purge()  # as the native producer: what is still queued is dropped
         self._producer.flush(timeout_s)

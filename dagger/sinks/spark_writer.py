@@ -46,18 +46,48 @@ class FanOutWriter(DataSourceStreamArrowWriter):
         context = TaskContext.get()
         partition_id = context.partitionId() if context else 0
         batch_id = int(context.getLocalProperty("streaming.sql.batchId") or -1) if context else -1
-        writers = [sink.writer(partition_id, batch_id) for sink in self.sinks]
-        for batch in iterator:
-            for writer in writers:
-                writer.write(batch)
-        return SinkCommit([writer.flush() for writer in writers])
+        writers = []
+        try:
+            for sink in self.sinks:
+                writers.append(sink.writer(partition_id, batch_id))
+            for batch in iterator:
+                for writer in writers:
+                    writer.write(batch)
+        except BaseException:
+            _abort_all(writers)  # one sink failed: the others deliver nothing either (the batch is retried)
+            raise
+        results = []
+        for index, writer in enumerate(writers):
+            try:
+                results.append(writer.flush())
+            except BaseException:
+                _abort_all(writers[index:])  # the failed one releases its clients too
+                raise
+        return SinkCommit(results)
 
     def commit(self, messages: list[SinkCommit | None], batchId: int) -> None:
         for index, sink in enumerate(self.sinks):
             sink.commit([m.results[index] for m in messages if m is not None], batchId)
 
     def abort(self, messages: list[SinkCommit | None], batchId: int) -> None:
-        return None
+        """Spark gave up on the micro-batch: every sink hears of it (each must not raise)."""
+        for sink in self.sinks:
+            _quietly(sink.abort, batchId)
+
+
+def _quietly(call: Any, *args: Any) -> None:
+    """Run a clean-up hook; a failing one is logged, never hiding the failure that caused the clean-up."""
+    try:
+        call(*args)
+    except Exception:  # noqa: BLE001
+        import logging
+
+        logging.getLogger(__name__).warning("a sink's clean-up failed", exc_info=True)
+
+
+def _abort_all(writers: list[Any]) -> None:
+    for writer in writers:
+        _quietly(writer.abort)
 
 
 class FanOutBatchWriter(DataSourceArrowWriter):
@@ -73,6 +103,9 @@ class FanOutBatchWriter(DataSourceArrowWriter):
 
     def commit(self, messages: list[SinkCommit | None]) -> None:
         self.stream_writer.commit(messages, self.batch_id)
+
+    def abort(self, messages: list[SinkCommit | None]) -> None:
+        self.stream_writer.abort(messages, self.batch_id)
 
 
 class SinkDataSource(DataSource):
