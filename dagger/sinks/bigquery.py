@@ -39,6 +39,7 @@ from dagger.errors import DaggerConfigError, SinkError
 from dagger.optional import require
 from dagger.serde.types import DURATION, JSON_TYPES, TIMESTAMP, WRAPPERS
 from dagger.sinks.base import RejectedRows, RowsRefused, Sink, SinkWriter, isolate
+from dagger.worker_cache import BuiltCache, content_key
 
 log = logging.getLogger(__name__)
 
@@ -191,7 +192,7 @@ def _take_ranges(values: pa.Array, starts: pa.Array, lengths: pa.Array, valid: p
     return values.take(pa.array(indices, pa.int64()))
 
 
-_CONVERTERS: dict[str, Any] = {}
+_CONVERTERS = BuiltCache(32)
 
 
 class RowConverter:
@@ -230,18 +231,18 @@ def _json_as_string(field: pa.Field, descriptor: Any) -> pa.Field:
 
 
 def _converter(descriptor_set_b64: str, message: str) -> RowConverter:
-    cache_key = f"{message}|{hash(descriptor_set_b64)}"
-    converter = _CONVERTERS.get(cache_key)
-    if converter is None:
+    """One converter per (descriptor set, message) per Python worker."""
+
+    def build() -> RowConverter:
         from google.protobuf import descriptor_pb2
 
         from dagger.schema.registry import build_pool
 
         fds = descriptor_pb2.FileDescriptorSet.FromString(base64.b64decode(descriptor_set_b64))
         descriptor = build_pool(fds).FindMessageTypeByName(message)
-        converter = RowConverter(descriptor, "SINK_CONNECTOR_SCHEMA_PROTO_MESSAGE_CLASS")
-        _CONVERTERS[cache_key] = converter
-    return converter
+        return RowConverter(descriptor, "SINK_CONNECTOR_SCHEMA_PROTO_MESSAGE_CLASS")
+
+    return _CONVERTERS.get(content_key(message, descriptor_set_b64), build)
 
 
 # -- clients ------------------------------------------------------------------------------------------------
@@ -269,32 +270,38 @@ def rest_client(sink: BigQuerySink) -> Any:
     return bigquery.Client(project=sink.project, credentials=_credentials(sink), client_options=options)
 
 
-_WRITE_CLIENTS: dict[str, Any] = {}
+def _close_client(client: Any) -> None:
+    client.transport.close()
+
+
+_WRITE_CLIENTS = BuiltCache(8, on_evict=_close_client)
 
 
 def write_client(sink: BigQuerySink) -> Any:
-    """A Storage Write API client (cached per endpoint in each worker process)."""
-    key = f"{sink.storage_endpoint}|{sink.credential_path}|{sink.anonymous}"
-    client = _WRITE_CLIENTS.get(key)
-    if client is None:
-        from google.cloud import bigquery_storage_v1
+    """A Storage Write API client (cached per endpoint and credentials in each worker process)."""
+    return _WRITE_CLIENTS.get(
+        content_key(sink.storage_endpoint, sink.credential_path, sink.anonymous), lambda: _new_write_client(sink)
+    )
 
-        endpoint = sink.storage_endpoint
-        if endpoint and (endpoint.startswith("http://") or endpoint.split(":")[0] in ("127.0.0.1", "localhost")):
-            import grpc
-            from google.cloud.bigquery_storage_v1.services.big_query_write.transports import (
-                BigQueryWriteGrpcTransport,
-            )
 
-            target = endpoint.removeprefix("http://")
-            channel = grpc.insecure_channel(target, options=[("grpc.max_send_message_length", 64 * 1024 * 1024)])
-            client = bigquery_storage_v1.BigQueryWriteClient(transport=BigQueryWriteGrpcTransport(channel=channel))
-        else:
-            from google.api_core.client_options import ClientOptions
+def _new_write_client(sink: BigQuerySink) -> Any:
+    from google.cloud import bigquery_storage_v1
 
-            options = ClientOptions(api_endpoint=endpoint) if endpoint else None
-            client = bigquery_storage_v1.BigQueryWriteClient(credentials=_credentials(sink), client_options=options)
-        _WRITE_CLIENTS[key] = client
+    endpoint = sink.storage_endpoint
+    if endpoint and (endpoint.startswith("http://") or endpoint.split(":")[0] in ("127.0.0.1", "localhost")):
+        import grpc
+        from google.cloud.bigquery_storage_v1.services.big_query_write.transports import (
+            BigQueryWriteGrpcTransport,
+        )
+
+        target = endpoint.removeprefix("http://")
+        channel = grpc.insecure_channel(target, options=[("grpc.max_send_message_length", 64 * 1024 * 1024)])
+        client = bigquery_storage_v1.BigQueryWriteClient(transport=BigQueryWriteGrpcTransport(channel=channel))
+    else:
+        from google.api_core.client_options import ClientOptions
+
+        options = ClientOptions(api_endpoint=endpoint) if endpoint else None
+        client = bigquery_storage_v1.BigQueryWriteClient(credentials=_credentials(sink), client_options=options)
     return client
 
 

@@ -18,23 +18,24 @@ import pyarrow.compute as pc
 
 from dagger.errors import SinkError
 from dagger.sinks.base import RejectedRows, RowsRefused, Sink, SinkWriter, isolate
+from dagger.worker_cache import BuiltCache, content_key
 
-_ENCODERS: dict[str, Any] = {}
+_ENCODERS = BuiltCache(32)
 
 
 def _encoder(descriptor_set_b64: str, message: str, key: str) -> Any:
-    cache_key = f"{message}|{hash(descriptor_set_b64)}"
-    encoder = _ENCODERS.get(cache_key)
-    if encoder is None:
+    """One encoder per (descriptor set, message) per Python worker."""
+
+    def build() -> Any:
         from google.protobuf import descriptor_pb2
 
         from dagger.schema.registry import build_pool
         from dagger.serde.encode import ProtoEncoder
 
         fds = descriptor_pb2.FileDescriptorSet.FromString(base64.b64decode(descriptor_set_b64))
-        encoder = ProtoEncoder(build_pool(fds).FindMessageTypeByName(message), key)
-        _ENCODERS[cache_key] = encoder
-    return encoder
+        return ProtoEncoder(build_pool(fds).FindMessageTypeByName(message), key)
+
+    return _ENCODERS.get(content_key(message, key, descriptor_set_b64), build)
 
 
 class _KafkaWriter(SinkWriter):

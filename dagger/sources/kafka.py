@@ -45,6 +45,7 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMa
 from pyspark.sql.types import StructType
 
 from dagger.errors import DaggerConfigError, InvalidRecordError, SourceError
+from dagger.worker_cache import BuiltCache, content_key
 
 log = logging.getLogger(__name__)
 
@@ -455,28 +456,27 @@ def _cap(start: dict[str, int], end: dict[str, int], max_rows: int) -> dict[str,
     return capped
 
 
-_DECODERS: dict[str, Any] = {}
+_DECODERS = BuiltCache(32)
 
 
 def _decoder(spec: KafkaSourceSpec):  # noqa: ANN202
-    """One decoder per (descriptor, message) per Python worker; workers are reused across tasks."""
-    cache_key = f"{spec.message_name}|{spec.rowtime_field_number}|{spec.rowtime}|{spec.fields}|"
-    cache_key += str(hash(spec.descriptor_set_b64))
-    decoder = _DECODERS.get(cache_key)
-    if decoder is None:
-        from google.protobuf import descriptor_pb2
+    """One decoder per (descriptor set, message, fields) per Python worker; workers are reused across tasks."""
+    key = content_key(spec.message_name, spec.rowtime_field_number, spec.rowtime, spec.fields, spec.descriptor_set_b64)
+    return _DECODERS.get(key, lambda: _build_decoder(spec))
 
-        from dagger.schema.projection import prune_message
-        from dagger.schema.registry import build_pool
-        from dagger.serde.decode import ProtoDecoder
 
-        fds = descriptor_pb2.FileDescriptorSet.FromString(base64.b64decode(spec.descriptor_set_b64))
-        if spec.fields is not None:
-            fds = prune_message(fds, spec.message_name, spec.fields)
-        descriptor = build_pool(fds).FindMessageTypeByName(spec.message_name)
-        decoder = ProtoDecoder(descriptor, spec.rowtime_field_number, spec.rowtime)
-        _DECODERS[cache_key] = decoder
-    return decoder
+def _build_decoder(spec: KafkaSourceSpec):  # noqa: ANN202
+    from google.protobuf import descriptor_pb2
+
+    from dagger.schema.projection import prune_message
+    from dagger.schema.registry import build_pool
+    from dagger.serde.decode import ProtoDecoder
+
+    fds = descriptor_pb2.FileDescriptorSet.FromString(base64.b64decode(spec.descriptor_set_b64))
+    if spec.fields is not None:
+        fds = prune_message(fds, spec.message_name, spec.fields)
+    descriptor = build_pool(fds).FindMessageTypeByName(spec.message_name)
+    return ProtoDecoder(descriptor, spec.rowtime_field_number, spec.rowtime)
 
 
 def rowtime_field_name(spec: KafkaSourceSpec) -> str:

@@ -22,6 +22,7 @@ from dagger.processors.external.base import (
     output_columns,
     parse_variables,
 )
+from dagger.worker_cache import BuiltCache
 
 PREFIX = "__ext_"
 KINDS = ("http", "es", "pg", "grpc")
@@ -276,22 +277,24 @@ def _map(df: Any, spec: dict, columns: list, hidden: list[str], metrics: Metrics
     return df.mapInArrow(batches, schema)
 
 
-_FIELDS: dict[str, dict[str, Any]] = {}
+_FIELDS = BuiltCache(64)
 
 
 def _fields(spec: dict) -> dict[str, Any]:
     """The proto fields typing the outputs, resolved once per worker from the shipped descriptor set."""
     if spec["message"] is None:
         return {}
-    key = f"{spec['name']}|{spec['message']}|{hash(spec['descriptor_set_b64'])}"
-    if key not in _FIELDS:
+    from dagger.worker_cache import content_key
+
+    def build() -> dict[str, Any]:
         from google.protobuf import descriptor_pb2
 
         from dagger.schema.registry import build_pool
 
         fds = descriptor_pb2.FileDescriptorSet.FromString(base64.b64decode(spec["descriptor_set_b64"]))
-        _FIELDS[key] = dict(build_pool(fds).FindMessageTypeByName(spec["message"]).fields_by_name)
-    return _FIELDS[key]
+        return dict(build_pool(fds).FindMessageTypeByName(spec["message"]).fields_by_name)
+
+    return _FIELDS.get(content_key(spec["message"], spec["descriptor_set_b64"]), build)
 
 
 def _lookup_batches(iterator: Iterator[Any], spec: dict, schema: Any, metrics: Metrics) -> Iterator[Any]:

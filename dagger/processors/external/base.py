@@ -12,12 +12,12 @@ import asyncio
 import bisect
 import datetime as dt
 import json
-import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from dagger.errors import DaggerConfigError, DaggerError
+from dagger.worker_cache import AnswerCache, BuiltCache, content_key
 
 #: counter names kept per external source (Dagger's metric names where it has them)
 METRICS = (
@@ -46,13 +46,17 @@ def new_counts() -> dict[str, int]:
     return dict.fromkeys(METRICS, 0)
 
 
-#: per-executor response caches by source label: request -> (expiry on time.monotonic(), answer)
-_CACHES: dict[str, dict[Any, tuple[float, Any]]] = {}
+#: per-worker answer caches, one per lookup source: keyed by the source's whole spec, since two jobs in one worker
+#: may both have an ``HTTP.0`` asking different services
+_CACHES: BuiltCache[AnswerCache] = BuiltCache(64)
 
 
-def response_cache(spec: dict[str, Any]) -> dict[Any, tuple[float, Any]] | None:
-    """The worker's response cache of a source, or None when ``cache_ttl_seconds`` is off."""
-    return _CACHES.setdefault(spec["name"], {}) if spec["cache_ttl_seconds"] else None
+def response_cache(spec: dict[str, Any]) -> AnswerCache | None:
+    """The worker's answer cache of a source, or None when ``cache_ttl_seconds`` is off."""
+    ttl = spec["cache_ttl_seconds"]
+    if not ttl:
+        return None
+    return _CACHES.get(content_key(spec), lambda: AnswerCache(ttl, spec.get("cache_max_entries") or 100_000))
 
 
 class AsyncCaller:
@@ -91,9 +95,9 @@ class AsyncCaller:
                 return
             if self.cache is not None:
                 hit = self.cache.get(request)
-                if hit is not None and hit[0] > time.monotonic():
+                if hit is not None:
                     counts["cache_hits"] += 1
-                    done(row, hit[1])
+                    done(row, hit)
                     return
             attempt = 0
             async with semaphore:
@@ -105,7 +109,7 @@ class AsyncCaller:
                     counts["retries"] += 1
                     await asyncio.sleep(spec["retry_backoff_ms"] / 1000 * 2 ** (attempt - 1))
             if self.cache is not None and answer is not None:
-                self.cache[request] = (time.monotonic() + spec["cache_ttl_seconds"], answer)
+                self.cache.put(request, answer)
             done(row, answer)
 
         async def everything() -> None:

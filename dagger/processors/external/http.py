@@ -23,8 +23,15 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from dagger.processors.external.base import LookupError_, as_text, new_counts, response_cache
+from dagger.worker_cache import BuiltCache, content_key
 
-_CALLERS: dict[str, HttpCaller] = {}
+
+def _release(caller: HttpCaller) -> None:
+    caller.release()
+
+
+#: one caller per lookup spec per worker, its connections kept across tasks
+_CALLERS: BuiltCache[HttpCaller] = BuiltCache(16, on_evict=_release)
 
 try:  # orjson parses answers several times faster; json is the fallback
     from orjson import loads as _loads
@@ -68,10 +75,7 @@ class HttpCaller:
     @classmethod
     def shared(cls, spec: dict[str, Any]) -> HttpCaller:
         """The worker's caller for ``spec`` (created on first use)."""
-        key = json.dumps({k: v for k, v in spec.items() if k != "descriptor_set_b64"}, sort_keys=True, default=str)
-        if key not in _CALLERS:
-            _CALLERS[key] = cls(spec)
-        return _CALLERS[key]
+        return _CALLERS.get(content_key(spec), lambda: cls(spec))
 
     def _handle(self) -> Any:
         import pycurl
@@ -87,7 +91,14 @@ class HttpCaller:
         return handle
 
     def close(self) -> None:
-        """Nothing to do: the caller and its connections live as long as the worker."""
+        """Nothing to do: the caller and its connections live as long as the worker (or until evicted)."""
+
+    def release(self) -> None:
+        """Close the connections (the worker's cache dropped this caller)."""
+        for handle in self.free:
+            handle.close()
+        self.free = []
+        self.multi.close()
 
     def call_all(self, requests: Iterable[tuple | None], done: Callable[[int, Any], None]) -> tuple[dict, list]:
         """Call every request (None: skipped) and hand each row's answer (parsed JSON, or None) to ``done(row,
@@ -102,15 +113,15 @@ class HttpCaller:
             fresh: Iterator[_Call] = self._fresh(requests, counts)
         else:
             fresh = iter(())
-            now, calls = time.monotonic(), {}
+            calls = {}
             for i, request in enumerate(requests):
                 if request is None:
                     counts["empty_input"] += 1
                     continue
                 hit = self.cache.get(request)
-                if hit is not None and hit[0] > now:
+                if hit is not None:
                     counts["cache_hits"] += 1
-                    done(i, hit[1])
+                    done(i, hit)
                 elif request in calls:  # the same call is in this batch already: share its answer
                     counts["cache_hits"] += 1
                     calls[request].rows.append(i)
@@ -222,7 +233,7 @@ class HttpCaller:
                         f"{self._where(call)} answered {status} with a body that is not JSON: {text[:200]!r}"
                     ) from None
             if self.cache is not None and answer is not None:
-                self.cache[call.request] = (time.monotonic() + self.spec["cache_ttl_seconds"], answer)
+                self.cache.put(call.request, answer)
             for row in call.rows:
                 done(row, answer)
             return
