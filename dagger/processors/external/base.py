@@ -49,6 +49,8 @@ def new_counts() -> dict[str, int]:
 #: per-worker answer caches, one per lookup source: keyed by the source's whole spec, since two jobs in one worker
 #: may both have an ``HTTP.0`` asking different services
 _CACHES: BuiltCache[AnswerCache] = BuiltCache(64)
+#: answers one source keeps per worker at most (the oldest go first)
+MAX_ANSWERS = 100_000
 
 
 def response_cache(spec: dict[str, Any]) -> AnswerCache | None:
@@ -56,7 +58,7 @@ def response_cache(spec: dict[str, Any]) -> AnswerCache | None:
     ttl = spec["cache_ttl_seconds"]
     if not ttl:
         return None
-    return _CACHES.get(content_key(spec), lambda: AnswerCache(ttl, spec.get("cache_max_entries") or 100_000))
+    return _CACHES.get(content_key(spec), lambda: AnswerCache(ttl, MAX_ANSWERS))
 
 
 class AsyncCaller:
