@@ -24,27 +24,26 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
+from dagger.checkpoint import CheckpointStore
 
-def batch_id_for(checkpoint: str, fingerprint: str) -> int:
+RUNS = "bounded/runs.json"
+
+
+def batch_id_for(store: CheckpointStore, fingerprint: str) -> int:
     """The batch id of a bounded input: the one it had before, else one more than the last."""
-    runs = _load_runs(checkpoint)
+    runs = _load_runs(store)
     if fingerprint in runs:
         return runs[fingerprint]
     return max(runs.values(), default=-1) + 1
 
 
-def record_run(checkpoint: str, fingerprint: str, batch_id: int) -> None:
-    """Remember a finished bounded run's input → batch id."""
-    runs = _load_runs(checkpoint)
+def record_run(store: CheckpointStore, fingerprint: str, batch_id: int) -> None:
+    """Remember a finished bounded run's input → batch id (under the checkpoint, local or remote)."""
+    runs = _load_runs(store)
     runs[fingerprint] = batch_id
-    path = _runs_path(checkpoint)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(runs, indent=1, sort_keys=True))
-    tmp.replace(path)
+    store.write_json(RUNS, runs)
 
 
 def fingerprint(parts: list[Any]) -> str:
@@ -52,15 +51,8 @@ def fingerprint(parts: list[Any]) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:32]
 
 
-def _runs_path(checkpoint: str) -> Path:
-    return Path(checkpoint.removeprefix("file:")) / "bounded" / "runs.json"
-
-
-def _load_runs(checkpoint: str) -> dict[str, int]:
-    path = _runs_path(checkpoint)
-    if not path.exists():
-        return {}
-    return {k: int(v) for k, v in json.loads(path.read_text()).items()}
+def _load_runs(store: CheckpointStore) -> dict[str, int]:
+    return {k: int(v) for k, v in (store.read_json(RUNS) or {}).items()}
 
 
 class BoundedRunError(Exception):

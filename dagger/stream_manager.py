@@ -94,6 +94,7 @@ class StreamManager:
         self.late_rows = 0
         self._late_counted_to = -1
         self._inputs: list[Any] = []
+        self._store = None
         self.bounded = self._is_bounded()
 
     def _is_bounded(self) -> bool:
@@ -394,7 +395,7 @@ class StreamManager:
         if self.bounded:
             return self._start_bounded(plan)
         check_and_record(
-            self.checkpoint, snapshot(self.descriptors.sha256, plan.tables), referenced_columns(plan.rewritten_sql)
+            self.store, snapshot(self.descriptors.sha256, plan.tables), referenced_columns(plan.rewritten_sql)
         )
         self._prepare_sinks(plan.sinks)
         self._choose_checkpoint_writer()
@@ -479,14 +480,24 @@ class StreamManager:
         else:
             conf.unset(key)
 
+    @property
+    def store(self) -> Any:
+        """The job's own files under the checkpoint (descriptor pin, bounded runs, sink markers), where Spark puts
+        its own: a plain path is qualified by Hadoop's ``fs.defaultFS`` (HDFS on many clusters, else the disk)."""
+        if self._store is None:
+            from dagger.checkpoint import CheckpointStore, has_scheme
+
+            location = self.checkpoint
+            if not has_scheme(location):
+                jvm = self.spark._jvm
+                path = jvm.org.apache.hadoop.fs.Path(location)
+                conf = self.spark.sparkContext._jsc.hadoopConfiguration()
+                location = str(path.getFileSystem(conf).makeQualified(path).toString())
+            self._store = CheckpointStore(location, self.config.SPARK_CONF.get("spark.hadoop.fs.s3a.endpoint"))
+        return self._store
+
     def _checkpoint_is_local(self) -> bool:
-        location = self.checkpoint
-        if location.startswith("file:"):
-            return True
-        if "://" in location:
-            return False
-        default_fs = self.spark.sparkContext._jsc.hadoopConfiguration().get("fs.defaultFS") or "file:///"
-        return default_fs.startswith("file:")
+        return self.store.local
 
     def _input_description(self, stream: Any) -> dict[str, Any]:
         """What a bounded stream reads, for the run's fingerprint."""
@@ -512,12 +523,12 @@ class StreamManager:
 
         self._prepare_sinks(plan.sinks)
         print_ = fingerprint(self._inputs)
-        batch_id = batch_id_for(self.checkpoint, print_)
+        batch_id = batch_id_for(self.store, print_)
         write = write_micro_batch(encode_sinks(plan.sinks))
 
         def work() -> dict[str, Any]:
             write(plan.dataframe, batch_id)
-            record_run(self.checkpoint, print_, batch_id)
+            record_run(self.store, print_, batch_id)
             rows, observed = {}, {}
             for table, observation in self._observations.items():
                 values = observation.get
@@ -551,7 +562,7 @@ class StreamManager:
         self.sink_counters = {}
         for sink in sinks:
             sink.counters = {kind: context.accumulator(0) for kind in COUNTERS}
-            sink.state_dir = f"{self.checkpoint.rstrip('/')}/sinks/{sink.display_name}"
+            sink.state_dir = self.store.at(f"sinks/{sink.display_name}")
             self.sink_counters[sink.display_name] = sink.counters
             sink.prepare()
 

@@ -182,3 +182,35 @@ def kafka_sink(broker, topic: str, message: str, **extra) -> dict:
     }
     out.update(extra)
     return out
+
+
+@pytest.fixture(scope="session")
+def s3():
+    """moto's S3-compatible server on a free loopback port, with one bucket; yields a location factory."""
+    try:
+        from moto.server import ThreadedMotoServer
+    except ImportError:
+        pytest.fail("moto is not installed: run `make install` (moto[server] is in the test extras)")
+    from pyarrow import fs
+
+    from dagger.devtools.broker import free_port
+
+    port = free_port()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    saved = {k: os.environ.get(k) for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_DEFAULT_REGION")}
+    os.environ.update(AWS_ACCESS_KEY_ID="test", AWS_SECRET_ACCESS_KEY="test", AWS_DEFAULT_REGION="us-east-1")
+    endpoint = f"127.0.0.1:{port}"
+    fs.S3FileSystem(endpoint_override=endpoint, scheme="http", allow_bucket_creation=True).create_dir("checkpoints")
+
+    def location(name: str) -> str:
+        return f"s3://checkpoints/{name}-{uuid.uuid4().hex[:6]}?endpoint_override={endpoint}&scheme=http"
+
+    location.endpoint = endpoint
+    yield location
+    server.stop()
+    for key, value in saved.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value

@@ -6,6 +6,7 @@ import time
 
 import pytest
 
+from dagger.checkpoint import CheckpointStore
 from dagger.errors import SchemaCompatibilityError, SchemaRegistryError
 from dagger.schema.compat import check_and_record, snapshot
 from dagger.schema.registry import SchemaRegistry, StencilSettings, parse_headers
@@ -94,18 +95,20 @@ def test_auto_refresh_picks_up_a_changed_set_after_the_ttl(tmp_path):
 def test_restart_with_a_used_field_removed_or_retyped_fails(tmp_path):
     registry = SchemaRegistry(settings(str(DESCRIPTORS / "examples.desc"))).get()
     schema = table_schema(registry.find_message("dagger.examples.BookingLogMessage"))
-    check_and_record(str(tmp_path), snapshot("a" * 64, {"bookings": schema}), {"service_area_id", "rowtime"})
+    check_and_record(
+        CheckpointStore(str(tmp_path)), snapshot("a" * 64, {"bookings": schema}), {"service_area_id", "rowtime"}
+    )
     from pyspark.sql.types import StringType, StructField, StructType
 
     removed = StructType([f for f in schema.fields if f.name != "service_area_id"])
     with pytest.raises(
         SchemaCompatibilityError, match="table bookings: field 'service_area_id' \\(string\\) was removed"
     ):
-        check_and_record(str(tmp_path), snapshot("b" * 64, {"bookings": removed}), {"service_area_id"})
+        check_and_record(CheckpointStore(str(tmp_path)), snapshot("b" * 64, {"bookings": removed}), {"service_area_id"})
     retyped = StructType(
         [StructField(f.name, StringType()) if f.name == "amount_paid_by_cash" else f for f in schema.fields]
     )
     with pytest.raises(SchemaCompatibilityError, match="'amount_paid_by_cash' changed type from bigint to string"):
-        check_and_record(str(tmp_path), snapshot("b" * 64, {"bookings": retyped}), None)
+        check_and_record(CheckpointStore(str(tmp_path)), snapshot("b" * 64, {"bookings": retyped}), None)
     # a change to a field the query does not use is fine, and so is an added field
-    check_and_record(str(tmp_path), snapshot("c" * 64, {"bookings": retyped}), {"service_area_id"})
+    check_and_record(CheckpointStore(str(tmp_path)), snapshot("c" * 64, {"bookings": retyped}), {"service_area_id"})

@@ -8,15 +8,14 @@ message naming the table, the field and both types. Added fields and enum values
 
 from __future__ import annotations
 
-import json
 import logging
-from pathlib import Path
 from typing import Any
 
+from dagger.checkpoint import CheckpointStore
 from dagger.errors import SchemaCompatibilityError
 
 log = logging.getLogger(__name__)
-RECORD = Path("dagger") / "schema.json"
+RECORD = "dagger/schema.json"
 
 
 def snapshot(sha256: str, tables: dict[str, Any]) -> dict[str, Any]:
@@ -27,35 +26,21 @@ def snapshot(sha256: str, tables: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _local(checkpoint: str) -> Path | None:
-    if checkpoint.startswith("file:"):
-        checkpoint = checkpoint[5:]
-    if "://" in checkpoint:
-        return None  # remote checkpoint stores are not checked (documented)
-    return Path(checkpoint)
-
-
-def check_and_record(checkpoint: str, current: dict[str, Any], used: set[str] | None) -> None:
-    """Compare ``current`` with the record in ``checkpoint`` (if any), then write ``current``."""
-    root = _local(checkpoint)
-    if root is None:
-        log.info("checkpoint %s is not local: descriptor compatibility is not checked", checkpoint)
-        return
-    path = root / RECORD
-    if path.exists():
-        previous = json.loads(path.read_text())
+def check_and_record(store: CheckpointStore, current: dict[str, Any], used: set[str] | None) -> None:
+    """Compare ``current`` with the record under the checkpoint (local or remote), then write ``current``."""
+    previous = store.read_json(RECORD)
+    if previous is not None:
         problems = incompatibilities(previous, current, used)
         if problems:
             raise SchemaCompatibilityError(
                 "the descriptors changed incompatibly since this checkpoint was written "
                 f"(sha256 {previous['descriptor_sha256'][:12]} -> {current['descriptor_sha256'][:12]}):\n  - "
                 + "\n  - ".join(problems)
-                + f"\nRestore the field, or start with a new checkpoint directory (not {checkpoint})."
+                + f"\nRestore the field, or start with a new checkpoint directory (not {store.location})."
             )
         if previous["descriptor_sha256"] != current["descriptor_sha256"]:
             log.info("descriptor sets changed compatibly since the checkpoint was written")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(current, indent=2, sort_keys=True))
+    store.write_json(RECORD, current)
 
 
 def incompatibilities(previous: dict[str, Any], current: dict[str, Any], used: set[str] | None) -> list[str]:

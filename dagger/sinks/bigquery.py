@@ -27,7 +27,6 @@
 from __future__ import annotations
 
 import base64
-import json
 import logging
 import time
 from typing import Any
@@ -644,46 +643,22 @@ class BigQuerySink(Sink):
             + "; ".join(f"{e.entity}: {e.error_message}" for e in errors[:3])
         )
 
-    def _marker(self, batch_id: int) -> tuple[Any, str] | None:
-        if not self.state_dir:
-            return None
-        from pyarrow import fs
+    def _markers(self) -> Any:
+        from dagger.checkpoint import CheckpointStore
 
-        filesystem, path = (
-            fs.FileSystem.from_uri(self.state_dir)
-            if "://" in self.state_dir
-            else (
-                fs.LocalFileSystem(),
-                self.state_dir,
-            )
-        )
-        return filesystem, f"{path.rstrip('/')}/batch-{batch_id}.json"
+        return CheckpointStore(self.state_dir) if self.state_dir else None
 
     def _read_marker(self, batch_id: int) -> list[str] | None:
-        marker = self._marker(batch_id)
-        if marker is None:
-            return None
-        filesystem, path = marker
-        try:
-            with filesystem.open_input_stream(path) as stream:
-                return json.loads(stream.read())["streams"]
-        except FileNotFoundError:
-            return None
+        markers = self._markers()
+        recorded = markers.read_json(f"batch-{batch_id}.json") if markers else None
+        return recorded["streams"] if recorded else None
 
     def _write_marker(self, batch_id: int, streams: list[str]) -> None:
-        marker = self._marker(batch_id)
-        if marker is None:
+        markers = self._markers()
+        if markers is None:
             return
-        filesystem, path = marker
-        filesystem.create_dir(path.rpartition("/")[0], recursive=True)
-        with filesystem.open_output_stream(path) as stream:
-            stream.write(json.dumps({"batch_id": batch_id, "streams": streams}).encode())
-        old = self._marker(batch_id - 100)
-        if old is not None:
-            try:
-                filesystem.delete_file(old[1])
-            except (FileNotFoundError, OSError):
-                pass
+        markers.write_json(f"batch-{batch_id}.json", {"batch_id": batch_id, "streams": streams})
+        markers.delete(f"batch-{batch_id - 100}.json")
 
 
 def _labels(text: str | None, key: str) -> dict[str, str]:
