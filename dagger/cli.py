@@ -278,7 +278,9 @@ def _run(config, args) -> int:  # noqa: ANN001
         config, checkpoint_dir=checkpoint, available_now=args.available_now, from_ms=from_ms, to_ms=to_ms
     )
     manager.check_descriptors()  # config errors surface before Spark starts
-    return manager.run(progress_interval=args.progress_interval)
+    from dagger.runner import JobRunner
+
+    return JobRunner(manager, progress_interval=args.progress_interval).run()
 
 
 def _replay_range(config, args) -> tuple[int | None, int | None, str | None]:  # noqa: ANN001

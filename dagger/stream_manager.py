@@ -1,4 +1,4 @@
-"""StreamManager: turns a job config into a running Spark structured-streaming query.
+"""StreamManager: the plan of a job, from its config to a started Spark query.
 
 Stages, in Dagger's order:
 
@@ -6,18 +6,19 @@ Stages, in Dagger's order:
 2. for each stream: build the source DataFrame, count and remove invalid rows (``drop`` / ``dead-letter``
    policies; observed as ``invalid_records_<table>``), watermark it on rowtime by
    ``FLINK_WATERMARK_DELAY_MS`` and register it as a temporary view named ``INPUT_SCHEMA_TABLE``;
-3. rewrite Dagger's group windows (:mod:`dagger.sql.rewrite`) and run the SQL;
+3. rewrite Dagger's (Flink's) SQL (:mod:`dagger.sql.rewrite`) and run it, then the post-processors;
 4. pick the output mode: append where Spark allows it, else update (Dagger emits every update of a
    non-windowed aggregation);
-5. write each micro-batch to every sink through the ``dagger-sink`` writer.
+5. start the query, writing each micro-batch to every sink through the ``dagger-sink`` writer, with the session
+   tuned for the job (:mod:`dagger.session_tuning`) and its own files under the checkpoint
+   (:mod:`dagger.checkpoint`).
+
+Running it (signals, the loop, stop conditions, progress, the exit code) is :mod:`dagger.runner`'s.
 """
 
 from __future__ import annotations
 
 import logging
-import signal
-import threading
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -79,7 +80,6 @@ class StreamManager:
         self._spark = spark
         self._descriptors = None
         self._commit_offsets = commit_offsets
-        self._stop_requested = threading.Event()
         self._catalog = None
         self.udf_context = None
         self.sink_counters: dict[str, dict[str, Any]] = {}
@@ -90,9 +90,6 @@ class StreamManager:
         self.lookup_metrics: dict[str, Any] = {}
         #: session settings the job's processors asked for (ProcessorContext.session_settings)
         self._processor_settings: dict[str, str] = {}
-        #: rows the stateful operators dropped as late, summed over the batches reported so far
-        self.late_rows = 0
-        self._late_counted_to = -1
         self._inputs: list[Any] = []
         self._store = None
         self.bounded = self._is_bounded()
@@ -388,8 +385,9 @@ class StreamManager:
         plan = plan or self.plan()
         if plan.problems:
             raise DaggerConfigError("the SQL output does not fit the sink:\n  - " + "\n  - ".join(plan.problems))
-        self._size_arrow_batches()
-        self._apply_processor_settings()
+        from dagger.session_tuning import tune
+
+        tune(self.spark, self.config, self.store.local, self._processor_settings)
         for note in plan.notes:
             log.info("SQL rewrite: %s", note)
         if self.bounded:
@@ -398,7 +396,6 @@ class StreamManager:
             self.store, snapshot(self.descriptors.sha256, plan.tables), referenced_columns(plan.rewritten_sql)
         )
         self._prepare_sinks(plan.sinks)
-        self._choose_checkpoint_writer()
         sinks = encode_sinks(plan.sinks)
         writer = plan.dataframe.writeStream.option("checkpointLocation", self.checkpoint).outputMode(plan.output_mode)
         writer = writer.queryName(self.config.job_slug)
@@ -423,63 +420,6 @@ class StreamManager:
         self.query = writer.start()
         return self.query
 
-    def _size_arrow_batches(self) -> None:
-        """Cap the Arrow batches Spark hands to Python workers by rows only, unless records may be large.
-
-        Spark also caps them at ``spark.sql.execution.arrow.maxBytesPerBatch`` (64 MiB), and checks that cap by
-        re-measuring the batch being built after every row (``ArrowWriter.sizeInBytes``, which walks every
-        struct column's children): on the stateless benchmark that check was ~40 % of the JVM's CPU (2.1 vs
-        3.6-4.0 s per 2M records, alternating runs in one session). With the 50,000-row cap
-        (``spark.sql.execution.arrow.maxRecordsPerBatch``) a batch of 2 KB rows is 100 MB, so jobs that enable
-        large messages (``SOURCE_KAFKA_CONSUME_LARGE_MESSAGE_ENABLE``, ``SINK_KAFKA_PRODUCE_LARGE_MESSAGE_ENABLE``)
-        keep Spark's byte cap, as does a value given in ``SPARK_CONF`` or to spark-submit.
-        """
-        large = self.config.SOURCE_KAFKA_CONSUME_LARGE_MESSAGE_ENABLE or any(
-            sink.SINK_KAFKA_PRODUCE_LARGE_MESSAGE_ENABLE for _, sink in self.config.sink_configs
-        )
-        # Int.MaxValue: Spark skips the per-row size check
-        self._own_setting("spark.sql.execution.arrow.maxBytesPerBatch", "2147483647", not large, "67108864b")
-
-    def _apply_processor_settings(self) -> None:
-        """The state store provider and other settings processors asked for; Spark's default otherwise (an
-        earlier job in the same session may have set one: the benchmark, tests, a notebook)."""
-        from dagger.processors.transformers.deduplication import ROCKSDB, STATE_STORE_PROVIDER
-
-        defaults = {
-            STATE_STORE_PROVIDER: (
-                "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider",
-                ROCKSDB,
-            )
-        }
-        for key, (spark_default, ours) in defaults.items():
-            wanted = self._processor_settings.get(key)
-            self._own_setting(key, wanted or ours, wanted is not None, spark_default)
-
-    def _choose_checkpoint_writer(self) -> None:
-        """Write a checkpoint on a local disk through Hadoop's FileSystem API instead of its FileContext API.
-
-        Spark's default checkpoint writer goes through FileContext. On a local disk, without Hadoop's native
-        library (never shipped with pyspark), FileContext starts a ``chmod`` or ``readlink`` process for most
-        files it writes: about 30 processes per run of the window benchmark, 40-90 ms of each micro-batch's
-        commits. The FileSystem-based writer (write a temporary file, then rename it, which a local disk does
-        atomically) starts almost none. Remote checkpoints (HDFS, S3, GCS) keep Spark's default, and so does a
-        ``spark.sql.streaming.checkpointFileManagerClass`` given in ``SPARK_CONF`` or to spark-submit.
-        """
-        ours = "org.apache.spark.sql.execution.streaming.checkpointing.FileSystemBasedCheckpointFileManager"
-        self._own_setting("spark.sql.streaming.checkpointFileManagerClass", ours, self._checkpoint_is_local())
-
-    def _own_setting(self, key: str, ours: str, wanted: bool, spark_default: str | None = None) -> None:
-        """Set a session setting dagger chooses per job to ``ours`` (``wanted``) or back to Spark's default,
-        unless the user chose it: named in ``SPARK_CONF``, or set to anything else (spark-submit ``--conf``).
-        The session may have run an earlier job that set it (the benchmark, tests, a notebook)."""
-        conf = self.spark.conf
-        if key in self.config.SPARK_CONF or conf.get(key, None) not in (None, ours, spark_default):
-            return
-        if wanted:
-            conf.set(key, ours)
-        else:
-            conf.unset(key)
-
     @property
     def store(self) -> Any:
         """The job's own files under the checkpoint (descriptor pin, bounded runs, sink markers), where Spark puts
@@ -495,9 +435,6 @@ class StreamManager:
                 location = str(path.getFileSystem(conf).makeQualified(path).toString())
             self._store = CheckpointStore(location, self.config.SPARK_CONF.get("spark.hadoop.fs.s3a.endpoint"))
         return self._store
-
-    def _checkpoint_is_local(self) -> bool:
-        return self.store.local
 
     def _input_description(self, stream: Any) -> dict[str, Any]:
         """What a bounded stream reads, for the run's fingerprint."""
@@ -581,157 +518,7 @@ class StreamManager:
         }
         commit_final_offsets(query.lastProgress or {}, groups)
 
-    def request_stop(self) -> None:
-        """Ask for a clean stop: the running micro-batch finishes, then the query stops."""
-        self._stop_requested.set()
-
-    def run(self, progress_interval: float = 10.0) -> int:
-        """Start the query and wait for it; returns the process exit code (0 on a clean end)."""
-        from pyspark.errors import StreamingQueryException
-
-        if self.available_now and self.bounded:
-            log.info("the input is bounded: --available-now changes nothing (the run reads it all and stops)")
-        query = self.start()
-        self._install_signal_handlers()
-        last_report = time.monotonic()
-        try:
-            while query.isActive:
-                if self._stop_requested.is_set():
-                    self._stop_between_batches(query)
-                    break
-                if self.available_now and not self.bounded and self.is_drained(query):
-                    log.info("every source is read to its end and the last batches were empty: stopping")
-                    self._stop_between_batches(query)
-                    break
-                try:
-                    query.awaitTermination(0.5)
-                except StreamingQueryException:
-                    break  # reported below from query.exception()
-                if time.monotonic() - last_report >= progress_interval:
-                    self._report(query)
-                    last_report = time.monotonic()
-        finally:
-            self._report(query, final=True)
-        self.commit_final_offsets(query)
-        exc = query.exception()
-        if exc is not None:
-            log.error("query failed: %s", _root_message(exc))
-            return 1
-        return 0
-
-    def is_drained(self, query: Any, empty_batches: int = 3) -> bool:
-        """An ``--available-now`` query that keeps running batches after reading everything.
-
-        Spark ends such a query itself, except when an operator asks for batches forever: a processing-time
-        state TTL (``DeDuplicationTransformer``) does. Drained = the last ``empty_batches`` batches read no
-        row and every source's offset is its latest.
-        """
-        progress = list(query.recentProgress or [])[-empty_batches:]
-        if len(progress) < empty_batches or any(p.get("numInputRows") for p in progress):
-            return False
-        return all(
-            s.get("latestOffset") is not None and s.get("endOffset") == s.get("latestOffset")
-            for s in progress[-1].get("sources", [])
-        )
-
-    def _count_late_rows(self, query: Any) -> int:
-        """Rows dropped as late in the batches not counted yet (``numRowsDroppedByWatermark``); adds them to
-        :attr:`late_rows`."""
-        new = 0
-        for progress in list(getattr(query, "recentProgress", None) or []):
-            batch = progress.get("batchId", -1)
-            if batch > self._late_counted_to:
-                new += sum(op.get("numRowsDroppedByWatermark", 0) for op in progress.get("stateOperators") or [])
-                self._late_counted_to = batch
-        self.late_rows += new
-        return new
-
-    def _stop_between_batches(self, query: Any, timeout: float = 120.0) -> None:
-        if self.bounded:  # one batch: nothing to finish first; cancel it (a re-run redoes it)
-            log.info("cancelling the bounded run %r", self.config.FLINK_JOB_ID)
-            query.stop()
-            return
-        deadline = time.monotonic() + timeout
-        while query.isActive and query.status.get("isTriggerActive") and time.monotonic() < deadline:
-            time.sleep(0.05)
-        log.info("stopping %r after the last finished micro-batch", self.config.FLINK_JOB_ID)
-        query.stop()
-
-    def _install_signal_handlers(self) -> None:
-        if threading.current_thread() is not threading.main_thread():
-            return
-
-        def handler(signum: int, _frame: Any) -> None:
-            log.info("received %s: finishing the current micro-batch, then stopping", signal.Signals(signum).name)
-            self.request_stop()
-
-        signal.signal(signal.SIGINT, handler)
-        signal.signal(signal.SIGTERM, handler)
-
-    def _report(self, query: Any, final: bool = False) -> None:
-        progress = query.lastProgress
-        if not progress:
-            if hasattr(query, "progress_line"):
-                log.info("%s", query.progress_line())
-            return
-        if "rowsPerStream" in progress:
-            log.info(
-                "bounded run done in %.1f s: %s rows read (%s)",
-                progress["durationSeconds"],
-                progress["numInputRows"],
-                ", ".join(f"{t} {n}" for t, n in progress["rowsPerStream"].items()),
-            )
-        invalid = {
-            k.removeprefix("filtered_").removeprefix("invalid_records_"): v["count"]  # a Row (or a dict)
-            for k, v in (progress.get("observedMetrics") or {}).items()
-            if k.startswith(("invalid_records_", "filtered_invalid_records_"))
-        }
-        late = self._count_late_rows(query)
-        log.info(
-            "%sbatch %s: %s input rows (%.0f rows/s), watermark %s%s%s",
-            "final " if final else "",
-            progress.get("batchId"),
-            progress.get("numInputRows"),
-            progress.get("processedRowsPerSecond") or 0.0,
-            (progress.get("eventTime") or {}).get("watermark", "-"),
-            f", invalid records dropped {invalid}" if any(invalid.values()) else "",
-            f", late rows dropped {late} ({self.late_rows} since start)" if late or (final and self.late_rows) else "",
-        )
-        if final and self.late_rows:
-            log.warning(
-                "%d row(s) arrived after the watermark had closed their window and were dropped (counted by Spark "
-                "after partial aggregation); raise FLINK_WATERMARK_DELAY_MS if records arrive this late",
-                self.late_rows,
-            )
-        sinks = []
-        for name, kinds in self.sink_counters.items():
-            values = {k: a.value for k, a in kinds.items() if a.value}
-            if values:
-                sinks.append(f"{name} " + " ".join(f"{k}={v}" for k, v in values.items()))
-        if sinks:
-            log.info("sinks: %s", "; ".join(sinks))
-        lookups = []
-        for name, metrics in self.lookup_metrics.items():
-            values = {k: v for k, v in metrics.values().items() if v}
-            if values:
-                lookups.append(f"{name} " + " ".join(f"{k}={v}" for k, v in values.items()))
-        if lookups:
-            log.info("lookups: %s", "; ".join(lookups))
-        counters = {k: v.value for k, v in (self.udf_context.counters if self.udf_context else {}).items()}
-        if any(counters.values()):
-            log.info("DARTS: %s", ", ".join(f"{k}={v}" for k, v in counters.items()))
-
 
 def _first_line(exc: BaseException) -> str:
     text = getattr(exc, "getMessage", lambda: str(exc))() if hasattr(exc, "getMessage") else str(exc)
     return str(text).strip().splitlines()[0] if str(text).strip() else type(exc).__name__
-
-
-def _root_message(exc: BaseException) -> str:
-    """The most specific line of a (possibly JVM-wrapped) streaming failure."""
-    text = str(exc)
-    for marker in ("InvalidRecordError:", "SinkError:", "SchemaRegistryError:", "DaggerError:"):
-        if marker in text:
-            tail = text.split(marker, 1)[1].strip().splitlines()[0]
-            return f"{marker[:-1]}: {tail}"
-    return text.strip().splitlines()[0] if text.strip() else type(exc).__name__

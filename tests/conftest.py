@@ -159,6 +159,8 @@ def run_job(spark, data: dict, checkpoint: Path, available_now: bool = True):
     query = manager.start()
     import time
 
+    from dagger.runner import is_drained
+
     deadline = time.monotonic() + 300
     while query.isActive and time.monotonic() < deadline:
         try:
@@ -167,7 +169,7 @@ def run_job(spark, data: dict, checkpoint: Path, available_now: bool = True):
             break
         # as `dagger run --available-now` does: an operator that asks for batches forever (a processing-time
         # state TTL) keeps Spark's availableNow running after the input is read; stop such a query when drained
-        if available_now and not manager.bounded and query.isActive and manager.is_drained(query):
+        if available_now and not manager.bounded and query.isActive and is_drained(query):
             query.stop()
     manager.commit_final_offsets(query)
     return manager, query

@@ -181,6 +181,11 @@ def _window_counts(broker, stencil, spark, tmp_path, source: str, sql: str, expe
     late = sum(
         op.get("numRowsDroppedByWatermark", 0) for p in query.recentProgress for op in p.get("stateOperators", [])
     )
+    from dagger.progress import ProgressReporter
+
+    reporter = ProgressReporter(manager)
+    reporter.report(query, final=True)  # the final summary a user reads
+    assert reporter.late_rows == late
     return sorted((r.window_timestamp.ToDatetime(dt.UTC), r.booking_count) for r in rows), late
 
 
@@ -235,7 +240,7 @@ def _expected_minutes(times: list[dt.datetime], delay: dt.timedelta) -> list[tup
 
 
 @pytest.mark.integration
-def test_a_backlog_over_partitions_an_hour_apart_drops_nothing(spark, broker, stencil, topic, tmp_path):
+def test_a_backlog_over_partitions_an_hour_apart_drops_nothing(spark, broker, stencil, topic, tmp_path, caplog):
     source, times = _skewed(broker, topic)
     expected = _expected_minutes(times, dt.timedelta(seconds=10))
     sql = COUNT_SQL.format(where="true")
@@ -256,12 +261,16 @@ def test_a_backlog_over_partitions_an_hour_apart_drops_nothing(spark, broker, st
     # counted from the output: 900 of the slow partition's 1,200 here
     lost = sum(n for _, n in expected) - sum(n for _, n in unaligned)
     assert late > 0 and lost > 600
+    assert f"late rows dropped {late} ({late} since start)" in caplog.text
+    assert f"{late} row(s) arrived after the watermark had closed their window" in caplog.text
+    caplog.clear()
     # aligned: the fast partition waits until the slow one has caught up; every window is exact
     aligned, late = _window_counts(
         broker, stencil, spark, tmp_path, source, sql, len(expected), SPARK_MAX_RECORDS_PER_TRIGGER=300
     )
     assert late == 0
     assert aligned == expected
+    assert "late rows dropped" not in caplog.text
 
 
 from dagger.processors.transformers.base import Transformer  # noqa: E402

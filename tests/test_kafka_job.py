@@ -327,17 +327,22 @@ def test_local_checkpoints_are_written_without_hadoop_filecontext_and_remote_one
     assert again.recentProgress[0]["batchId"] >= 2  # resumed after the committed batches
     assert sum(p["numInputRows"] for p in again.recentProgress) == 0  # nothing read twice
 
+    from dagger.session_tuning import tune
+
     remote = StreamManager(load_config(data=data), checkpoint_dir="s3a://bucket/job", spark=spark)
-    remote._choose_checkpoint_writer()
+    tune(spark, remote.config, remote.store.local, {})
     assert spark.conf.get(key, None) is None  # back to Spark's FileContext-based default
-    chosen = dict(data, SPARK_CONF={key: "org.example.MyManager"})
-    StreamManager(load_config(data=chosen), checkpoint_dir=str(tmp_path / "x"), spark=spark)._choose_checkpoint_writer()
-    assert spark.conf.get(key, None) is None  # a class the user names is theirs to set
+    spark.conf.set(key, "org.example.MyManager")  # as spark-submit --conf would
+    chosen = StreamManager(
+        load_config(data=dict(data, SPARK_CONF={key: "org.example.MyManager"})), checkpoint_dir=str(tmp_path / "x")
+    )
+    tune(spark, chosen.config, True, {})
+    assert spark.conf.get(key) == "org.example.MyManager"  # a class the user names is theirs to set
+    spark.conf.unset(key)
 
 
 def test_arrow_batches_are_capped_by_rows_unless_records_may_be_large(spark, broker, stencil, topic, tmp_path):
     from dagger.config import load_config
-    from dagger.stream_manager import StreamManager
 
     key = "spark.sql.execution.arrow.maxBytesPerBatch"
     source, out = topic("cap-in"), topic("cap-out")
@@ -353,10 +358,10 @@ def test_arrow_batches_are_capped_by_rows_unless_records_may_be_large(spark, bro
     assert spark.conf.get(key) == "2147483647"  # Spark skips its per-row size check
     assert len(consume_all(broker.bootstrap, out, expected=50)) == 50
 
+    from dagger.session_tuning import tune
+
     def sized(**extra) -> str | None:
-        StreamManager(
-            load_config(data=dict(data, **extra)), checkpoint_dir=str(tmp_path / "x"), spark=spark
-        )._size_arrow_batches()
+        tune(spark, load_config(data=dict(data, **extra)), True, {})
         return spark.conf.get(key, None)
 
     assert sized(SINK_KAFKA_PRODUCE_LARGE_MESSAGE_ENABLE="true") in (None, "67108864b")  # Spark's byte cap is back

@@ -16,6 +16,7 @@ from dagger.devtools.produce import consume_all, produce
 from dagger.devtools.samples import bookings
 from dagger.errors import DaggerConfigError
 from dagger.processors.transformers import Transformer, register_transformer
+from dagger.runner import is_drained
 from tests.conftest import START, job, kafka_stream, run_job
 
 pytestmark = pytest.mark.integration
@@ -283,7 +284,7 @@ def _run_until_drained(spark, data: dict, checkpoint):
     manager = StreamManager(load_config(data=data), checkpoint_dir=str(checkpoint), available_now=True, spark=spark)
     query = manager.start()
     deadline = time.monotonic() + 180
-    while query.isActive and not manager.is_drained(query) and time.monotonic() < deadline:
+    while query.isActive and not is_drained(query) and time.monotonic() < deadline:
         time.sleep(0.2)
     query.stop()
     return query

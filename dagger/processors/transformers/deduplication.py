@@ -6,9 +6,8 @@ from typing import Any
 
 from dagger.processors.transformers import register_transformer
 from dagger.processors.transformers.base import Transformer
-
-STATE_STORE_PROVIDER = "spark.sql.streaming.stateStore.providerClass"
-ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+from dagger.session_tuning import ROCKSDB_STATE_STORE as ROCKSDB
+from dagger.session_tuning import STATE_STORE_PROVIDER
 
 
 @register_transformer

@@ -1,0 +1,155 @@
+"""The run of a job: signals, the loop until the query ends, stop conditions, progress and the exit code.
+
+:class:`JobRunner` takes a planned-but-not-started :class:`~dagger.stream_manager.StreamManager`, in the shape of
+Quix Streams' ``Application.run`` and its run tracker:
+
+* **signals first.** Ctrl-C / SIGTERM handlers are installed when the runner is made, before planning (which can
+  take seconds): a signal during planning means the query never starts. The first signal lets the running
+  micro-batch finish, then stops; a second one stops at once (the micro-batch is cut short and redone by the next
+  run, from the checkpoint).
+* **stop conditions.** The query ends by itself (a bounded run, ``--available-now``), fails, or is drained: an
+  ``--available-now`` query whose operators ask for batches forever (a processing-time state TTL) is stopped once
+  every source is read to its end and the last batches were empty (:func:`is_drained`).
+* **progress** every ``progress_interval`` seconds and a final summary (:mod:`dagger.progress`); the final offsets
+  are committed to the consumer groups; the exit code is 0 for a clean end and 1 for a failed query.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+import time
+from typing import Any
+
+from dagger.progress import ProgressReporter
+
+log = logging.getLogger("dagger")
+
+
+class JobRunner:
+    """Runs one job to its end. Parameters: the job (a :class:`~dagger.stream_manager.StreamManager`) and how
+    often to log progress, in seconds."""
+
+    def __init__(self, job: Any, progress_interval: float = 10.0):
+        self.job = job
+        self.progress_interval = progress_interval
+        self.progress = ProgressReporter(job)
+        self.query: Any = None
+        self._stop = threading.Event()
+        self._at_once = threading.Event()
+        self._install_signal_handlers()
+
+    def request_stop(self, at_once: bool = False) -> None:
+        """Stop after the running micro-batch (``at_once``: without waiting for it)."""
+        if at_once:
+            self._at_once.set()
+        self._stop.set()
+
+    def run(self) -> int:
+        """Plan, start and run the job; returns the process exit code (0 on a clean end)."""
+        from pyspark.errors import StreamingQueryException
+
+        job = self.job
+        try:
+            getattr(job, "spark", None)  # the session: PySpark's SparkContext installs a SIGINT handler of its own,
+            self._install_signal_handlers()  # (cancel every job, raise KeyboardInterrupt); ours replace it
+            plan = job.plan()
+        except KeyboardInterrupt:
+            log.info("stopped while planning: nothing was read")
+            return 0
+        if self._stop.is_set():
+            log.info("stopped before the query started: nothing was read")
+            return 0
+        if job.available_now and job.bounded:
+            log.info("the input is bounded: --available-now changes nothing (the run reads it all and stops)")
+        query = self.query = job.start(plan)
+        last_report = time.monotonic()
+        try:
+            while query.isActive:
+                if self._stop.is_set():
+                    self._stop_between_batches(query)
+                    break
+                if job.available_now and not job.bounded and is_drained(query):
+                    log.info("every source is read to its end and the last batches were empty: stopping")
+                    self._stop_between_batches(query)
+                    break
+                try:
+                    query.awaitTermination(0.5)
+                except StreamingQueryException:
+                    break  # reported below from query.exception()
+                if time.monotonic() - last_report >= self.progress_interval:
+                    self.progress.report(query)
+                    last_report = time.monotonic()
+        finally:
+            self.progress.report(query, final=True)
+        job.commit_final_offsets(query)
+        exc = query.exception()
+        if exc is not None:
+            log.error("query failed: %s", root_message(exc))
+            return 1
+        return 0
+
+    def _stop_between_batches(self, query: Any, timeout: float = 120.0) -> None:
+        if self.job.bounded:  # one batch: nothing to finish first; cancel it (a re-run redoes it)
+            log.info("cancelling the bounded run %r", self.job.config.FLINK_JOB_ID)
+            query.stop()
+            return
+        deadline = time.monotonic() + timeout
+        while (
+            query.isActive
+            and query.status.get("isTriggerActive")
+            and not self._at_once.is_set()
+            and time.monotonic() < deadline
+        ):
+            time.sleep(0.05)
+        if self._at_once.is_set():
+            log.info(
+                "stopping %r at once: the running micro-batch is redone by the next run", self.job.config.FLINK_JOB_ID
+            )
+        else:
+            log.info("stopping %r after the last finished micro-batch", self.job.config.FLINK_JOB_ID)
+        query.stop()
+
+    def _install_signal_handlers(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return
+        signal.signal(signal.SIGINT, self._on_signal)
+        signal.signal(signal.SIGTERM, self._on_signal)
+
+    def _on_signal(self, signum: int, _frame: Any) -> None:
+        name = signal.Signals(signum).name
+        if self._stop.is_set():
+            log.warning("received %s again: stopping at once", name)
+            self.request_stop(at_once=True)
+            if self.query is None:
+                raise KeyboardInterrupt  # still planning: abandon it
+            return
+        log.info("received %s: finishing the current micro-batch, then stopping (again to stop at once)", name)
+        self.request_stop()
+
+
+def is_drained(query: Any, empty_batches: int = 3) -> bool:
+    """An ``--available-now`` query that keeps running batches after reading everything: the last
+    ``empty_batches`` batches read no row and every source's offset is its latest.
+
+    Spark ends such a query itself, except when an operator asks for batches forever: a processing-time state
+    TTL (``DeDuplicationTransformer``) does.
+    """
+    progress = list(query.recentProgress or [])[-empty_batches:]
+    if len(progress) < empty_batches or any(p.get("numInputRows") for p in progress):
+        return False
+    return all(
+        s.get("latestOffset") is not None and s.get("endOffset") == s.get("latestOffset")
+        for s in progress[-1].get("sources", [])
+    )
+
+
+def root_message(exc: BaseException) -> str:
+    """The most specific line of a (possibly JVM-wrapped) streaming failure."""
+    text = str(exc)
+    for marker in ("InvalidRecordError:", "SinkError:", "SchemaRegistryError:", "DaggerError:"):
+        if marker in text:
+            tail = text.split(marker, 1)[1].strip().splitlines()[0]
+            return f"{marker[:-1]}: {tail}"
+    return text.strip().splitlines()[0] if text.strip() else type(exc).__name__

@@ -1,0 +1,147 @@
+"""The runner: signals installed before planning, a second signal stops at once, stop conditions, exit codes."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import threading
+import time
+import uuid
+
+import pytest
+
+from dagger.runner import JobRunner, is_drained, root_message
+
+
+@pytest.fixture
+def saved_signals():
+    handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    yield
+    for s, h in handlers.items():
+        signal.signal(s, h)
+
+
+class Progress:
+    """A query's progress history, as Spark's ``recentProgress`` lists it (the drain check reads nothing else)."""
+
+    def __init__(self, batches: list[tuple[int, bool]]):
+        sources = lambda at_end: [{"endOffset": "x", "latestOffset": "x" if at_end else "y"}]  # noqa: E731
+        self.recentProgress = [{"numInputRows": rows, "sources": sources(at_end)} for rows, at_end in batches]
+
+
+@pytest.mark.parametrize(
+    "batches, drained",
+    [
+        ([(10, True), (0, True), (0, True), (0, True)], True),
+        ([(0, True), (0, True)], False),  # fewer than three batches
+        ([(0, True), (5, True), (0, True)], False),  # a recent batch read rows
+        ([(0, True), (0, True), (0, False)], False),  # a source is not at its latest offset
+        ([], False),
+    ],
+)
+def test_is_drained(batches, drained):
+    assert is_drained(Progress(batches)) is drained
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        (
+            "py4j...\norg.apache.spark: SinkError: sink 'kafka' rejected a row\n at ...",
+            "SinkError: sink 'kafka' rejected a row",
+        ),
+        (
+            "Job aborted: InvalidRecordError: stream 't': record at offset 3 cannot be decoded\nmore",
+            "InvalidRecordError: stream 't': record at offset 3 cannot be decoded",
+        ),
+        ("  first line\nsecond", "first line"),
+    ],
+)
+def test_root_message_names_the_most_specific_cause(text, expected):
+    assert root_message(RuntimeError(text)) == expected
+
+
+class NotStarted:
+    """A job that records whether it was planned and started."""
+
+    available_now = bounded = False
+
+    def __init__(self):
+        self.planned = self.started = False
+
+    def plan(self):  # noqa: ANN201
+        self.planned = True
+        return "plan"
+
+    def start(self, plan):  # noqa: ANN001, ANN201
+        self.started = True
+        raise AssertionError("a stop requested during planning must not start the query")
+
+
+def test_handlers_are_installed_before_planning_and_a_stop_then_starts_nothing(saved_signals, caplog):
+    job = NotStarted()
+    runner = JobRunner(job)
+    assert signal.getsignal(signal.SIGINT) == runner._on_signal
+    assert signal.getsignal(signal.SIGTERM) == runner._on_signal
+    runner._on_signal(signal.SIGTERM, None)  # arrives while the job is still being planned
+    with caplog.at_level(logging.INFO, logger="dagger"):
+        assert runner.run() == 0
+    assert job.planned and not job.started
+    assert "stopped before the query started" in caplog.text
+    with pytest.raises(KeyboardInterrupt):  # a second one during planning abandons it
+        runner._on_signal(signal.SIGINT, None)
+
+
+@pytest.mark.integration
+def test_a_second_signal_stops_a_long_micro_batch_at_once(
+    spark, broker, stencil, topic, tmp_path, saved_signals, caplog
+):
+    from dagger.config import load_config
+    from dagger.devtools.produce import consume_all, produce
+    from dagger.devtools.samples import bookings
+    from dagger.stream_manager import StreamManager
+    from tests.conftest import START, job, kafka_sink, kafka_stream
+
+    slow = tmp_path / "slowly.py"
+    slow.write_text("import time\n\n\ndef slowly(x: str) -> str:\n    time.sleep(0.1)\n    return x\n")
+    source, out = topic("slow"), topic("slow-out")
+    produce(broker.bootstrap, source, ((None, v) for v in bookings(300, START)))  # ~30 s of UDF calls
+    data = job(
+        stencil,
+        [kafka_stream(broker, source)],
+        "SELECT SLOWLY(order_number) AS order_number, customer_id FROM data_stream_0",
+        PYTHON_UDF_ENABLE="true",
+        PYTHON_UDF_CONFIG=json.dumps({"PYTHON_FILES": str(slow)}),
+        SPARK_KAFKA_READ_BATCH_SIZE="300",
+        **kafka_sink(broker, out, "dagger.examples.BookingSummaryMessage"),
+    )
+    manager = StreamManager(
+        load_config(data=data), checkpoint_dir=str(tmp_path / f"cp-{uuid.uuid4().hex[:6]}"), spark=spark
+    )
+    runner = JobRunner(manager, progress_interval=3600)
+    signals = []
+
+    def interrupt() -> None:  # twice, while the first micro-batch runs
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            query = runner.query
+            if query is not None and query.status.get("isTriggerActive") and query.status.get("isDataAvailable"):
+                break
+            time.sleep(0.1)
+        time.sleep(2)
+        for _ in range(2):
+            signals.append(time.monotonic())
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.5)
+
+    thread = threading.Thread(target=interrupt, daemon=True)
+    thread.start()
+    with caplog.at_level(logging.INFO, logger="dagger"):
+        assert runner.run() == 0
+    thread.join(5)
+    assert len(signals) == 2
+    assert "received SIGINT again: stopping at once" in caplog.text
+    assert runner.query.lastProgress is None  # the micro-batch never finished: it was cut short
+    assert len(consume_all(broker.bootstrap, out, idle_seconds=1.0)) < 300
