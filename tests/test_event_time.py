@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import collections
 import datetime as dt
+import logging
 import uuid
 
 import pytest
@@ -241,6 +242,7 @@ def _expected_minutes(times: list[dt.datetime], delay: dt.timedelta) -> list[tup
 
 @pytest.mark.integration
 def test_a_backlog_over_partitions_an_hour_apart_drops_nothing(spark, broker, stencil, topic, tmp_path, caplog):
+    caplog.set_level(logging.INFO, logger="dagger")
     source, times = _skewed(broker, topic)
     expected = _expected_minutes(times, dt.timedelta(seconds=10))
     sql = COUNT_SQL.format(where="true")

@@ -658,7 +658,11 @@ class BigQuerySink(Sink):
         if markers is None:
             return
         markers.write_json(f"batch-{batch_id}.json", {"batch_id": batch_id, "streams": streams})
-        markers.delete(f"batch-{batch_id - 100}.json")
+        if batch_id >= 100:  # keep the last hundred; clean-up is best effort (the marker is written)
+            try:
+                markers.delete(f"batch-{batch_id - 100}.json")
+            except OSError as exc:
+                log.warning("sink '%s': could not delete an old batch marker: %s", self.display_name, exc)
 
 
 def _labels(text: str | None, key: str) -> dict[str, str]:
