@@ -84,6 +84,8 @@ class StreamManager:
         self.udf_context = None
         self.sink_counters: dict[str, dict[str, Any]] = {}
         self.query = None
+        #: the plan the job was started with (output mode, tables, sinks, rewrite notes)
+        self.planned: Plan | None = None
         self._observations: dict[str, Any] = {}
         self._processor_observations: dict[str, Any] = {}
         #: external source label (``HTTP.0``) → its metrics (calls, failures by kind, latency histogram)
@@ -382,7 +384,7 @@ class StreamManager:
         from dagger.sinks.spark_writer import SINK_FORMAT, encode_sinks, write_micro_batch
         from dagger.sql.rewrite import referenced_columns
 
-        plan = plan or self.plan()
+        plan = self.planned = plan or self.plan()
         if plan.problems:
             raise DaggerConfigError("the SQL output does not fit the sink:\n  - " + "\n  - ".join(plan.problems))
         from dagger.session_tuning import tune

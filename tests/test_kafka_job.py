@@ -242,6 +242,7 @@ def test_non_windowed_aggregation_runs_in_update_mode(spark, broker, stencil, to
     )
     manager, query = run_job(spark, data, tmp_path / "cp")
     assert query.exception() is None
+    assert manager.planned.output_mode == "update"  # Spark refuses append for an aggregation without a window
     rows = [Count.FromString(m.value()) for m in consume_all(broker.bootstrap, out, expected=3)]
     assert sorted((r.service_area_id, r.booking_count) for r in rows) == [(a, 3) for a in sorted(AREAS)]
 

@@ -338,131 +338,107 @@ def test_deduplication_in_a_bounded_job_keeps_the_earliest_row_per_key(spark, br
     assert sorted(r["order_number"] for r in rows) == [f"order-{i}" for i in range(5)]
 
 
-def test_processor_configs_are_checked_before_anything_runs(spark, broker, stencil):
+def _planned(spark, broker, stencil, post=None, pre=None):
     from dagger.stream_manager import StreamManager
 
-    def plan(post=None, pre=None):
-        extra = {}
-        if post is not None:
-            extra.update(PROCESSOR_POSTPROCESSOR_ENABLE="true", PROCESSOR_POSTPROCESSOR_CONFIG=json.dumps(post))
-        if pre is not None:
-            extra.update(PROCESSOR_PREPROCESSOR_ENABLE="true", PROCESSOR_PREPROCESSOR_CONFIG=json.dumps(pre))
-        config = load_config(data=job(stencil, [kafka_stream(broker, "cfg-never-created")], BASE_SQL, **extra))
-        return StreamManager(config, spark=spark).plan()
+    extra = {}
+    if post is not None:
+        extra.update(PROCESSOR_POSTPROCESSOR_ENABLE="true", PROCESSOR_POSTPROCESSOR_CONFIG=json.dumps(post))
+    if pre is not None:
+        extra.update(PROCESSOR_PREPROCESSOR_ENABLE="true", PROCESSOR_PREPROCESSOR_CONFIG=json.dumps(pre))
+    config = load_config(data=job(stencil, [kafka_stream(broker, "cfg-never-created")], BASE_SQL, **extra))
+    return StreamManager(config, spark=spark).plan()
 
-    with pytest.raises(
-        DaggerConfigError, match="transformers without an internal or external source would produce empty rows"
-    ):
-        plan(
-            post={
-                "transformers": [
-                    {
-                        "transformation_class": "ClearColumnTransformer",
-                        "transformation_arguments": {"targetColumnName": "driver_id"},
-                    }
-                ]
-            }
-        )
-    with pytest.raises(
-        DaggerConfigError,
-        match=r"transformers\[0\].transformation_class: unknown transformation_class 'Nope'; accepted: .*HashTransformer",
-    ):
-        plan(post={"internal_source": [STAR], "transformers": [{"transformation_class": "Nope"}]})
-    with pytest.raises(
-        DaggerConfigError, match="ClearColumnTransformer needs transformation_arguments.targetColumnName"
-    ):
-        plan(post={"internal_source": [STAR], "transformers": [{"transformation_class": "ClearColumnTransformer"}]})
-    with pytest.raises(DaggerConfigError, match="names column 'nothing', which is not in the rows"):
-        plan(
-            post={
-                "internal_source": [STAR],
-                "transformers": [
-                    {
-                        "transformation_class": "ClearColumnTransformer",
-                        "transformation_arguments": {"targetColumnName": "nothing"},
-                    }
-                ],
-            }
-        )
-    with pytest.raises(
-        DaggerConfigError, match=r"cannot hash 'pickup.latitude' of type double; accepted: STRING, INT, BIGINT"
-    ):
-        plan(
-            post={
-                "internal_source": [STAR],
-                "transformers": [
-                    {
-                        "transformation_class": "HashTransformer",
-                        "transformation_arguments": {"maskColumns": ["pickup.latitude"]},
-                    }
-                ],
-            }
-        )
-    with pytest.raises(
-        DaggerConfigError, match=r"internal_source\[0\]: value 'missing' is not a column of the SQL output"
-    ):
-        plan(post={"internal_source": [{"output_field": "x", "type": "sql", "value": "missing"}]})
-    with pytest.raises(
-        DaggerConfigError, match="function 'NOW' is not available; accepted: CURRENT_TIMESTAMP, JSON_PAYLOAD"
-    ):
-        plan(post={"internal_source": [{"output_field": "x", "type": "function", "value": "NOW"}]})
-    with pytest.raises(DaggerConfigError, match="JSON_PAYLOAD needs internal_processor_config.schema_proto_class"):
-        plan(post={"internal_source": [{"output_field": "x", "type": "function", "value": "JSON_PAYLOAD"}]})
-    with pytest.raises(
-        DaggerConfigError, match=r"table_transformers\[0\].table_name 'other' is not a stream; streams: data_stream_0"
-    ):
-        plan(
-            pre={
-                "table_transformers": [
-                    {
-                        "table_name": "other",
-                        "transformers": [{"transformation_class": "InvalidRecordFilterTransformer"}],
-                    }
-                ]
-            }
-        )
-    with pytest.raises(DaggerConfigError, match="HashTransformer runs only as a post-processor"):
-        plan(
-            pre={
-                "table_transformers": [
-                    {
-                        "table_name": "data_stream_0",
-                        "transformers": [
-                            {
-                                "transformation_class": "HashTransformer",
-                                "transformation_arguments": {"maskColumns": ["customer_id"]},
-                            }
-                        ],
-                    }
-                ]
-            }
-        )
-    with pytest.raises(DaggerConfigError, match="ttl_in_seconds must be int, got str 'soon'"):
-        plan(
-            pre={
-                "table_transformers": [
-                    {
-                        "table_name": "data_stream_0",
-                        "transformers": [
-                            {
-                                "transformation_class": "DeDuplicationTransformer",
-                                "transformation_arguments": {"key_column": "customer_id", "ttl_in_seconds": "soon"},
-                            }
-                        ],
-                    }
-                ]
-            }
-        )
-    # a user's transformer by module path
-    planned = plan(
-        post={
-            "internal_source": [STAR],
-            "transformers": [
-                {
-                    "transformation_class": "tests.test_processors:UpperTransformer",
-                    "transformation_arguments": {"column": "customer_id"},
-                }
-            ],
-        }
+
+def _post(*transformers, sources=(STAR,)) -> dict:
+    return {"internal_source": list(sources), "transformers": list(transformers)}
+
+
+def _pre_of(table: str, *transformers) -> dict:
+    return {"table_transformers": [{"table_name": table, "transformers": list(transformers)}]}
+
+
+def _t(name: str, **arguments) -> dict:
+    return (
+        {"transformation_class": name, "transformation_arguments": arguments}
+        if arguments
+        else {"transformation_class": name}
+    )
+
+
+CONFIG_ERRORS = [
+    (
+        "transformers without sources",
+        {"post": {"transformers": [_t("ClearColumnTransformer", targetColumnName="driver_id")]}},
+        "transformers without an internal or external source would produce empty rows",
+    ),
+    (
+        "unknown transformer",
+        {"post": _post(_t("Nope"))},
+        r"transformers\[0\].transformation_class: unknown transformation_class 'Nope'; accepted: .*HashTransformer",
+    ),
+    (
+        "missing argument",
+        {"post": _post(_t("ClearColumnTransformer"))},
+        "ClearColumnTransformer needs transformation_arguments.targetColumnName",
+    ),
+    (
+        "unknown column",
+        {"post": _post(_t("ClearColumnTransformer", targetColumnName="nothing"))},
+        "names column 'nothing', which is not in the rows",
+    ),
+    (
+        "unhashable type",
+        {"post": _post(_t("HashTransformer", maskColumns=["pickup.latitude"]))},
+        r"cannot hash 'pickup.latitude' of type double; accepted: STRING, INT, BIGINT",
+    ),
+    (
+        "internal source of a missing column",
+        {"post": {"internal_source": [{"output_field": "x", "type": "sql", "value": "missing"}]}},
+        r"internal_source\[0\]: value 'missing' is not a column of the SQL output",
+    ),
+    (
+        "unknown function",
+        {"post": {"internal_source": [{"output_field": "x", "type": "function", "value": "NOW"}]}},
+        "function 'NOW' is not available; accepted: CURRENT_TIMESTAMP, JSON_PAYLOAD",
+    ),
+    (
+        "JSON_PAYLOAD without a proto",
+        {"post": {"internal_source": [{"output_field": "x", "type": "function", "value": "JSON_PAYLOAD"}]}},
+        "JSON_PAYLOAD needs internal_processor_config.schema_proto_class",
+    ),
+    (
+        "pre-processor of an unknown table",
+        {"pre": _pre_of("other", _t("InvalidRecordFilterTransformer"))},
+        r"table_transformers\[0\].table_name 'other' is not a stream; streams: data_stream_0",
+    ),
+    (
+        "post-only transformer as a pre-processor",
+        {"pre": _pre_of("data_stream_0", _t("HashTransformer", maskColumns=["customer_id"]))},
+        "HashTransformer runs only as a post-processor",
+    ),
+    (
+        "argument of the wrong type",
+        {
+            "pre": _pre_of(
+                "data_stream_0", _t("DeDuplicationTransformer", key_column="customer_id", ttl_in_seconds="soon")
+            )
+        },
+        "ttl_in_seconds must be int, got str 'soon'",
+    ),
+]
+
+
+@pytest.mark.parametrize("configs, message", [c[1:] for c in CONFIG_ERRORS], ids=[c[0] for c in CONFIG_ERRORS])
+def test_processor_configs_are_checked_before_anything_runs(spark, broker, stencil, configs, message):
+    with pytest.raises(DaggerConfigError, match=message):
+        _planned(spark, broker, stencil, **configs)
+
+
+def test_a_users_transformer_named_by_module_path_runs(spark, broker, stencil):
+    planned = _planned(
+        spark, broker, stencil, post=_post(_t("tests.test_processors:UpperTransformer", column="customer_id"))
     )
     assert "customer_id" in planned.output_schema.names
+    analyzed = planned.dataframe._jdf.queryExecution().analyzed().toString()
+    assert "upper(customer_id" in analyzed  # the transformer's own expression is in the plan
