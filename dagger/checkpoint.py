@@ -16,8 +16,8 @@ Locations are plain paths (relative ones are made absolute), ``file:`` paths, or
 filesystems read: ``s3://`` (also Hadoop's ``s3a://``; credentials from the usual AWS settings, an
 S3-compatible endpoint from the session's ``fs.s3a.endpoint`` or pyarrow's ``?endpoint_override=`` query),
 ``gs://``, ``hdfs://`` (with libhdfs), ``abfs://``; other schemes through fsspec when it is installed. Writes are
-atomic: a file is written under a temporary name and moved into place (a rename on disks and HDFS, a single
-object on object stores), so a reader never sees half a file.
+atomic: on disks and HDFS a file is written under a temporary name and renamed into place; on object stores
+(S3, GCS, Azure) one PUT already replaces an object whole. A reader never sees half a file.
 """
 
 from __future__ import annotations
@@ -30,6 +30,8 @@ from typing import Any
 from dagger.errors import DaggerConfigError
 
 _HADOOP_ONLY = {"s3a": "s3", "s3n": "s3", "gcs": "gs"}
+#: pyarrow filesystems where an object is written whole or not at all (and a "move" is a copy and a delete)
+_OBJECT_STORES = {"s3", "gcs", "abfs"}
 
 
 class CheckpointStore:
@@ -76,13 +78,18 @@ class CheckpointStore:
     def write_json(self, relative: str, value: Any) -> None:
         """Write ``value`` as JSON to ``relative`` below the location, atomically."""
         filesystem, path = self._path(relative)
+        data = json.dumps(value, indent=1, sort_keys=True).encode()
+        if filesystem.type_name in _OBJECT_STORES:  # one PUT is atomic: readers see the old object or the new one
+            with filesystem.open_output_stream(path) as stream:
+                stream.write(data)
+            return
         parent = path.rpartition("/")[0]
         if parent:
             filesystem.create_dir(parent, recursive=True)
         temporary = f"{path}.tmp-{uuid.uuid4().hex[:8]}"
         with filesystem.open_output_stream(temporary) as stream:
-            stream.write(json.dumps(value, indent=1, sort_keys=True).encode())
-        filesystem.move(temporary, path)
+            stream.write(data)
+        filesystem.move(temporary, path)  # a rename: atomic on disks and HDFS
 
     def delete(self, relative: str) -> None:
         """Delete ``relative`` below the location (nothing happens when it does not exist)."""

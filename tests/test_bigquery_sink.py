@@ -6,7 +6,6 @@ import datetime as dt
 import json
 import threading
 import time
-import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pyarrow as pa
@@ -18,59 +17,39 @@ from dagger.devtools.produce import consume_all, produce
 from dagger.devtools.samples import AREAS, SERVICES, bookings, example_descriptors, message_class
 from dagger.errors import SinkError
 from dagger.sinks.bigquery import BigQuerySink
-from tests.conftest import START, job, kafka_stream, run_job
+from tests.conftest import (
+    START,
+    bigquery_count,
+    bigquery_keys,
+    bigquery_rows,
+    bigquery_table,
+    job,
+    kafka_stream,
+    run_job,
+)
 
 pytestmark = pytest.mark.integration
 Summary = message_class("dagger.examples.BookingSummaryMessage")
 
 
-def _keys(bigquery, table: str, message: str = "dagger.examples.BookingLogMessage", **extra) -> dict:
-    keys = {
-        "SINK_TYPE": "bigquery",
-        "SINK_BIGQUERY_GOOGLE_CLOUD_PROJECT_ID": bigquery.project,
-        "SINK_BIGQUERY_DATASET_NAME": "dagger_tests",
-        "SINK_BIGQUERY_TABLE_NAME": table,
-        "SINK_CONNECTOR_SCHEMA_PROTO_MESSAGE_CLASS": message,
-        "SINK_BIGQUERY_ANONYMOUS_CREDENTIALS": "true",
-        "SINK_BIGQUERY_API_ENDPOINT": bigquery.rest_endpoint,
-        "SINK_BIGQUERY_STORAGE_API_ENDPOINT": bigquery.grpc_endpoint,
-    }
-    keys.update(extra)
-    return keys
-
-
 def _sink(bigquery, table: str, state_dir=None, **extra) -> BigQuerySink:
-    sink = BigQuerySink.from_config(SinkConfig(**_keys(bigquery, table, **extra)), example_descriptors())
+    sink = BigQuerySink.from_config(SinkConfig(**bigquery_keys(bigquery, table, **extra)), example_descriptors())
     sink.label = "bigquery"
     sink.state_dir = str(state_dir) if state_dir else None
     return sink
 
 
-def _rows(bigquery, table: str, order: str = "order_number") -> list[dict]:
-    sql = f"SELECT * FROM `{bigquery.project}.dagger_tests.{table}` ORDER BY {order}"
-    return [dict(r) for r in bigquery.client().query(sql).result()]
-
-
-def _count(bigquery, table: str) -> int:
-    sql = f"SELECT count(*) AS n FROM `{bigquery.project}.dagger_tests.{table}`"
-    return next(iter(bigquery.client().query(sql).result())).n
-
-
-def _table() -> str:
-    return f"t_{uuid.uuid4().hex[:8]}"
-
-
 def test_job_creates_the_table_from_the_proto_and_writes_typed_rows_to_two_sinks(
     spark, broker, stencil, bigquery, topic, tmp_path
 ):
-    source, out, table = topic("bq-src"), topic("bq-out"), _table()
+    source, out, table = topic("bq-src"), topic("bq-out"), bigquery_table()
     produce(broker.bootstrap, source, ((None, v) for v in bookings(12, START)))
     sql = (
         "SELECT order_number, service_type, customer_id, event_timestamp, driver_pickup_location, "
         "item_tags, metadata, amount_paid_by_cash, service_area_id FROM data_stream_0"
     )
     sinks = [
-        _keys(
+        bigquery_keys(
             bigquery,
             table,
             SINK_BIGQUERY_TABLE_PARTITIONING_ENABLE="true",
@@ -104,7 +83,7 @@ def test_job_creates_the_table_from_the_proto_and_writes_typed_rows_to_two_sinks
     assert created.time_partitioning.field == "event_timestamp"
     assert created.labels == {"team": "data", "env": "test"}
 
-    rows = _rows(bigquery, table, order="amount_paid_by_cash")
+    rows = bigquery_rows(bigquery, table, order="amount_paid_by_cash")
     assert len(rows) == 12
     for i, row in enumerate(rows):
         assert row["order_number"] == f"order-{i}"
@@ -127,15 +106,15 @@ def test_job_creates_the_table_from_the_proto_and_writes_typed_rows_to_two_sinks
 
 
 def test_a_replayed_micro_batch_is_not_written_twice(spark, broker, stencil, bigquery, topic, tmp_path):
-    source, table = topic("bq-replay"), _table()
+    source, table = topic("bq-replay"), bigquery_table()
     produce(broker.bootstrap, source, ((None, v) for v in bookings(20, START)))
     sql = "SELECT order_number, amount_paid_by_cash FROM data_stream_0"
-    data = job(stencil, [kafka_stream(broker, source)], sql, **_keys(bigquery, table))
+    data = job(stencil, [kafka_stream(broker, source)], sql, **bigquery_keys(bigquery, table))
     _, query = run_job(spark, data, tmp_path / "cp")
-    assert query.exception() is None and _count(bigquery, table) == 20
+    assert query.exception() is None and bigquery_count(bigquery, table) == 20
     produce(broker.bootstrap, source, ((None, v) for v in bookings(35, START)[20:]))
     _, query = run_job(spark, data, tmp_path / "cp")
-    assert query.exception() is None and _count(bigquery, table) == 35
+    assert query.exception() is None and bigquery_count(bigquery, table) == 35
     # a crash after BigQuery committed batch 1 but before Spark logged it: Spark runs batch 1 again
     commits = tmp_path / "cp" / "commits"
     assert sorted(p.name for p in commits.glob("[0-9]*")) == ["0", "1"]
@@ -145,13 +124,13 @@ def test_a_replayed_micro_batch_is_not_written_twice(spark, broker, stencil, big
     assert again.exception() is None
     rerun = [p for p in again.recentProgress if p["batchId"] == 1]
     assert rerun and rerun[0]["numInputRows"] == 15  # the batch really was re-run, from Spark's offset log
-    assert _count(bigquery, table) == 35
-    assert sorted(r["amount_paid_by_cash"] for r in _rows(bigquery, table)) == [i * 10 for i in range(35)]
+    assert bigquery_count(bigquery, table) == 35
+    assert sorted(r["amount_paid_by_cash"] for r in bigquery_rows(bigquery, table)) == [i * 10 for i in range(35)]
     assert (tmp_path / "cp" / "sinks" / "bigquery" / "batch-1.json").exists()
 
 
 def test_rows_the_message_cannot_take_go_to_the_dead_letter_topic(spark, broker, stencil, bigquery, topic, tmp_path):
-    source, dead, table = topic("bq-bad"), topic("bq-dead"), _table()
+    source, dead, table = topic("bq-bad"), topic("bq-dead"), bigquery_table()
     produce(broker.bootstrap, source, ((None, v) for v in bookings(10, START)))
     sql = (
         "SELECT order_number, CASE WHEN amount_paid_by_cash IN (30, 70) THEN 'NOT_A_SERVICE' ELSE service_type END "
@@ -163,11 +142,11 @@ def test_rows_the_message_cannot_take_go_to_the_dead_letter_topic(spark, broker,
         sql,
         DEAD_LETTER_KAFKA_TOPIC=dead,
         DEAD_LETTER_KAFKA_BROKERS=broker.bootstrap,
-        **_keys(bigquery, table),
+        **bigquery_keys(bigquery, table),
     )
     manager, query = run_job(spark, data, tmp_path / "cp")
     assert query.exception() is None
-    assert sorted(r["order_number"] for r in _rows(bigquery, table)) == sorted(
+    assert sorted(r["order_number"] for r in bigquery_rows(bigquery, table)) == sorted(
         f"order-{i}" for i in range(10) if i not in (3, 7)
     )
     letters = consume_all(broker.bootstrap, dead, expected=2)
@@ -181,7 +160,7 @@ def test_rows_the_message_cannot_take_go_to_the_dead_letter_topic(spark, broker,
 
     # the same rows fail the job when their error type is listed in SINK_ERROR_TYPES_FOR_FAILURE
     data["SINK_ERROR_TYPES_FOR_FAILURE"] = "INVALID_MESSAGE_ERROR,SINK_5XX_ERROR"
-    data["SINK_BIGQUERY_TABLE_NAME"] = _table()
+    data["SINK_BIGQUERY_TABLE_NAME"] = bigquery_table()
     data["STREAMS"] = json.dumps([kafka_stream(broker, source)])  # a new consumer group: read from the start
     _, failed = run_job(spark, data, tmp_path / "cp2")
     assert failed.exception() is not None
@@ -189,7 +168,7 @@ def test_rows_the_message_cannot_take_go_to_the_dead_letter_topic(spark, broker,
 
 
 def test_a_row_the_server_refuses_is_isolated_and_dead_lettered(bigquery, tmp_path):
-    table = _table()
+    table = bigquery_table()
     sink = _sink(bigquery, table, tmp_path / "state")
     sink.dead_letter = DeadLetterSpec("job", path=str(tmp_path / "dlq"))
     sink.prepare()
@@ -204,7 +183,7 @@ def test_a_row_the_server_refuses_is_isolated_and_dead_lettered(bigquery, tmp_pa
     result = writer.flush()
     sink.commit([result], 9)
     assert result["rows"] == 5 and result["dead_letters"] == 1
-    assert [r["order_number"] for r in _rows(bigquery, table)] == ["o0", "o1", "o3", "o4", "o5"]
+    assert [r["order_number"] for r in bigquery_rows(bigquery, table)] == ["o0", "o1", "o3", "o4", "o5"]
     [file] = list((tmp_path / "dlq").glob("sink-bigquery-9-2-*.jsonl"))
     letter = json.loads(file.read_text())
     assert letter["row"]["order_number"] == "o2" and letter["error_type"] == "SINK_4XX_ERROR"
@@ -214,7 +193,7 @@ def test_a_row_the_server_refuses_is_isolated_and_dead_lettered(bigquery, tmp_pa
 def test_new_proto_fields_are_added_to_an_existing_table(bigquery):
     from google.cloud import bigquery as bq
 
-    table = _table()
+    table = bigquery_table()
     client = bigquery.client()
     client.create_dataset("dagger_tests", exists_ok=True)
     client.create_table(
@@ -232,7 +211,7 @@ def test_new_proto_fields_are_added_to_an_existing_table(bigquery):
 
 
 def test_every_proto_feature_round_trips(bigquery, tmp_path):
-    table = _table()
+    table = bigquery_table()
     sink = _sink(bigquery, table, tmp_path / "s", SINK_CONNECTOR_SCHEMA_PROTO_MESSAGE_CLASS="dagger.test.Everything")
     sink.prepare()
     schema = {f.name: f for f in bigquery.client().get_table(f"{bigquery.project}.dagger_tests.{table}").schema}
@@ -263,7 +242,7 @@ def test_every_proto_feature_round_trips(bigquery, tmp_path):
     writer = sink.writer(0, 0)
     writer.write(batch)
     sink.commit([writer.flush()], 0)
-    [row] = _rows(bigquery, table, order="f_string")
+    [row] = bigquery_rows(bigquery, table, order="f_string")
     assert row["f_uint64"] == 2**40
     assert row["f_duration"] == {"seconds": 1, "nanos": 500_000_000}
     assert row["f_struct"] == '{"k":1}'
@@ -290,7 +269,7 @@ def test_server_errors_are_retried_until_the_deadline_then_fail(bigquery):
     server = ThreadingHTTPServer(("127.0.0.1", 0), Failing)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        sink = _sink(bigquery, _table(), SINK_BIGQUERY_RETRY_DEADLINE_MS="2000")
+        sink = _sink(bigquery, bigquery_table(), SINK_BIGQUERY_RETRY_DEADLINE_MS="2000")
         sink.api_endpoint = f"http://127.0.0.1:{server.server_address[1]}"
         started = time.monotonic()
         with pytest.raises(SinkError, match=r"did not answer within SINK_BIGQUERY_RETRY_DEADLINE_MS \(2000 ms\)"):

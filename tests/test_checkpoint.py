@@ -88,10 +88,9 @@ def test_a_bounded_bigquery_job_with_a_remote_checkpoint_writes_new_input_from_a
 ):
     from dagger.devtools.produce import produce
     from dagger.devtools.samples import bookings
-    from tests.conftest import START, job, kafka_stream, run_job
-    from tests.test_bigquery_sink import _count, _keys, _table
+    from tests.conftest import START, bigquery_count, bigquery_keys, bigquery_table, job, kafka_stream, run_job
 
-    source, table, checkpoint = topic("remote-ck"), _table(), s3("bounded")
+    source, table, checkpoint = topic("remote-ck"), bigquery_table(), s3("bounded")
     produce(broker.bootstrap, source, ((None, v) for v in bookings(40, START)))
     sql = "SELECT order_number, customer_id FROM data_stream_0"
 
@@ -102,16 +101,16 @@ def test_a_bounded_bigquery_job_with_a_remote_checkpoint_writes_new_input_from_a
             SOURCE_KAFKA_STARTING_OFFSETS=f'{{"{source}": {{"0": {first}}}}}',
             SOURCE_KAFKA_ENDING_OFFSETS=f'{{"{source}": {{"0": {last}}}}}',
         )
-        data = job(stencil, [stream], sql, **_keys(bigquery, table, "dagger.examples.BookingSummaryMessage"))
+        data = job(stencil, [stream], sql, **bigquery_keys(bigquery, table, "dagger.examples.BookingSummaryMessage"))
         manager, query = run_job(spark, data, checkpoint)
-        assert manager.bounded and query.exception() is None
+        assert manager.bounded and query.exception() is None, str(query.exception())[:3000]
 
     elsewhere()
     run(0, 20)
-    assert _count(bigquery, table) == 20
+    assert bigquery_count(bigquery, table) == 20
     elsewhere()  # a new container: nothing local survives
     run(20, 40)
-    assert _count(bigquery, table) == 40  # new input, a new batch id: written
+    assert bigquery_count(bigquery, table) == 40  # new input, a new batch id: written
     elsewhere()
     run(0, 20)
-    assert _count(bigquery, table) == 40  # the first input again: its batch, committed once
+    assert bigquery_count(bigquery, table) == 40  # the first input again: its batch, committed once

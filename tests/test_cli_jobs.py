@@ -14,21 +14,10 @@ import pytest
 
 from dagger.devtools.produce import consume_all, produce
 from dagger.devtools.samples import bookings, message_class
-from tests.conftest import ROOT, START, job, kafka_sink, kafka_stream
+from tests.conftest import ROOT, START, dagger, job, kafka_sink, kafka_stream
 
 pytestmark = pytest.mark.integration
 Summary = message_class("dagger.examples.BookingSummaryMessage")
-
-
-def dagger(*args: str, env: dict | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "dagger", *args],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=timeout,
-        env={**os.environ, **(env or {})},
-    )
 
 
 def test_validate_prints_the_rewritten_sql_and_refuses_a_misfit(broker, stencil, topic, tmp_path):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import requests
 
-from tests.test_processors import STAR, _failure, _run
+from tests.conftest import STAR, failing_run, run_processed
 
 pytestmark = pytest.mark.integration
 
@@ -51,7 +51,7 @@ def test_document_gets_enrich_rows_in_order_fail_over_dead_hosts_and_missing_doc
     # 127.0.0.2 refuses connections on that port: its rows (every other one) fail over to the next host
     source = _es(customers, metricId="customers", host=f"127.0.0.2,{host}")
     post = {"external_source": {"es": [source]}, "internal_source": [STAR]}
-    manager, rows = _run(spark, broker, stencil, topic, tmp_path, post=post, count=15)
+    manager, rows = run_processed(spark, broker, stencil, topic, tmp_path, post=post, count=15)
     for row in rows:
         number = int(row["customer_id"][1:])
         if number == 4:
@@ -65,7 +65,7 @@ def test_document_gets_enrich_rows_in_order_fail_over_dead_hosts_and_missing_doc
 
 def test_fail_on_errors_fails_on_a_missing_document(spark, broker, stencil, topic, tmp_path, customers):
     post = {"external_source": {"es": [_es(customers, fail_on_errors=True)]}, "internal_source": [STAR]}
-    error = _failure(spark, broker, stencil, topic, tmp_path, post)
+    error = failing_run(spark, broker, stencil, topic, tmp_path, post)
     assert "ES.0 (GET " in error and "/customers/_doc/c4) answered 404" in error
 
 

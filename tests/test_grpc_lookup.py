@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from dagger.errors import DaggerConfigError
-from tests.test_processors import STAR, _failure, _plan_post, _run
+from tests.conftest import STAR, failing_run, plan_post, run_processed
 
 pytestmark = pytest.mark.integration
 
@@ -55,7 +55,7 @@ def test_unary_calls_enrich_rows_typed_in_order_and_failures_pass_on(
     # the job's descriptor set lacks the service's messages: grpc_stencil_url brings them for this source
     source = _grpc(customers, grpc_stencil_url=stencil.url("lookup.desc"))
     post = {"external_source": {"grpc": [source]}, "internal_source": [STAR]}
-    manager, rows = _run(
+    manager, rows = run_processed(
         spark,
         broker,
         stencil,
@@ -81,13 +81,13 @@ def test_unary_calls_enrich_rows_typed_in_order_and_failures_pass_on(
 
 def test_fail_on_errors_names_the_status(spark, broker, stencil, topic, tmp_path, customers):
     post = {"external_source": {"grpc": [_grpc(customers, fail_on_errors=True)]}, "internal_source": [STAR]}
-    error = _failure(spark, broker, stencil, topic, tmp_path, post, count=3, sql=SQL)
+    error = failing_run(spark, broker, stencil, topic, tmp_path, post, count=3, sql=SQL)
     assert "failed with NOT_FOUND: no customer missing (fail_on_errors is true)" in error
 
 
 def test_grpc_source_configs_are_checked(spark, broker, stencil, customers):
     def plan(source, urls="examples.desc"):
-        return _plan_post(
+        return plan_post(
             spark,
             broker,
             stencil,

@@ -8,7 +8,7 @@ import pytest
 
 from dagger.devtools.lookup_server import LookupServer
 from dagger.errors import DaggerConfigError
-from tests.test_processors import STAR, _failure, _plan_post, _run
+from tests.conftest import STAR, failing_run, plan_post, run_processed
 
 pytestmark = pytest.mark.integration
 
@@ -54,7 +54,7 @@ def _post(*sources, internal=(STAR,), transformers=()) -> dict:
 
 
 def test_get_lookups_enrich_every_row_in_order_with_typed_outputs(spark, broker, stencil, topic, tmp_path, lookup):
-    manager, rows = _run(spark, broker, stencil, topic, tmp_path, post=_post(_http(lookup)), count=20)
+    manager, rows = run_processed(spark, broker, stencil, topic, tmp_path, post=_post(_http(lookup)), count=20)
     assert len(rows) == 20
     for row in rows:
         assert list(row)[:3] == ["name", "age", "event_timestamp"]  # external outputs first, then the SQL columns
@@ -70,7 +70,7 @@ def test_failures_timeouts_and_empty_inputs_pass_rows_on_with_null_enrichment(
     spark, broker, stencil, topic, tmp_path, lookup
 ):
     calls_before = lookup.calls["/customers/"]
-    manager, rows = _run(
+    manager, rows = run_processed(
         spark, broker, stencil, topic, tmp_path, sql=IDS_SQL, post=_post(_http(lookup, stream_timeout="800")), count=8
     )
     by_cash = {r["amount_paid_by_cash"]: r for r in rows}
@@ -86,7 +86,7 @@ def test_failures_timeouts_and_empty_inputs_pass_rows_on_with_null_enrichment(
 
 def test_fail_on_errors_fails_the_batch_naming_the_call(spark, broker, stencil, topic, tmp_path, lookup):
     post = _post(_http(lookup, fail_on_errors=True))
-    error = _failure(spark, broker, stencil, topic, tmp_path, post, count=4, sql=IDS_SQL)
+    error = failing_run(spark, broker, stencil, topic, tmp_path, post, count=4, sql=IDS_SQL)
     assert "HTTP.0 (GET " in error and "/customers/missing) answered 404" in error and "fail_on_errors is true" in error
 
 
@@ -105,7 +105,7 @@ def test_post_with_body_template_dynamic_headers_and_untyped_response(spark, bro
         "retain_response_type": True,
         "output_mapping": {"score": {"path": "$.score"}, "echo": {"path": "$.body"}, "method": {"path": "$.method"}},
     }
-    _, rows = _run(spark, broker, stencil, topic, tmp_path, post=_post(source), count=3)
+    _, rows = run_processed(spark, broker, stencil, topic, tmp_path, post=_post(source), count=3)
     row = next(r for r in rows if r["order_number"] == "order-2")
     assert json.loads(row["echo"]) == {"order": "order-2", "cash": 20, "pct": "100%"}
     assert row["method"] == "POST" and row["score"] == str(len('{"order": "order-2", "cash": 20, "pct": "100%"}'))
@@ -113,7 +113,7 @@ def test_post_with_body_template_dynamic_headers_and_untyped_response(spark, bro
     assert headers["X-Static"] == "yes" and headers["X-Customer"].startswith("c")
 
     source["verb"] = "put"
-    _, rows = _run(spark, broker, stencil, topic, tmp_path / "put", post=_post(source), count=1)
+    _, rows = run_processed(spark, broker, stencil, topic, tmp_path / "put", post=_post(source), count=1)
     assert rows[0]["method"] == "PUT"
 
 
@@ -121,7 +121,7 @@ def test_retries_and_the_response_cache(spark, broker, stencil, topic, tmp_path,
     flaky_sql = (
         "SELECT order_number, concat('flaky-', customer_id, '-', order_number) AS customer_id FROM data_stream_0"
     )
-    manager, rows = _run(
+    manager, rows = run_processed(
         spark,
         broker,
         stencil,
@@ -135,7 +135,7 @@ def test_retries_and_the_response_cache(spark, broker, stencil, topic, tmp_path,
     assert manager.lookup_metrics["HTTP.0"].values()["retries"] == 6
 
     before = sum(n for path, n in lookup.calls.items() if path.startswith("/customers/c"))
-    manager, rows = _run(
+    manager, rows = run_processed(
         spark,
         broker,
         stencil,
@@ -153,7 +153,7 @@ def test_retries_and_the_response_cache(spark, broker, stencil, topic, tmp_path,
 
 def test_rate_limit_spaces_the_calls_of_a_task(spark, broker, stencil, topic, tmp_path, lookup):
     lookup.arrivals.clear()
-    manager, rows = _run(
+    manager, rows = run_processed(
         spark, broker, stencil, topic, tmp_path, count=10, post=_post(_http(lookup, rate_limit_per_second=20))
     )
     assert len(rows) == 10 and manager.lookup_metrics["HTTP.0"].values()["calls"] == 10
@@ -163,13 +163,13 @@ def test_rate_limit_spaces_the_calls_of_a_task(spark, broker, stencil, topic, tm
 
 def test_a_mapped_path_missing_from_the_answer_always_fails(spark, broker, stencil, topic, tmp_path, lookup):
     post = _post(_http(lookup, output_mapping={"name": {"path": "$.nickname"}}))
-    error = _failure(spark, broker, stencil, topic, tmp_path, post, count=2)
+    error = failing_run(spark, broker, stencil, topic, tmp_path, post, count=2)
     assert "output_mapping.name path $.nickname finds nothing in the response" in error
 
 
 def test_http_source_configs_are_checked_before_anything_runs(spark, broker, stencil, lookup):
     def plan(source):
-        return _plan_post(spark, broker, stencil, _post(source))
+        return plan_post(spark, broker, stencil, _post(source))
 
     with pytest.raises(
         DaggerConfigError,

@@ -9,10 +9,10 @@ import uuid
 
 import pytest
 
-from dagger.devtools.produce import consume_all
+from dagger.devtools.produce import consume_all, produce_at
 from dagger.devtools.samples import bookings, message_class
 from dagger.errors import DaggerConfigError
-from tests.conftest import job, kafka_sink, kafka_stream, run_job
+from tests.conftest import dagger, job, kafka_sink, kafka_stream, run_job
 
 pytestmark = pytest.mark.integration
 
@@ -24,18 +24,6 @@ SQL = "SELECT order_number FROM data_stream_0"
 
 def _ms(instant: dt.datetime) -> int:
     return int(instant.timestamp() * 1000)
-
-
-def produce_at(bootstrap: str, topic: str, records: list[tuple[int, bytes]], partitions: int = 1) -> None:
-    """Produce ``(timestamp_ms, value)`` records round-robin over partitions, one record per batch (tansu
-    reports the end offset of a partition as the base offset of its last batch)."""
-    from confluent_kafka import Producer
-
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": "0", "batch.num.messages": "1"})
-    for i, (stamp, value) in enumerate(records):
-        producer.produce(topic, value=value, partition=i % partitions, timestamp=stamp)
-        producer.poll(0)
-    assert producer.flush(60) == 0
 
 
 def _orders(bootstrap: str, topic: str, expected: int) -> list[str]:
@@ -145,8 +133,6 @@ def test_replay_cli_reads_exactly_the_range_keeps_its_own_checkpoint_and_commits
     broker, stencil, topic, tmp_path
 ):
     from confluent_kafka import Consumer, TopicPartition
-
-    from tests.test_cli_jobs import dagger
 
     source, out = topic("replay", partitions=2), topic("replay-out")
     produce_at(broker.bootstrap, source, _hourly(60), partitions=2)

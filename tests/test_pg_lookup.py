@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from dagger.errors import DaggerConfigError
-from tests.test_processors import STAR, _failure, _plan_post, _run
+from tests.conftest import STAR, failing_run, plan_post, run_processed
 
 pytestmark = pytest.mark.integration
 
@@ -45,7 +45,7 @@ def test_one_query_per_row_with_typed_columns_no_row_and_too_many_rows(
     spark, broker, stencil, topic, tmp_path, customers
 ):
     post = {"external_source": {"pg": [_pg(customers)]}, "internal_source": [STAR]}
-    manager, rows = _run(spark, broker, stencil, topic, tmp_path, post=post, count=10)
+    manager, rows = run_processed(spark, broker, stencil, topic, tmp_path, post=post, count=10)
     by_customer = {}
     for row in rows:
         by_customer.setdefault(row["customer_id"], set()).add((row["email"], row["age"], row["event_timestamp"]))
@@ -59,19 +59,19 @@ def test_one_query_per_row_with_typed_columns_no_row_and_too_many_rows(
 
 def test_fail_on_errors_fails_on_too_many_rows(spark, broker, stencil, topic, tmp_path, customers):
     post = {"external_source": {"pg": [_pg(customers, fail_on_errors=True)]}, "internal_source": [STAR]}
-    error = _failure(spark, broker, stencil, topic, tmp_path, post)
+    error = failing_run(spark, broker, stencil, topic, tmp_path, post)
     assert "where id = 'c3') returned 2 rows; a lookup query must return at most one" in error
 
 
 def test_a_mapped_result_column_must_exist(spark, broker, stencil, topic, tmp_path, customers):
     post = {"external_source": {"pg": [_pg(customers, output_mapping={"email": "mail"})]}, "internal_source": [STAR]}
-    error = _failure(spark, broker, stencil, topic, tmp_path, post, count=1)
+    error = failing_run(spark, broker, stencil, topic, tmp_path, post, count=1)
     assert "output_mapping.email names result column 'mail', which the query does not return" in error
 
 
 def test_pg_source_configs_are_checked(spark, broker, stencil, customers):
     def plan(source):
-        return _plan_post(spark, broker, stencil, {"external_source": {"pg": [source]}, "internal_source": [STAR]})
+        return plan_post(spark, broker, stencil, {"external_source": {"pg": [source]}, "internal_source": [STAR]})
 
     with pytest.raises(DaggerConfigError, match=r"pg\[0\].query_variables: customer not in the SQL output"):
         plan(_pg(customers, query_variables="customer"))

@@ -17,14 +17,18 @@ from dagger.devtools.samples import bookings
 from dagger.errors import DaggerConfigError
 from dagger.processors.transformers import Transformer, register_transformer
 from dagger.runner import is_drained
-from tests.conftest import START, job, kafka_stream, run_job
+from tests.conftest import (
+    BASE_SQL,
+    STAR,
+    START,
+    job,
+    json_sink,
+    kafka_stream,
+    run_job,
+    run_processed,
+)
 
 pytestmark = pytest.mark.integration
-
-BASE_SQL = (
-    "SELECT order_number, customer_id, service_area_id, amount_paid_by_cash, driver_id, "
-    "driver_pickup_location AS pickup, rowtime FROM data_stream_0"
-)
 
 
 @register_transformer
@@ -38,86 +42,6 @@ class UpperTransformer(Transformer):
 
         column = self.column(self.argument("column", str), "column")
         return df.withColumn(column, F.upper(column))
-
-
-def _json_sink(broker, topic: str) -> dict:
-    return {
-        "SINK_TYPE": "kafka",
-        "SINK_KAFKA_BROKERS": broker.bootstrap,
-        "SINK_KAFKA_TOPIC": topic,
-        "SINK_KAFKA_DATA_TYPE": "JSON",
-    }
-
-
-def _run(
-    spark,
-    broker,
-    stencil,
-    topic,
-    tmp_path,
-    sql=BASE_SQL,
-    post=None,
-    pre=None,
-    count=12,
-    expected=None,
-    job_keys=None,
-    **stream_keys,
-):
-    """Produce ``count`` bookings, run the job bounded (every record, then exit) and return the JSON rows.
-
-    ``job_keys`` are job-level config keys; other keyword arguments go to the stream."""
-    source, out = topic("proc-src"), topic("proc-out")
-    produce(broker.bootstrap, source, ((None, v) for v in bookings(count, START, step_seconds=60)))
-    stream_keys.setdefault("SOURCE_KAFKA_ENDING_OFFSETS", "latest")
-    extra = {**_json_sink(broker, out), **(job_keys or {})}
-    if post is not None:
-        extra.update(PROCESSOR_POSTPROCESSOR_ENABLE="true", PROCESSOR_POSTPROCESSOR_CONFIG=json.dumps(post))
-    if pre is not None:
-        extra.update(PROCESSOR_PREPROCESSOR_ENABLE="true", PROCESSOR_PREPROCESSOR_CONFIG=json.dumps(pre))
-    data = job(stencil, [kafka_stream(broker, source, **stream_keys)], sql, **extra)
-    manager, run = run_job(spark, data, tmp_path / "cp")
-    assert run.exception() is None, run.exception()
-    rows = [json.loads(m.value()) for m in consume_all(broker.bootstrap, out, expected=expected or count)]
-    return manager, rows
-
-
-STAR = {"output_field": "*", "type": "sql", "value": "*"}
-IDS_SQL = "SELECT order_number, customer_id FROM data_stream_0"
-
-
-def _failure(spark, broker, stencil, topic, tmp_path, post, count=5, sql=IDS_SQL) -> str:
-    """Run a post-processed job over ``count`` bookings that must fail; returns its error text."""
-    from dagger.stream_manager import StreamManager
-
-    source, out = topic("fail-src"), topic("fail-out")
-    produce(broker.bootstrap, source, ((None, v) for v in bookings(count, START)))
-    data = job(
-        stencil,
-        [kafka_stream(broker, source, SOURCE_KAFKA_ENDING_OFFSETS="latest")],
-        sql,
-        PROCESSOR_POSTPROCESSOR_ENABLE="true",
-        PROCESSOR_POSTPROCESSOR_CONFIG=json.dumps(post),
-        **_json_sink(broker, out),
-    )
-    run = StreamManager(load_config(data=data), checkpoint_dir=str(tmp_path / "cp"), spark=spark).start()
-    run.awaitTermination(120)
-    assert run.exception() is not None, "the job was expected to fail"
-    return str(run.exception())
-
-
-def _plan_post(spark, broker, stencil, post, **job_keys):
-    """Plan (nothing runs) a job over a topic that does not exist with ``post`` as its post-processor."""
-    from dagger.stream_manager import StreamManager
-
-    data = job(
-        stencil,
-        [kafka_stream(broker, "never-created")],
-        IDS_SQL,
-        PROCESSOR_POSTPROCESSOR_ENABLE="true",
-        PROCESSOR_POSTPROCESSOR_CONFIG=json.dumps(post),
-        **job_keys,
-    )
-    return StreamManager(load_config(data=data), spark=spark).plan()
 
 
 def test_internal_sources_build_the_output_row_and_drop_everything_else(spark, broker, stencil, topic, tmp_path):
@@ -136,7 +60,7 @@ def test_internal_sources_build_the_output_row_and_drop_everything_else(spark, b
         ]
     }
     before = dt.datetime.now(dt.UTC)
-    _, rows = _run(spark, broker, stencil, topic, tmp_path, post=post, count=6)
+    _, rows = run_processed(spark, broker, stencil, topic, tmp_path, post=post, count=6)
     by_order = {r["order"]: r for r in rows}
     assert set(by_order) == {f"order-{i}" for i in range(6)}
     row = by_order["order-4"]
@@ -162,7 +86,7 @@ def test_star_passes_every_column_then_transformers_run_in_order(spark, broker, 
             {"transformation_class": "UpperTransformer", "transformation_arguments": {"column": "tag"}},
         ],
     }
-    _, rows = _run(spark, broker, stencil, topic, tmp_path, post=post, count=4)
+    _, rows = run_processed(spark, broker, stencil, topic, tmp_path, post=post, count=4)
     row = next(r for r in rows if r["order_number"] == "order-3")
     assert list(row)[:2] == ["tag", "order_number"]  # named sources first, then every SQL column
     assert row["tag"] == "X"
@@ -194,7 +118,7 @@ def test_feature_transformers_build_feast_rows(spark, broker, stencil, topic, tm
             },
         ],
     }
-    _, rows = _run(spark, broker, stencil, topic, tmp_path, post=post, count=3)
+    _, rows = run_processed(spark, broker, stencil, topic, tmp_path, post=post, count=3)
     row = next(r for r in rows if r["order_number"] == "order-2")
     [feature] = row["amount_paid_by_cash"]
     assert feature["name"] == "c2" and feature["value"]["int64_val"] == 20
@@ -217,7 +141,7 @@ def test_sql_transformer_aggregates_post_processed_rows_with_library_functions(s
             }
         ],
     }
-    _, rows = _run(spark, broker, stencil, topic, tmp_path, post=post, count=30, expected=3)
+    _, rows = run_processed(spark, broker, stencil, topic, tmp_path, post=post, count=30, expected=3)
     assert sorted((r["window_end"], r["bookings"], r["customers"]) for r in rows) == [
         ("2026-11-22T10:10:00.000000Z", 10, 5),
         ("2026-11-22T10:20:00.000000Z", 10, 5),
@@ -248,7 +172,7 @@ def test_invalid_record_filter_drops_and_counts_what_the_source_could_not_decode
         "SELECT order_number FROM data_stream_0",
         PROCESSOR_PREPROCESSOR_ENABLE="true",
         PROCESSOR_PREPROCESSOR_CONFIG=json.dumps(pre),
-        **_json_sink(broker, out),
+        **json_sink(broker, out),
     )
     _, query = run_job(spark, data, tmp_path / "cp")
     assert query.exception() is None, query.exception()
@@ -273,7 +197,7 @@ def _dedup_job(stencil, broker, source, out, ttl: int) -> dict:
         "SELECT order_number, customer_id FROM data_stream_0",
         PROCESSOR_PREPROCESSOR_ENABLE="true",
         PROCESSOR_PREPROCESSOR_CONFIG=json.dumps(pre),
-        **_json_sink(broker, out),
+        **json_sink(broker, out),
     )
 
 
@@ -324,7 +248,7 @@ def _batch_time(progress: dict) -> float:
 
 def test_deduplication_in_a_bounded_job_keeps_the_earliest_row_per_key(spark, broker, stencil, topic, tmp_path):
     pre = _pre("DeDuplicationTransformer", key_column="customer_id", ttl_in_seconds="60")
-    _, rows = _run(
+    _, rows = run_processed(
         spark,
         broker,
         stencil,

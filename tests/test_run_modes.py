@@ -15,7 +15,7 @@ import uuid
 import pytest
 
 from dagger.devtools.parquet_samples import partition_path, write_standard
-from dagger.devtools.produce import consume_all
+from dagger.devtools.produce import consume_all, produce_at
 from dagger.devtools.samples import bookings, message_class
 from tests.conftest import START, job, kafka_sink, kafka_stream
 
@@ -50,8 +50,6 @@ def parquet_dir(tmp_path_factory):
 @pytest.fixture(scope="module")
 def kafka_topic(broker):
     """Booking i has event time and Kafka timestamp START + i minutes."""
-    from tests.test_kafka_replay import produce_at
-
     name = f"modes-{uuid.uuid4().hex[:6]}"
     broker.create_topic(name, 2)
     values = bookings(40, START, step_seconds=60)

@@ -91,3 +91,15 @@ def consume_all(
     finally:
         consumer.close()
     return out
+
+
+def produce_at(bootstrap: str, topic: str, records: list[tuple[int, bytes]], partitions: int = 1) -> None:
+    """Produce ``(timestamp_ms, value)`` records (Kafka timestamps set) round-robin over partitions, one record
+    per batch (tansu reports the end offset of a partition as the base offset of its last batch)."""
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": "0", "batch.num.messages": "1"})
+    for i, (stamp, value) in enumerate(records):
+        producer.produce(topic, value=value, partition=i % partitions, timestamp=stamp)
+        producer.poll(0)
+    assert producer.flush(60) == 0
