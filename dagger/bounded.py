@@ -24,9 +24,12 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dagger.checkpoint import CheckpointStore
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 RUNS = "bounded/runs.json"
 
@@ -71,7 +74,7 @@ def _describe(exc: Any) -> str:
 class BoundedRun:
     """One batch query run in a background thread, cancellable, with Spark's job progress as status."""
 
-    def __init__(self, spark: Any, name: str, batch_id: int, work: Callable[[], dict[str, Any]]):
+    def __init__(self, spark: SparkSession, name: str, batch_id: int, work: Callable[[], dict[str, Any]]):
         self.spark = spark
         self.name = name
         self.batch_id = batch_id

@@ -12,8 +12,12 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from typing import TYPE_CHECKING
 
 from dagger.errors import DaggerConfigError
+
+if TYPE_CHECKING:
+    from dagger.config.model import JobConfig
 
 EXAMPLES = """
 examples:
@@ -151,6 +155,7 @@ def _generate(args: argparse.Namespace) -> int:
     """``dagger generate``: resolve the target, then produce with a progress line every second."""
     from dagger.generate import RecordGenerator, produce_generated
     from dagger.schema.registry import SchemaRegistry, StencilSettings
+    from dagger.sources.kafka_stream import KafkaSource
 
     message, topic, bootstrap, timestamp_field = args.message, args.topic, args.bootstrap_servers, args.timestamp_field
     settings = StencilSettings(urls=list(args.stencil_url))
@@ -161,7 +166,7 @@ def _generate(args: argparse.Namespace) -> int:
         if not 0 <= args.stream < len(config.STREAMS):
             raise DaggerConfigError(f"--stream {args.stream}: {args.config} has {len(config.STREAMS)} stream(s)")
         stream = config.STREAMS[args.stream]
-        if not stream.is_kafka:
+        if stream.source_name not in KafkaSource.names:
             raise DaggerConfigError(f"--stream {args.stream} of {args.config} is not a Kafka stream")
         message = message or stream.INPUT_SCHEMA_PROTO_CLASS
         topic = topic or stream.SOURCE_KAFKA_TOPIC_NAMES.split(",")[0].strip()
@@ -295,7 +300,9 @@ def _replay_range(config, args) -> tuple[int | None, int | None, str | None]:  #
     end = parse_instant(args.to_time, "--to") if args.to_time else None
     if start and end and start >= end:
         raise DaggerConfigError(f"--from {args.from_time} must be before --to {args.to_time}")
-    if not any(s.is_kafka for s in config.STREAMS):
+    from dagger.sources import source_of
+
+    if not any(source_of(s).replayable for s in config.STREAMS):
         raise DaggerConfigError(
             "--from/--to replay Kafka streams; this job has none (Parquet streams use SOURCE_PARQUET_FILE_DATE_RANGE)"
         )
@@ -317,7 +324,8 @@ def _replay_range(config, args) -> tuple[int | None, int | None, str | None]:  #
     return ms(start), ms(end), checkpoint
 
 
-def _validate(config) -> int:  # noqa: ANN001
+def _validate(config: JobConfig) -> int:
+    from dagger.sources import source_of
     from dagger.stream_manager import StreamManager
 
     manager = StreamManager(config)
@@ -329,11 +337,7 @@ def _validate(config) -> int:  # noqa: ANN001
     out.write(f"descriptors: {', '.join(manager.descriptors.sources)} (sha256 {manager.descriptors.sha256})\n")
     for stream in config.STREAMS:
         schema = plan.tables[stream.INPUT_SCHEMA_TABLE]
-        where = (
-            f"topics /{stream.SOURCE_KAFKA_TOPIC_NAMES}/"
-            if stream.is_kafka
-            else f"files {', '.join(stream.SOURCE_PARQUET_FILE_PATHS)}"
-        )
+        where = source_of(stream).location(stream)
         out.write(
             f"stream {stream.INPUT_SCHEMA_TABLE}: {stream.source_name} {where} "
             f"as {stream.INPUT_SCHEMA_PROTO_CLASS}, {len(schema.fields)} columns\n"

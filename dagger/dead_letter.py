@@ -26,9 +26,12 @@ import os
 import uuid
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dagger.errors import DaggerError
+
+if TYPE_CHECKING:
+    from dagger.config.model import JobConfig
 
 
 class DeadLetterError(DaggerError):
@@ -45,7 +48,7 @@ class DeadLetterSpec:
     path: str | None = None
 
     @classmethod
-    def from_config(cls, config: Any) -> DeadLetterSpec | None:
+    def from_config(cls, config: JobConfig) -> DeadLetterSpec | None:
         """The job-level destination, or None when the job has none."""
         if config.DEAD_LETTER_KAFKA_TOPIC:
             producer = {"bootstrap.servers": config.DEAD_LETTER_KAFKA_BROKERS}

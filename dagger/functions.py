@@ -10,9 +10,15 @@ import logging
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dagger.errors import DaggerConfigError
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from dagger.config.model import JobConfig
+    from dagger.schema.registry import DescriptorSet
 
 log = logging.getLogger("dagger.functions")
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -108,7 +114,7 @@ def factory_functions(spec: str) -> list[Any]:
     return found
 
 
-def build_catalog(config: Any, python_functions: list[Any] = ()) -> FunctionCatalog:
+def build_catalog(config: JobConfig, python_functions: list[Any] = ()) -> FunctionCatalog:
     """The library, then factory modules, then Python UDF files (later names replace earlier ones)."""
     from udfs import library
 
@@ -123,7 +129,7 @@ def build_catalog(config: Any, python_functions: list[Any] = ()) -> FunctionCata
     return catalog
 
 
-def udf_context(spark: Any, config: Any, descriptors: Any) -> Any:
+def udf_context(spark: SparkSession, config: JobConfig, descriptors: DescriptorSet) -> Any:
     """What context-dependent functions need: descriptors, the DARTS location, counters (accumulators)."""
     from udfs.darts import COUNTERS
     from udfs.registry import UdfContext
@@ -222,7 +228,11 @@ def _named(function: Any, func: Callable) -> Callable:
 
 
 def register(
-    spark: Any, catalog: FunctionCatalog, context: Any, sql_functions: bool = True, only: set[str] | None = None
+    spark: SparkSession,
+    catalog: FunctionCatalog,
+    context: Any,
+    sql_functions: bool = True,
+    only: set[str] | None = None,
 ) -> None:
     """Register every non-macro function of the catalog (or those whose keys are in ``only``) with ``spark``.
 
@@ -259,7 +269,7 @@ def register(
             register_python(spark, function)
 
 
-def _create(spark: Any, function: Any, body: str) -> None:
+def _create(spark: SparkSession, function: Any, body: str) -> None:
     spark.sql(
         f"CREATE OR REPLACE TEMPORARY FUNCTION {function.name}({function.params}) RETURNS {function.returns} "
         f"RETURN {body}"

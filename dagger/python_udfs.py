@@ -15,9 +15,14 @@ import sys
 import tempfile
 import zipfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dagger.errors import DaggerConfigError
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from dagger.config.model import JobConfig
 
 log = logging.getLogger("dagger.python_udfs")
 
@@ -98,7 +103,7 @@ def _functions_of_file(module: Any, stem: str, file: str) -> list[Any]:
     return found
 
 
-def load_python_udfs(config: Any, spark: Any | None = None) -> list[Any]:
+def load_python_udfs(config: JobConfig, spark: SparkSession | None = None) -> list[Any]:
     """Import every ``PYTHON_FILES`` entry; returns the functions to register (and ships the files)."""
     if not config.PYTHON_UDF_ENABLE or config.PYTHON_UDF_CONFIG is None:
         return []
@@ -138,7 +143,7 @@ def _vectorized(func: Any) -> str | None:
     return None
 
 
-def register_python(spark: Any, function: Any) -> None:
+def register_python(spark: SparkSession, function: Any) -> None:
     """Register a user function: vectorized when its parameters are Arrow arrays or pandas Series, else an
     Arrow-optimized row-at-a-time Python UDF (the user wrote it per row)."""
     from pyspark.sql.functions import arrow_udf, pandas_udf, udf

@@ -83,7 +83,7 @@ class JobRunner:
                     last_report = time.monotonic()
         finally:
             self.progress.report(query, final=True)
-        job.commit_final_offsets(query)
+        job.finish(query)
         exc = query.exception()
         if exc is not None:
             log.error("query failed: %s", root_message(exc))

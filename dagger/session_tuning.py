@@ -8,7 +8,12 @@ the job's value when the job wants it and back to Spark's default when it does n
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from dagger.config.model import JobConfig
 
 ARROW_BYTES = "spark.sql.execution.arrow.maxBytesPerBatch"
 CHECKPOINT_WRITER = "spark.sql.streaming.checkpointFileManagerClass"
@@ -18,7 +23,9 @@ HDFS_STATE_STORE = "org.apache.spark.sql.execution.streaming.state.HDFSBackedSta
 ROCKSDB_STATE_STORE = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 
 
-def own_setting(spark: Any, user_conf: dict[str, str], key: str, ours: str, wanted: bool, default: str | None) -> None:
+def own_setting(
+    spark: SparkSession, user_conf: dict[str, str], key: str, ours: str, wanted: bool, default: str | None
+) -> None:
     """Set ``key`` to ``ours`` (``wanted``) or back to Spark's default, unless the user chose it: named in
     ``user_conf`` (``SPARK_CONF``), or set to anything other than ours or Spark's ``default`` (``--conf``)."""
     conf = spark.conf
@@ -30,7 +37,7 @@ def own_setting(spark: Any, user_conf: dict[str, str], key: str, ours: str, want
         conf.unset(key)
 
 
-def tune(spark: Any, config: Any, checkpoint_local: bool, processor_settings: dict[str, str]) -> None:
+def tune(spark: SparkSession, config: JobConfig, checkpoint_local: bool, processor_settings: dict[str, str]) -> None:
     """Every per-job setting, for a job about to start.
 
     * **Arrow batches to Python workers are capped by rows only**, unless records may be large. Spark also caps
@@ -48,7 +55,7 @@ def tune(spark: Any, config: Any, checkpoint_local: bool, processor_settings: di
     """
     user = config.SPARK_CONF
     large = config.SOURCE_KAFKA_CONSUME_LARGE_MESSAGE_ENABLE or any(
-        sink.SINK_KAFKA_PRODUCE_LARGE_MESSAGE_ENABLE for _, sink in config.sink_configs
+        entry.settings.large_messages for _, entry in config.sink_configs
     )
     own_setting(spark, user, ARROW_BYTES, "2147483647", not large, "67108864b")  # Int.MaxValue: no per-row check
     own_setting(spark, user, CHECKPOINT_WRITER, FILESYSTEM_WRITER, checkpoint_local, None)

@@ -8,7 +8,10 @@ import shlex
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from dagger.config.model import JobConfig
 
 DEFAULT_CONF = {
     "spark.sql.session.timeZone": "UTC",
@@ -23,7 +26,7 @@ DEFAULT_CONF = {
 }
 
 
-def get_session(config: Any, extra: dict[str, str] | None = None) -> Any:
+def get_session(config: JobConfig, extra: dict[str, str] | None = None) -> Any:
     """A SparkSession for ``config``: the one spark-submit created, or a local one on all cores."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("TZ", "UTC")

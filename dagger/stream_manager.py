@@ -21,11 +21,25 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dagger.config.model import JobConfig
 from dagger.errors import DaggerConfigError, SqlError
 from dagger.serde.types import VALIDITY_COLUMN
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.streaming import StreamingQuery
+    from pyspark.sql.types import StructType
+
+    from dagger.bounded import BoundedRun
+    from dagger.checkpoint import CheckpointStore
+    from dagger.config.model import StreamConfig
+    from dagger.functions import FunctionCatalog
+    from dagger.processors.transformers.base import ProcessorContext
+    from dagger.schema.registry import DescriptorSet
+    from dagger.sinks.base import Sink
+    from dagger.sources.base import Source
 
 log = logging.getLogger("dagger")
 
@@ -36,12 +50,12 @@ class Plan:
 
     sql: str
     rewritten_sql: str
-    tables: dict[str, Any]
-    output_schema: Any = None
+    tables: dict[str, StructType]
+    output_schema: StructType | None = None
     output_mode: str = "append"
-    sinks: list[Any] = field(default_factory=list)
+    sinks: list[Sink] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
-    dataframe: Any = None
+    dataframe: DataFrame | None = None
     #: what the SQL rewrite changed and why (Flink forms, key-less joins), shown by ``dagger validate``
     notes: list[str] = field(default_factory=list)
 
@@ -66,7 +80,7 @@ class StreamManager:
         config: JobConfig,
         checkpoint_dir: str | None = None,
         available_now: bool = False,
-        spark: Any = None,
+        spark: SparkSession | None = None,
         commit_offsets: bool = True,
         from_ms: int | None = None,
         to_ms: int | None = None,
@@ -98,9 +112,9 @@ class StreamManager:
 
     def _is_bounded(self) -> bool:
         """True when every stream has an end (Parquet, or Kafka with an end position or ``--to``)."""
-        kinds = {
-            s.INPUT_SCHEMA_TABLE: s.is_bounded or (s.is_kafka and self.to_ms is not None) for s in self.config.STREAMS
-        }
+        from dagger.sources import source_of
+
+        kinds = {s.INPUT_SCHEMA_TABLE: source_of(s).is_bounded(s, self.to_ms) for s in self.config.STREAMS}
         if all(kinds.values()):
             return True
         if any(kinds.values()):
@@ -116,7 +130,7 @@ class StreamManager:
     # -- building ----------------------------------------------------------------------------------------
 
     @property
-    def spark(self) -> Any:
+    def spark(self) -> SparkSession:
         if self._spark is None:
             from dagger.spark import get_session
 
@@ -124,7 +138,7 @@ class StreamManager:
         return self._spark
 
     @property
-    def descriptors(self) -> Any:
+    def descriptors(self) -> DescriptorSet:
         if self._descriptors is None:
             from dagger.schema.registry import SchemaRegistry, StencilSettings
 
@@ -149,32 +163,18 @@ class StreamManager:
                         stream.INPUT_SCHEMA_EVENT_TIMESTAMP_FIELD_INDEX,
                         f"STREAMS[{stream.INPUT_SCHEMA_TABLE}].INPUT_SCHEMA_EVENT_TIMESTAMP_FIELD_INDEX",
                     )
-        for _, sink in self.config.sink_configs:
-            for key in (
-                "SINK_KAFKA_PROTO_MESSAGE",
-                "SINK_KAFKA_PROTO_KEY",
-                "SINK_CONNECTOR_SCHEMA_PROTO_MESSAGE_CLASS",
-            ):
-                wanted = (sink.SINK_TYPE, key) in (
-                    ("kafka", "SINK_KAFKA_PROTO_MESSAGE"),
-                    ("kafka", "SINK_KAFKA_PROTO_KEY"),
-                    ("bigquery", "SINK_CONNECTOR_SCHEMA_PROTO_MESSAGE_CLASS"),
-                )
-                if (
-                    wanted
-                    and getattr(sink, key)
-                    and (sink.SINK_TYPE != "kafka" or sink.SINK_KAFKA_DATA_TYPE == "PROTO")
-                ):
-                    self.descriptors.find_message(getattr(sink, key), key)
+        from dagger.sinks import build_sinks
 
-    def register_streams(self, sql: str | None = None) -> dict[str, Any]:
+        build_sinks(self.config, self.descriptors)  # each sink resolves the messages it writes
+
+    def register_streams(self, sql: str | None = None) -> dict[str, StructType]:
         """Create, clean, watermark and register every stream; returns table → schema (all its columns).
 
         With the query ``sql`` (as run), Kafka streams decode only the fields it can read.
         """
         from pyspark.sql import functions as F
 
-        from dagger.sources import SOURCES, SourceOptions, register_data_sources
+        from dagger.sources import SourceOptions, register_data_sources, source_of
 
         register_data_sources(self.spark)
         event_time = self._reads_event_time(sql)
@@ -197,7 +197,7 @@ class StreamManager:
             filtered_later = filters_invalid_records(self.config, stream.INPUT_SCHEMA_TABLE)
             if filtered_later and "SOURCE_KAFKA_INVALID_RECORD_POLICY" not in stream.model_fields_set:
                 stream = stream.model_copy(update={"SOURCE_KAFKA_INVALID_RECORD_POLICY": "drop"})
-            df = SOURCES[stream.source_name](self.spark, stream, self.config, self.descriptors, options)
+            df = source_of(stream).build(self.spark, stream, self.config, self.descriptors, options)
             tables[stream.INPUT_SCHEMA_TABLE] = df.schema
             if stream.INPUT_SCHEMA_TABLE in options.fields:
                 from dagger.serde.types import table_schema
@@ -211,7 +211,7 @@ class StreamManager:
                 observation = Observation(f"input_{stream.INPUT_SCHEMA_TABLE}")
                 self._observations[stream.INPUT_SCHEMA_TABLE] = observation
                 df = df.observe(observation, F.count(F.lit(1)).alias("rows"), invalid)
-                self._inputs.append(self._input_description(stream))
+                self._inputs.append(source_of(stream).input_description(self.spark, stream, self.from_ms, self.to_ms))
             if stream.SOURCE_KAFKA_INVALID_RECORD_POLICY in ("drop", "dead-letter") and not filtered_later:
                 if not self.bounded:
                     df = df.observe(f"invalid_records_{stream.INPUT_SCHEMA_TABLE}", invalid)
@@ -224,7 +224,7 @@ class StreamManager:
         return tables
 
     @staticmethod
-    def _event_time_barrier(df: Any, table: str, rowtime: str) -> Any:
+    def _event_time_barrier(df: DataFrame, table: str, rowtime: str) -> DataFrame:
         """Every record of the stream advances event time, as in Flink, whatever the query keeps.
 
         Spark's optimizer moves a ``WHERE`` that does not read ``rowtime`` below the watermark, so only the rows
@@ -255,6 +255,7 @@ class StreamManager:
         """Table → the fields its Kafka reader decodes, for the tables that need fewer than all."""
         from dagger.processors import table_transformers
         from dagger.schema.projection import source_fields
+        from dagger.sources import source_of
         from dagger.sql.rewrite import referenced_columns
 
         if sql is None or not self.config.SPARK_PRUNE_INPUT_COLUMNS:
@@ -263,7 +264,7 @@ class StreamManager:
         pruned = {}
         for stream in self.config.STREAMS:
             table = stream.INPUT_SCHEMA_TABLE
-            if not stream.is_kafka or table_transformers(self.config, table):
+            if not source_of(stream).decodes_named_fields or table_transformers(self.config, table):
                 continue  # pre-processors may read any column
             descriptor = self.descriptors.find_message(stream.INPUT_SCHEMA_PROTO_CLASS)
             fields = source_fields(descriptor, used, stream.INPUT_SCHEMA_EVENT_TIMESTAMP_FIELD_INDEX)
@@ -278,7 +279,7 @@ class StreamManager:
                 )
         return pruned
 
-    def _processor_context(self, stage: str, table: str = "NULL") -> Any:
+    def _processor_context(self, stage: str, table: str = "NULL") -> ProcessorContext:
         from dagger.processors.transformers import ProcessorContext
 
         return ProcessorContext(
@@ -294,7 +295,7 @@ class StreamManager:
             session_settings=self._processor_settings,
         )
 
-    def register_functions(self, texts: list[str] | None = None) -> Any:
+    def register_functions(self, texts: list[str] | None = None) -> FunctionCatalog:
         """Register the function library, factory modules and Python UDF files once; returns the catalog.
 
         With ``texts`` (everything the job runs: its rewritten SQL and its settings), only the functions they
@@ -309,7 +310,7 @@ class StreamManager:
             register(self.spark, catalog, self.udf_context, sql_functions=False, only=only)  # the SQL inlines them
         return catalog
 
-    def function_catalog(self) -> Any:
+    def function_catalog(self) -> FunctionCatalog:
         """The job's functions: the library, ``FUNCTION_FACTORY_CLASSES`` and ``PYTHON_UDF_CONFIG`` files."""
         from dagger.functions import build_catalog
         from dagger.python_udfs import load_python_udfs
@@ -348,7 +349,7 @@ class StreamManager:
             plan.problems.extend(sink.check(arrow_schema))
         return plan
 
-    def _declared_schemas(self) -> dict[str, Any]:
+    def _declared_schemas(self) -> dict[str, StructType]:
         """Table → the schema its message gives it (before any pre-processor), for the SQL rewrite."""
         from dagger.serde.types import table_schema
 
@@ -359,7 +360,7 @@ class StreamManager:
             if s.INPUT_SCHEMA_PROTO_CLASS
         }
 
-    def _output_mode(self, df: Any) -> str:
+    def _output_mode(self, df: DataFrame) -> str:
         if self.config.SPARK_OUTPUT_MODE != "auto":
             return self.config.SPARK_OUTPUT_MODE
         jvm = self.spark._jvm
@@ -378,7 +379,7 @@ class StreamManager:
 
     # -- running -----------------------------------------------------------------------------------------
 
-    def start(self, plan: Plan | None = None) -> Any:
+    def start(self, plan: Plan | None = None) -> StreamingQuery | BoundedRun:
         """Start the streaming query and return it."""
         from dagger.schema.compat import check_and_record, snapshot
         from dagger.sinks.spark_writer import SINK_FORMAT, encode_sinks, write_micro_batch
@@ -423,7 +424,7 @@ class StreamManager:
         return self.query
 
     @property
-    def store(self) -> Any:
+    def store(self) -> CheckpointStore:
         """The job's own files under the checkpoint (descriptor pin, bounded runs, sink markers), where Spark puts
         its own: a plain path is qualified by Hadoop's ``fs.defaultFS`` (HDFS on many clusters, else the disk)."""
         if self._store is None:
@@ -438,24 +439,7 @@ class StreamManager:
             self._store = CheckpointStore(location, self.config.SPARK_CONF.get("spark.hadoop.fs.s3a.endpoint"))
         return self._store
 
-    def _input_description(self, stream: Any) -> dict[str, Any]:
-        """What a bounded stream reads, for the run's fingerprint."""
-        if stream.is_kafka:
-            from dagger.sources.kafka_positions import end_position, start_position
-
-            start, end = start_position(stream, self.from_ms), end_position(stream, self.to_ms)
-            return {
-                "table": stream.INPUT_SCHEMA_TABLE,
-                "topics": stream.SOURCE_KAFKA_TOPIC_NAMES,
-                "start": start.describe(),
-                "end": end.describe() if end else None,
-            }
-        from dagger.sources.parquet import list_files
-
-        files = list_files(self.spark, stream.SOURCE_PARQUET_FILE_PATHS, stream.INPUT_SCHEMA_TABLE)
-        return {"table": stream.INPUT_SCHEMA_TABLE, "files": files, "range": stream.SOURCE_PARQUET_FILE_DATE_RANGE}
-
-    def _start_bounded(self, plan: Plan) -> Any:
+    def _start_bounded(self, plan: Plan) -> BoundedRun:
         """Run the SQL once over the bounded input and write the result to every sink as one batch."""
         from dagger.bounded import BoundedRun, batch_id_for, fingerprint, record_run
         from dagger.sinks.spark_writer import encode_sinks, write_micro_batch
@@ -493,7 +477,7 @@ class StreamManager:
         self.query = BoundedRun(self.spark, self.config.job_slug, batch_id, work).start()
         return self.query
 
-    def _prepare_sinks(self, sinks: list[Any]) -> None:
+    def _prepare_sinks(self, sinks: list[Sink]) -> None:
         """Give each sink its counters and state directory, and let it set up its destination."""
         from dagger.sinks.base import COUNTERS
 
@@ -505,20 +489,19 @@ class StreamManager:
             self.sink_counters[sink.display_name] = sink.counters
             sink.prepare()
 
-    def commit_final_offsets(self, query: Any) -> None:
-        """Commit the last processed offsets of each Kafka stream to its group (live runs only: bounded runs and
-        replays leave the groups alone)."""
-        from dagger.sources.kafka import client_config, commit_final_offsets
+    def finish(self, query: StreamingQuery | BoundedRun) -> None:
+        """Once a live run stopped cleanly: let each source finish its streams (the Kafka source commits the last
+        processed offsets to each stream's group). Bounded runs and replays leave the groups alone."""
+        from dagger.sources import source_of
 
         if not self._commit_offsets or self.bounded or self.from_ms is not None or query.exception() is not None:
             return
-        large = self.config.SOURCE_KAFKA_CONSUME_LARGE_MESSAGE_ENABLE
-        groups = {
-            s.INPUT_SCHEMA_TABLE: client_config(s, self.config.job_slug, large)
-            for s in self.config.STREAMS
-            if s.is_kafka
-        }
-        commit_final_offsets(query.lastProgress or {}, groups)
+        by_source: dict[int, tuple[Source, list[StreamConfig]]] = {}
+        for stream in self.config.STREAMS:
+            source = source_of(stream)
+            by_source.setdefault(id(source), (source, []))[1].append(stream)
+        for source, streams in by_source.values():
+            source.finish(query.lastProgress or {}, streams, self.config)
 
 
 def _first_line(exc: BaseException) -> str:

@@ -35,6 +35,17 @@ for _key, _value in {
     os.environ.setdefault(_key, _value)
 
 
+# fixtures that start a real server or a Spark session: a test using any of them is an integration test, marked
+# here so that `pytest -m "not integration"` is the fast unit layer whatever a module declares
+INTEGRATION_FIXTURES = frozenset({"broker", "topic", "spark", "influx", "bigquery", "postgres", "elasticsearch", "s3"})
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if INTEGRATION_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.integration)
+
+
 def _serve(what: str, server):
     """Start a local server for the session; a server that cannot start fails the test with the reason."""
     try:
@@ -117,6 +128,20 @@ def spark():
     session.stop()
 
 
+@pytest.fixture(autouse=True)
+def _no_query_outlives_its_test(request):
+    """Tests share one Spark session: a streaming query a test leaves running is stopped, and the test fails."""
+    yield
+    if "spark" not in request.fixturenames:
+        return
+    session = request.getfixturevalue("spark")
+    left = [q for q in session.streams.active]
+    for query in left:
+        query.stop()
+    if left:
+        pytest.fail(f"the test left {len(left)} streaming queries running: {[q.name or q.id for q in left]}")
+
+
 @pytest.fixture
 def topic(broker):
     """A fresh topic name factory: topic("bookings", partitions=2)."""
@@ -178,16 +203,20 @@ def run_job(spark, data: dict, checkpoint: Path, available_now: bool = True):
     from dagger.runner import is_drained
 
     deadline = time.monotonic() + 300
-    while query.isActive and time.monotonic() < deadline:
-        try:
-            query.awaitTermination(0.5)
-        except Exception:  # noqa: BLE001 - callers inspect query.exception()
-            break
-        # as `dagger run --available-now` does: an operator that asks for batches forever (a processing-time
-        # state TTL) keeps Spark's availableNow running after the input is read; stop such a query when drained
-        if available_now and not manager.bounded and query.isActive and is_drained(query):
+    try:
+        while query.isActive and time.monotonic() < deadline:
+            try:
+                query.awaitTermination(0.5)
+            except Exception:  # noqa: BLE001 - callers inspect query.exception()
+                break
+            # as `dagger run --available-now` does: an operator that asks for batches forever (a processing-time
+            # state TTL) keeps Spark's availableNow running after the input is read; stop such a query when drained
+            if available_now and not manager.bounded and query.isActive and is_drained(query):
+                query.stop()
+    finally:
+        if query.isActive:  # timed out (or interrupted): the shared session must not keep it running
             query.stop()
-    manager.commit_final_offsets(query)
+    manager.finish(query)
     return manager, query
 
 
@@ -307,7 +336,13 @@ def failing_run(spark, broker, stencil, topic, tmp_path, post, count=5, sql=IDS_
         **json_sink(broker, out),
     )
     run = StreamManager(load_config(data=data), checkpoint_dir=str(tmp_path / "cp"), spark=spark).start()
-    run.awaitTermination(120)
+    try:
+        run.awaitTermination(120)
+    except Exception:  # noqa: BLE001, S110 - the failure is read from run.exception() below
+        pass
+    finally:
+        if run.isActive:
+            run.stop()
     assert run.exception() is not None, "the job was expected to fail"
     return str(run.exception())
 

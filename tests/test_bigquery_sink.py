@@ -16,6 +16,7 @@ from dagger.dead_letter import DeadLetterSpec
 from dagger.devtools.produce import consume_all, produce
 from dagger.devtools.samples import AREAS, SERVICES, bookings, example_descriptors, message_class
 from dagger.errors import SinkError
+from dagger.sinks import build_sink
 from dagger.sinks.bigquery import BigQuerySink
 from tests.conftest import (
     START,
@@ -33,7 +34,8 @@ Summary = message_class("dagger.examples.BookingSummaryMessage")
 
 
 def _sink(bigquery, table: str, state_dir=None, **extra) -> BigQuerySink:
-    sink = BigQuerySink.from_config(SinkConfig(**bigquery_keys(bigquery, table, **extra)), example_descriptors())
+    sink = build_sink(SinkConfig(**bigquery_keys(bigquery, table, **extra)), example_descriptors())
+    assert isinstance(sink, BigQuerySink)
     sink.label = "bigquery"
     sink.state_dir = str(state_dir) if state_dir else None
     return sink

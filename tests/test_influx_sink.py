@@ -14,6 +14,7 @@ from dagger.devtools.influx import V2WriteShim
 from dagger.devtools.produce import produce
 from dagger.devtools.samples import AREAS, SERVICES, bookings
 from dagger.errors import SinkError
+from dagger.sinks import build_sink
 from dagger.sinks.influx import InfluxSink, line_protocol
 from tests.conftest import START, job, kafka_stream, run_job
 
@@ -27,10 +28,11 @@ def _database(influx) -> str:
 
 
 def _sink(influx, db: str, **keys) -> InfluxSink:
-    config = SinkConfig(
+    entry = SinkConfig(
         SINK_TYPE="influx", SINK_INFLUX_URL=influx.url, SINK_INFLUX_DB_NAME=db, SINK_INFLUX_MEASUREMENT_NAME="m", **keys
     )
-    sink = InfluxSink.from_config(config, None)
+    sink = build_sink(entry, None)
+    assert isinstance(sink, InfluxSink)
     sink.label = "influx"
     return sink
 

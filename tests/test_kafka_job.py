@@ -404,7 +404,7 @@ def test_streams_reading_the_same_topic_each_commit_their_own_position_to_their_
         assert query.lastProgress["numInputRows"] == 10
     finally:
         query.stop()
-    manager.commit_final_offsets(query)
+    manager.finish(query)
     committed = {}
     for stream in (a, b):
         reader = Consumer(

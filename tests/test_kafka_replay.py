@@ -189,7 +189,12 @@ def test_position_keys_and_replay_flags_are_validated(broker, stencil):
         )
     with pytest.raises(DaggerConfigError, match=r"'soon' is not an instant"):
         load(SOURCE_KAFKA_ENDING_TIMESTAMP="soon")
-    assert load(SOURCE_KAFKA_ENDING_OFFSETS="latest").STREAMS[0].is_bounded
+    from dagger.sources import source_of
+
+    (bounded,) = load(SOURCE_KAFKA_ENDING_OFFSETS="latest").STREAMS
+    (live,) = load().STREAMS
+    assert source_of(bounded).is_bounded(bounded) and not source_of(live).is_bounded(live)
+    assert source_of(live).is_bounded(live, to_ms=1)  # dagger run --to bounds it
 
     config = load()
     args = argparse.Namespace(from_time="2026-11-02T00:00:00Z", to_time="2026-11-01T00:00:00Z", checkpoint_dir=None)

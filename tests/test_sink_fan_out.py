@@ -25,7 +25,7 @@ class Recording(Sink):
         self.label, self.log, self.fail = label, log, fail
 
     @classmethod
-    def from_config(cls, config, descriptors):  # noqa: ANN001, ANN206
+    def from_settings(cls, settings, descriptors):  # noqa: ANN001, ANN206
         raise NotImplementedError
 
     def writer(self, partition_id: int, batch_id: int) -> SinkWriter:

@@ -7,6 +7,7 @@ import pytest
 
 from dagger.sinks.base import RowsRefused, isolate
 from dagger.sources.kafka import KafkaSourceSpec, _cap
+from tests.conftest import ROOT
 
 
 @pytest.mark.parametrize(
@@ -88,3 +89,28 @@ def test_a_kafka_source_spec_survives_its_option_round_trip():
         time_range=[1, None],
     )
     assert KafkaSourceSpec.from_option(spec.to_option()) == spec
+
+
+def test_every_test_that_starts_spark_or_a_server_is_an_integration_test():
+    """``pytest -m "not integration"`` is the fast unit layer: it keeps no test that needs Spark or a server."""
+    import subprocess
+    import sys
+
+    def collected(*args: str) -> set[str]:
+        out = subprocess.run(
+            [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *args],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+        ).stdout
+        return {line for line in out.splitlines() if "::" in line}
+
+    units = collected(
+        "-m", "not integration", "tests/test_spark_daemon.py", "tests/test_udfs.py", "tests/test_units.py"
+    )
+    assert units, "nothing collected"
+    assert not any(
+        u.startswith(("tests/test_spark_daemon.py::test_workers", "tests/test_udfs.py::test_doc")) for u in units
+    )
+    assert "tests/test_spark_daemon.py::test_the_worker_python_drops_only_the_redundant_zips" in units
+    assert any(u.startswith("tests/test_units.py::") for u in units)

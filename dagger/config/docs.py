@@ -61,6 +61,18 @@ def _table(model: type[BaseModel], exclude: typing.Iterable[str] = ()) -> str:
     return "\n".join(rows)
 
 
+def _sink_sections() -> list[str]:
+    from dagger.sinks.registry import sink_plugins
+
+    parts = []
+    for name, plugin in sink_plugins().items():
+        parts += [f"### `SINK_TYPE={name}`", ""]
+        if plugin.summary:
+            parts += [plugin.summary, ""]
+        parts += [_table(plugin.settings) if plugin.settings.model_fields else "No keys of its own.", ""]
+    return parts
+
+
 def render_reference() -> str:
     """The whole reference as markdown."""
     parts = [
@@ -74,16 +86,19 @@ def render_reference() -> str:
         "",
         "## Job keys",
         "",
-        _table(JobConfig, exclude=SinkConfig.model_fields),
+        _table(JobConfig, exclude=("single_sink",)),
         "",
         "## Sink keys (top level for one sink, or each element of `SINKS`)",
         "",
         'One job can write to several sinks: `"SINKS": [{"SINK_TYPE": "kafka", ...}, {"SINK_TYPE": '
         '"influx", ...}]`. The SQL runs once per micro-batch and each sink gets every row; a micro-batch '
         "commits only when every sink has written it. Without `SINKS`, these keys sit at the top level.",
+        "Every sink takes the keys below, and the keys of its `SINK_TYPE` (one section per registered sink:",
+        "a sink registered by a package or an application is listed the same way, see `dagger/sinks/registry.py`).",
         "",
         _table(SinkConfig),
         "",
+        *_sink_sections(),
         "## Stream keys (each element of `STREAMS`)",
         "",
         _table(StreamConfig),

@@ -15,9 +15,7 @@ import json
 import typing
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
-
-from dagger.errors import DaggerConfigError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, model_validator
 
 
 def _json_in_string(value: Any) -> Any:
@@ -51,20 +49,17 @@ class _Strict(BaseModel):
 # Streams
 # --------------------------------------------------------------------------------------------------
 
-SourceName = Literal["KAFKA_SOURCE", "KAFKA_CONSUMER", "PARQUET_SOURCE"]
 SourceType = Literal["BOUNDED", "UNBOUNDED"]
-VALID_SOURCE_DETAILS = {
-    ("KAFKA_SOURCE", "UNBOUNDED"),
-    ("KAFKA_CONSUMER", "UNBOUNDED"),
-    ("PARQUET_SOURCE", "BOUNDED"),
-}
 StoreType = Literal["JKS", "PKCS12", "PEM"]
 
 
 class SourceDetail(_Strict):
     """One element of a stream's ``SOURCE_DETAILS``."""
 
-    SOURCE_NAME: SourceName = Field(description="Which source reads the stream.")
+    SOURCE_NAME: str = Field(
+        description="Which source reads the stream: a registered source (built in: `KAFKA_SOURCE`, "
+        "`KAFKA_CONSUMER`, `PARQUET_SOURCE`)."
+    )
     SOURCE_TYPE: SourceType = Field(description="BOUNDED (Parquet) or UNBOUNDED (Kafka).")
 
 
@@ -190,6 +185,8 @@ class StreamConfig(_Strict):
 
     @model_validator(mode="after")
     def _check_source(self) -> StreamConfig:
+        from dagger.sources import source_names, source_of
+
         table = self.INPUT_SCHEMA_TABLE
         if len(self.SOURCE_DETAILS) != 1:
             raise ValueError(
@@ -197,66 +194,14 @@ class StreamConfig(_Strict):
             )
         detail = self.SOURCE_DETAILS[0]
         pair = (detail.SOURCE_NAME, detail.SOURCE_TYPE)
-        if pair not in VALID_SOURCE_DETAILS:
-            accepted = ", ".join(f"{n}+{t}" for n, t in sorted(VALID_SOURCE_DETAILS))
+        accepted = source_names()
+        if pair not in accepted:
             raise ValueError(
                 f"SOURCE_DETAILS of stream '{table}' combines SOURCE_NAME={pair[0]} with SOURCE_TYPE={pair[1]}, "
-                f"which no source supports; accepted: {accepted}"
+                f"which no source supports; accepted: {', '.join(f'{n}+{t}' for n, t in accepted)}"
             )
-        if self.is_kafka:
-            for key in (
-                "SOURCE_KAFKA_TOPIC_NAMES",
-                "SOURCE_KAFKA_CONSUMER_CONFIG_BOOTSTRAP_SERVERS",
-                "INPUT_SCHEMA_PROTO_CLASS",
-                "INPUT_SCHEMA_EVENT_TIMESTAMP_FIELD_INDEX",
-            ):
-                if getattr(self, key) in (None, ""):
-                    raise ValueError(f"{key} is required for Kafka stream '{table}'")
-            self._check_positions()
-        else:
-            if not self.SOURCE_PARQUET_FILE_PATHS:
-                raise ValueError(f"SOURCE_PARQUET_FILE_PATHS is required for Parquet stream '{table}'")
-            from dagger.sources.time_partitions import parse_date_ranges
-
-            try:
-                parse_date_ranges(self.SOURCE_PARQUET_FILE_DATE_RANGE, "SOURCE_PARQUET_FILE_DATE_RANGE")
-            except DaggerConfigError as exc:
-                raise ValueError(str(exc)) from None
+        source_of(self).check(self)
         return self
-
-    def _check_positions(self) -> None:
-        from dagger.sources.kafka_positions import end_position, start_position
-
-        table = self.INPUT_SCHEMA_TABLE
-        if self.SOURCE_KAFKA_STARTING_TIMESTAMP and self.SOURCE_KAFKA_STARTING_OFFSETS != "group":
-            raise ValueError(
-                f"stream '{table}' sets both SOURCE_KAFKA_STARTING_TIMESTAMP and SOURCE_KAFKA_STARTING_OFFSETS; "
-                "keep one"
-            )
-        if self.SOURCE_KAFKA_ENDING_TIMESTAMP and self.SOURCE_KAFKA_ENDING_OFFSETS:
-            raise ValueError(
-                f"stream '{table}' sets both SOURCE_KAFKA_ENDING_TIMESTAMP and SOURCE_KAFKA_ENDING_OFFSETS; keep one"
-            )
-        try:
-            start, end = start_position(self), end_position(self)
-        except DaggerConfigError as exc:
-            raise ValueError(str(exc)) from None
-        if start.kind == "timestamp" and end is not None and end.kind == "timestamp":
-            if start.timestamp_ms >= end.timestamp_ms:
-                raise ValueError(
-                    f"stream '{table}': SOURCE_KAFKA_STARTING_TIMESTAMP {start.describe()} is not before "
-                    f"SOURCE_KAFKA_ENDING_TIMESTAMP {end.describe()}"
-                )
-
-    @property
-    def is_bounded(self) -> bool:
-        """Parquet streams, and Kafka streams given an end position."""
-        return not self.is_kafka or bool(self.SOURCE_KAFKA_ENDING_OFFSETS or self.SOURCE_KAFKA_ENDING_TIMESTAMP)
-
-    @property
-    def is_kafka(self) -> bool:
-        """True for KAFKA_SOURCE and KAFKA_CONSUMER streams."""
-        return self.SOURCE_DETAILS[0].SOURCE_NAME in ("KAFKA_SOURCE", "KAFKA_CONSUMER")
 
     @property
     def source_name(self) -> str:
@@ -408,64 +353,25 @@ class PythonUdfConfig(_Strict):
 # The job
 # --------------------------------------------------------------------------------------------------
 
-SINK_TYPES = ("log", "kafka", "influx", "bigquery")
 
+class SinkConfig(BaseModel):
+    """One sink: its ``SINK_TYPE`` and that type's keys (top level of a job, or each element of ``SINKS``).
 
-class SinkConfig(_Strict):
-    """One sink: its ``SINK_TYPE`` and that type's keys (top level of a job, or each element of ``SINKS``)."""
+    The keys common to every sink are fields here; the others are the registered sink's own settings model
+    (:mod:`dagger.sinks.registry`), validated against it: :attr:`settings`.
+    """
 
-    SINK_TYPE: Literal["log", "kafka", "influx", "bigquery"] = Field(
-        "log", description="Where results go. Unlike Dagger, an unknown value is an error, not Influx."
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+    SINK_TYPE: str = Field(
+        "log",
+        description="Where results go: a registered sink (built in: `log`, `kafka`, `influx`, `bigquery`). Unlike "
+        "Dagger, an unknown value is an error, not Influx.",
     )
     SINK_NAME: str | None = Field(
         None,
         description="Name of this sink in logs, counters and dead-letter records. Default: the `SINK_TYPE` "
         "(with its position in `SINKS` when a type repeats).",
-    )
-    SINK_KAFKA_BROKERS: str | None = Field(None, description="Bootstrap servers of the output cluster.")
-    SINK_KAFKA_TOPIC: str | None = Field(None, description="Output topic.")
-    SINK_KAFKA_PROTO_MESSAGE: str | None = Field(None, description="Output value message (fully qualified name).")
-    SINK_KAFKA_PROTO_KEY: str | None = Field(None, description="Output key message; no key when unset.")
-    SINK_KAFKA_STREAM: str | None = Field(None, description="Logical output cluster name (telemetry).")
-    SINK_KAFKA_DATA_TYPE: Literal["PROTO", "JSON"] = Field("PROTO", description="PROTO, or JSON (one object per row).")
-    SINK_KAFKA_JSON_SCHEMA: str | None = Field(None, description="Accepted for compatibility with JSON mode.")
-    SINK_KAFKA_PRODUCE_LARGE_MESSAGE_ENABLE: bool = Field(
-        False, description="Allow 20 MiB messages and compress with snappy."
-    )
-    SINK_KAFKA_LINGER_MS: int = Field(0, ge=0, description="Producer `linger.ms`.")
-    SINK_KAFKA_PRODUCER_CONFIG: Annotated[dict[str, str], Json] = Field(
-        default_factory=dict, description="Extra librdkafka producer properties."
-    )
-
-    SINK_INFLUX_URL: str | None = Field(None, description="InfluxDB URL, e.g. `http://localhost:8086`.")
-    SINK_INFLUX_API_VERSION: Literal["1", "2"] = Field(
-        "1",
-        description="`1`: the InfluxDB 1.x HTTP API (`/write?db=&rp=`, user/password), what Dagger's influx-java "
-        "client speaks. `2`: the 2.x/3.x API (`/api/v2/write`) through `influxdb-client`, with "
-        "`SINK_INFLUX_TOKEN` and a bucket.",
-    )
-    SINK_INFLUX_USERNAME: str | None = Field(None, description="1.x user (basic auth).")
-    SINK_INFLUX_PASSWORD: str | None = Field(None, description="1.x password.")
-    SINK_INFLUX_DB_NAME: str | None = Field(None, description="Database (1.x); with the RP, the default 2.x bucket.")
-    SINK_INFLUX_MEASUREMENT_NAME: str | None = Field(None, description="Measurement every point is written to.")
-    SINK_INFLUX_RETENTION_POLICY: str | None = Field(
-        None, description="Retention policy; empty means the database's default policy."
-    )
-    SINK_INFLUX_BATCH_SIZE: int = Field(
-        0, ge=0, description="Points per write request; 0 means 5000. Every task flushes before its batch commits."
-    )
-    SINK_INFLUX_FLUSH_DURATION_MS: int = Field(
-        0, ge=0, description="Also send a request when buffered points are this old (0: size and end of task only)."
-    )
-    SINK_INFLUX_TOKEN: str | None = Field(None, description="2.x/3.x API token (`Authorization: Token ...`).")
-    SINK_INFLUX_ORG: str | None = Field(None, description="2.x organisation (3.x and 1.8's v2 API ignore it).")
-    SINK_INFLUX_BUCKET: str | None = Field(
-        None, description="2.x bucket. Default: `DB_NAME/RETENTION_POLICY` (or `DB_NAME`), the 1.x mapping."
-    )
-    SINK_INFLUX_TIMEOUT_MS: int = Field(30000, gt=0, description="Per-request timeout.")
-
-    SINK_BIGQUERY_BATCH_SIZE: int = Field(
-        500, gt=0, description="Rows per Storage Write append request (also bounded to 9 MB per request)."
     )
     SINK_ERROR_TYPES_FOR_FAILURE: Annotated[list[str], CommaList] = Field(
         default_factory=list,
@@ -473,91 +379,52 @@ class SinkConfig(_Strict):
         "`INVALID_MESSAGE_ERROR`, `UNKNOWN_FIELDS_ERROR`, `SINK_4XX_ERROR`, `SINK_5XX_ERROR`, "
         "`SINK_UNKNOWN_ERROR`, `DEFAULT_ERROR`. Rows failing with any other type go to the dead-letter output.",
     )
-    SINK_CONNECTOR_SCHEMA_PROTO_MESSAGE_CLASS: str | None = Field(
-        None, description="Proto message the rows are typed through; the table schema is derived from it."
-    )
-    SINK_CONNECTOR_SCHEMA_PROTO_KEY_CLASS: str | None = Field(None, description="Accepted (Depot's message key).")
-    SINK_CONNECTOR_SCHEMA_DATA_TYPE: Literal["PROTOBUF"] | None = Field(None, description="Only `PROTOBUF`.")
-    SINK_CONNECTOR_SCHEMA_MESSAGE_MODE: Literal["LOG_MESSAGE"] | None = Field(
-        None, description="Only `LOG_MESSAGE` (the value message)."
-    )
-    SINK_CONNECTOR_SCHEMA_PROTO_ALLOW_UNKNOWN_FIELDS_ENABLE: bool | None = Field(
-        None, description="Accepted; output columns without a proto field are ignored, as in the Kafka sink."
-    )
-    SINK_BIGQUERY_GOOGLE_CLOUD_PROJECT_ID: str | None = Field(None, description="Project of the dataset.")
-    SINK_BIGQUERY_DATASET_NAME: str | None = Field(None, description="Dataset; created if missing.")
-    SINK_BIGQUERY_TABLE_NAME: str | None = Field(None, description="Table; created from the proto if missing.")
-    SINK_BIGQUERY_DATASET_LABELS: str | None = Field(None, description="`k=v,k2=v2` labels of a created dataset.")
-    SINK_BIGQUERY_TABLE_LABELS: str | None = Field(None, description="`k=v,k2=v2` labels of the table.")
-    SINK_BIGQUERY_TABLE_PARTITIONING_ENABLE: bool = Field(
-        False, description="Day-partition a created table on `SINK_BIGQUERY_TABLE_PARTITION_KEY`."
-    )
-    SINK_BIGQUERY_TABLE_PARTITION_KEY: str | None = Field(
-        None, description="A `google.protobuf.Timestamp` field of the message."
-    )
-    SINK_BIGQUERY_TABLE_PARTITION_EXPIRY_MS: int | None = Field(
-        None, description="Partition expiry of a created table."
-    )
-    SINK_BIGQUERY_ROW_INSERT_ID_ENABLE: bool | None = Field(
-        None, description="Accepted; delivery is exactly-once per micro-batch without insert ids."
-    )
-    SINK_BIGQUERY_CREDENTIAL_PATH: str | None = Field(
-        None, description="Service-account JSON file. Default: Application Default Credentials."
-    )
-    SINK_BIGQUERY_ANONYMOUS_CREDENTIALS: bool = Field(False, description="Send no credentials (emulators).")
-    SINK_BIGQUERY_API_ENDPOINT: str | None = Field(
-        None, description="REST endpoint, e.g. `http://127.0.0.1:9050` for an emulator. Default: Google's."
-    )
-    SINK_BIGQUERY_STORAGE_API_ENDPOINT: str | None = Field(
-        None,
-        description="Storage Write API `host:port`. Default: Google's (TLS); a loopback or `http://` address "
-        "is used without TLS.",
-    )
-    SINK_BIGQUERY_METADATA_NAMESPACE: str | None = Field(None, description="Accepted; no metadata columns are added.")
-    SINK_BIGQUERY_DATASET_LOCATION: str | None = Field(
-        None, description="Location of a created dataset (Depot's default: `asia-southeast1`)."
-    )
-    SINK_BIGQUERY_CLIENT_READ_TIMEOUT_MS: int = Field(60000, gt=0, description="Per-request timeout.")
-    SINK_BIGQUERY_CLIENT_CONNECT_TIMEOUT_MS: int = Field(10000, gt=0, description="Connection timeout.")
-    SINK_BIGQUERY_RETRY_DEADLINE_MS: int = Field(
-        120000,
-        gt=0,
-        description="Retries of a failed request (5xx, unavailable) stop after this long and the batch fails "
-        "(so a broken server never hangs a micro-batch for the client's default ten minutes).",
-    )
+    _settings: Any = PrivateAttr(None)
 
     @model_validator(mode="after")
     def _check_sink(self) -> SinkConfig:
-        required = {
-            "kafka": ["SINK_KAFKA_BROKERS", "SINK_KAFKA_TOPIC"]
-            + (["SINK_KAFKA_PROTO_MESSAGE"] if self.SINK_KAFKA_DATA_TYPE == "PROTO" else []),
-            "influx": ["SINK_INFLUX_URL", "SINK_INFLUX_MEASUREMENT_NAME"]
-            + (["SINK_INFLUX_DB_NAME"] if self.SINK_INFLUX_API_VERSION == "1" or not self.SINK_INFLUX_BUCKET else []),
-            "bigquery": [
-                "SINK_BIGQUERY_GOOGLE_CLOUD_PROJECT_ID",
-                "SINK_BIGQUERY_DATASET_NAME",
-                "SINK_BIGQUERY_TABLE_NAME",
-                "SINK_CONNECTOR_SCHEMA_PROTO_MESSAGE_CLASS",
-            ],
-        }.get(self.SINK_TYPE, [])
-        for key in required:
-            if not getattr(self, key):
-                raise ValueError(f"{key} is required when SINK_TYPE is '{self.SINK_TYPE}'")
-        unknown = [t for t in self.SINK_ERROR_TYPES_FOR_FAILURE if t not in SINK_ERROR_TYPES]
-        if unknown:
-            raise ValueError(
-                f"SINK_ERROR_TYPES_FOR_FAILURE: unknown error type {', '.join(unknown)}; accepted: "
+        import difflib
+
+        from pydantic import ValidationError
+
+        from dagger.sinks.registry import sink_keys, sink_plugins
+
+        plugins = sink_plugins()
+        plugin = plugins.get(self.SINK_TYPE)
+        if plugin is None:
+            raise ValueError(f"SINK_TYPE: {self.SINK_TYPE!r} is not accepted; accepted: {', '.join(sorted(plugins))}")
+        known = sink_keys()
+        problems = []
+        for key in self.model_extra or {}:
+            if key not in known:
+                close = difflib.get_close_matches(key, [*known, *type(self).model_fields], n=1, cutoff=0.6)
+                problems.append(f"{key}: unknown key" + (f"; did you mean {close[0]}?" if close else ""))
+        bad = [t for t in self.SINK_ERROR_TYPES_FOR_FAILURE if t not in SINK_ERROR_TYPES]
+        if bad:
+            problems.append(
+                f"SINK_ERROR_TYPES_FOR_FAILURE: unknown error type {', '.join(bad)}; accepted: "
                 + ", ".join(SINK_ERROR_TYPES)
             )
-        if self.SINK_BIGQUERY_TABLE_PARTITIONING_ENABLE and not self.SINK_BIGQUERY_TABLE_PARTITION_KEY:
-            raise ValueError(
-                "SINK_BIGQUERY_TABLE_PARTITION_KEY is required when SINK_BIGQUERY_TABLE_PARTITIONING_ENABLE"
-            )
+        own = {k: v for k, v in (self.model_extra or {}).items() if k in plugin.settings.model_fields}
+        try:
+            self._settings = plugin.settings.model_validate(own)
+        except ValidationError as exc:
+            from dagger.config.errors import format_validation_error
+
+            problems.extend(format_validation_error(exc, plugin.settings))
+        if problems:
+            raise ValueError("\n  - ".join(problems))
         return self
 
-    def sink_settings(self) -> SinkConfig:
-        """These keys alone, as a :class:`SinkConfig` (what sink plugins are built from)."""
-        return SinkConfig.model_validate({k: getattr(self, k) for k in SinkConfig.model_fields})
+    @property
+    def settings(self) -> Any:
+        """This sink's own keys, validated by its registered settings model."""
+        return self._settings
+
+    @property
+    def keys_set(self) -> list[str]:
+        """The keys this entry sets (common and the sink's own)."""
+        return sorted({*self.model_fields_set, *(self.model_extra or {})})
 
 
 class NamedSink(typing.NamedTuple):
@@ -578,7 +445,7 @@ SINK_ERROR_TYPES = (
 )
 
 
-class JobConfig(SinkConfig):
+class JobConfig(_Strict):
     """A whole Dagger job: streams, SQL, sink and the settings around them."""
 
     # --- job and SQL -------------------------------------------------------------------------------
@@ -628,7 +495,12 @@ class JobConfig(SinkConfig):
         False, description="Raise the consumer's per-partition fetch size to 5 MiB."
     )
 
-    # --- sinks (the single-sink keys are SinkConfig's, inherited) ---------------------------------------
+    # --- sinks ----------------------------------------------------------------------------------------
+    single_sink: SinkConfig = Field(
+        default_factory=SinkConfig,
+        description="The single-sink keys written at the top level (`SINK_TYPE`, `SINK_KAFKA_TOPIC` ...), "
+        "gathered here when the config is read.",
+    )
     SINKS: Annotated[list[SinkConfig], Json] | None = Field(
         None,
         description="Several sinks for one job: a JSON array of objects holding the sink keys below (each with "
@@ -757,10 +629,16 @@ class JobConfig(SinkConfig):
     @model_validator(mode="before")
     @classmethod
     def _aliases(cls, data: Any) -> Any:
-        if isinstance(data, dict) and "SQL_QUERY" in data:
-            data = dict(data)
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        if "SQL_QUERY" in data:
             sql = data.pop("SQL_QUERY")
             data.setdefault("FLINK_SQL_QUERY", sql)
+        # one sink's keys at the top level (Dagger's form): every SINK_* key, validated by the sink registry
+        sink = {k: data.pop(k) for k in [k for k in data if k.startswith("SINK_")]}
+        if sink:
+            data["single_sink"] = sink
         return data
 
     @model_validator(mode="after")
@@ -776,7 +654,7 @@ class JobConfig(SinkConfig):
         if self.SINKS is not None:
             if not self.SINKS:
                 raise ValueError("SINKS must list at least one sink (or be left out for the single-sink keys)")
-            top = sorted(k for k in self.model_fields_set if k in SinkConfig.model_fields)
+            top = self.single_sink.keys_set
             if top:
                 raise ValueError(
                     f"{', '.join(top)} set at the top level together with SINKS; move them into the SINKS entries"
@@ -816,7 +694,7 @@ class JobConfig(SinkConfig):
     @property
     def sink_configs(self) -> list[NamedSink]:
         """Every sink of the job with its name: the ``SINKS`` entries, or the single-sink keys."""
-        configs = self.SINKS if self.SINKS else [self.sink_settings()]
+        configs = self.SINKS if self.SINKS else [self.single_sink]
         types = [c.SINK_TYPE for c in configs]
         return [
             NamedSink(c.SINK_NAME or (c.SINK_TYPE if types.count(c.SINK_TYPE) == 1 else f"{c.SINK_TYPE}-{i}"), c)

@@ -13,7 +13,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 
 def _enum(message: Any, field: str) -> str:
@@ -86,7 +89,7 @@ _LEGACY_SCHEMA = """message booking {
 }"""
 
 
-def write_legacy(spark: Any, path: str | Path, messages: Sequence[Any]) -> Path:
+def write_legacy(spark: SparkSession, path: str | Path, messages: Sequence[Any]) -> Path:
     """Write BookingLogMessages with parquet-mr's ``ExampleParquetWriter`` in the legacy 2-level layout.
 
     ``driver_dropoff_location`` is left out of the file schema (a missing field).

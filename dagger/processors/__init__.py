@@ -17,17 +17,20 @@ nests the whole row), ``constant`` (a string), ``function`` (``CURRENT_TIMESTAMP
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dagger.errors import DaggerConfigError
 from dagger.processors.transformers import ProcessorContext, resolve_transformer
+
+if TYPE_CHECKING:
+    from dagger.config.model import JobConfig
 
 PRE = "PROCESSOR_PREPROCESSOR_CONFIG"
 POST = "PROCESSOR_POSTPROCESSOR_CONFIG"
 INVALID_RECORD_FILTER = "InvalidRecordFilterTransformer"
 
 
-def table_transformers(config: Any, table: str) -> list[Any]:
+def table_transformers(config: JobConfig, table: str) -> list[Any]:
     """The pre-processor transformer configs of ``table`` (empty when pre-processors are off)."""
     if not config.PROCESSOR_PREPROCESSOR_ENABLE or config.PROCESSOR_PREPROCESSOR_CONFIG is None:
         return []
@@ -39,14 +42,14 @@ def table_transformers(config: Any, table: str) -> list[Any]:
     ]
 
 
-def filters_invalid_records(config: Any, table: str) -> bool:
+def filters_invalid_records(config: JobConfig, table: str) -> bool:
     """Whether ``table`` has Dagger's InvalidRecordFilterTransformer among its pre-processors."""
     return any(
         t.transformation_class.rsplit(".", 1)[-1] == INVALID_RECORD_FILTER for t in table_transformers(config, table)
     )
 
 
-def check_preprocessor_tables(config: Any) -> None:
+def check_preprocessor_tables(config: JobConfig) -> None:
     """Every ``table_name`` must be a stream's ``INPUT_SCHEMA_TABLE``."""
     if not config.PROCESSOR_PREPROCESSOR_ENABLE or config.PROCESSOR_PREPROCESSOR_CONFIG is None:
         return

@@ -1,45 +1,58 @@
-"""Sinks, registered by the name users write in ``SINK_TYPE``."""
+"""Sinks, registered by the name users write in ``SINK_TYPE`` (:mod:`dagger.sinks.registry`).
+
+A built-in sink is its module and one line below; any other sink registers the same way (see the registry).
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
-from dagger.errors import DaggerConfigError
 from dagger.sinks.base import RejectedRows, Sink, SinkWriter
-from dagger.sinks.bigquery import BigQuerySink
-from dagger.sinks.influx import InfluxSink
-from dagger.sinks.kafka import KafkaSink
-from dagger.sinks.log import LogSink
+from dagger.sinks.bigquery import BigQuerySink, BigQuerySinkSettings
+from dagger.sinks.influx import InfluxSink, InfluxSinkSettings
+from dagger.sinks.kafka import KafkaSink, KafkaSinkSettings
+from dagger.sinks.log import LogSink, LogSinkSettings
+from dagger.sinks.registry import SINKS, SinkPlugin, SinkSettings, register_sink, sink_plugins
 
-#: SINK_TYPE value → sink class. Add a sink by registering its class here (or with :func:`register_sink`).
-SINKS: dict[str, type[Sink]] = {"log": LogSink, "kafka": KafkaSink, "influx": InfluxSink, "bigquery": BigQuerySink}
+if TYPE_CHECKING:
+    from dagger.config.model import JobConfig, SinkConfig
+    from dagger.schema.registry import DescriptorSet
+
+register_sink("log", LogSinkSettings, LogSink.from_settings)
+register_sink("kafka", KafkaSinkSettings, KafkaSink.from_settings)
+register_sink("influx", InfluxSinkSettings, InfluxSink.from_settings)
+register_sink("bigquery", BigQuerySinkSettings, BigQuerySink.from_settings)
 
 
-def register_sink(cls: type[Sink]) -> type[Sink]:
-    """Register a sink class under its ``name`` (usable as a decorator)."""
-    SINKS[cls.name] = cls
-    return cls
+def build_sink(entry: SinkConfig, descriptors: DescriptorSet | None) -> Sink:
+    """The sink one validated ``SINKS`` entry (or the single-sink keys) describes."""
+    return sink_plugins()[entry.SINK_TYPE].build(entry.settings, descriptors)
 
 
-def build_sinks(config: Any, descriptors: Any) -> list[Sink]:
+def build_sinks(config: JobConfig, descriptors: DescriptorSet) -> list[Sink]:
     """The sinks a job writes to (``SINKS``, or the single-sink keys), built from its config."""
     from dagger.dead_letter import DeadLetterSpec
 
     dead_letter = DeadLetterSpec.from_config(config)
     sinks = []
-    for name, settings in config.sink_configs:
-        cls = SINKS.get(settings.SINK_TYPE)
-        if cls is None:
-            raise DaggerConfigError(
-                f"SINK_TYPE: {settings.SINK_TYPE!r} is not available in this version; available: "
-                f"{', '.join(sorted(SINKS))}"
-            )
-        sink = cls.from_config(settings, descriptors)
+    for name, entry in config.sink_configs:
+        sink = build_sink(entry, descriptors)
         sink.label = name
         sink.dead_letter = dead_letter
-        sink.fail_on = frozenset(settings.SINK_ERROR_TYPES_FOR_FAILURE)
+        sink.fail_on = frozenset(entry.SINK_ERROR_TYPES_FOR_FAILURE)
         sinks.append(sink)
     return sinks
 
 
-__all__ = ["SINKS", "RejectedRows", "Sink", "SinkWriter", "build_sinks", "register_sink"]
+__all__ = [
+    "SINKS",
+    "RejectedRows",
+    "Sink",
+    "SinkPlugin",
+    "SinkSettings",
+    "SinkWriter",
+    "build_sink",
+    "build_sinks",
+    "register_sink",
+    "sink_plugins",
+]

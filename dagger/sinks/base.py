@@ -1,6 +1,7 @@
 """The sink plugin contract.
 
-A sink is built on the driver from the job config (:meth:`Sink.from_config`), checked against the SQL
+A sink is registered with its settings model (:mod:`dagger.sinks.registry`), built on the driver from its
+validated settings (:meth:`Sink.from_settings`), checked against the SQL
 output schema before anything runs (:meth:`Sink.check`), shipped to executors by pickling, and asked there
 for a :class:`SinkWriter` per Spark task. Writers receive Arrow record batches (no per-row Python objects
 on the hot path), flush when the task's data is done and return a small picklable result; the driver then
@@ -20,12 +21,15 @@ once per micro-batch whatever the number of sinks.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from dagger.errors import SinkError
+
+if TYPE_CHECKING:
+    from dagger.schema.registry import DescriptorSet
 
 #: the counters every sink has (kept by its writers, in tasks): rows written, rows sent to the dead-letter
 #: output, rows the destination dropped by its own rules (InfluxDB's retention policy)
@@ -79,8 +83,10 @@ class Sink(ABC):
 
     @classmethod
     @abstractmethod
-    def from_config(cls, config: Any, descriptors: Any) -> Sink:
-        """Build the sink from a :class:`~dagger.config.model.JobConfig` and the loaded descriptors."""
+    def from_settings(cls, settings: Any, descriptors: DescriptorSet | None) -> Sink:
+        """Build the sink from its validated settings (its registered :class:`~dagger.sinks.registry.SinkSettings`
+        model) and the job's descriptors; raise :class:`~dagger.errors.DaggerConfigError` on a setting that
+        cannot work (a message the descriptors lack)."""
 
     def check(self, schema: pa.Schema) -> list[str]:
         """Problems writing rows of ``schema`` to this sink (shown by ``dagger validate``)."""

@@ -29,16 +29,21 @@ from __future__ import annotations
 import base64
 import logging
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import pyarrow as pa
 import pyarrow.compute as pc
+from pydantic import Field, model_validator
 
 from dagger.errors import DaggerConfigError, SinkError
 from dagger.optional import require
 from dagger.serde.types import DURATION, JSON_TYPES, TIMESTAMP, WRAPPERS
 from dagger.sinks.base import RejectedRows, RowsRefused, Sink, SinkWriter, isolate
+from dagger.sinks.registry import SinkSettings
 from dagger.worker_cache import BuiltCache, content_key
+
+if TYPE_CHECKING:
+    from dagger.schema.registry import DescriptorSet
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +51,81 @@ _MAX_REQUEST_BYTES = 9 * 1024 * 1024
 
 
 # -- proto → BigQuery schema ---------------------------------------------------------------------------
+
+
+class BigQuerySinkSettings(SinkSettings):
+    """BigQuery: rows typed through a proto message and appended with the Storage Write API, once per batch."""
+
+    SINK_BIGQUERY_BATCH_SIZE: int = Field(
+        500, gt=0, description="Rows per Storage Write append request (also bounded to 9 MB per request)."
+    )
+    SINK_CONNECTOR_SCHEMA_PROTO_MESSAGE_CLASS: str | None = Field(
+        None, description="Proto message the rows are typed through; the table schema is derived from it."
+    )
+    SINK_CONNECTOR_SCHEMA_PROTO_KEY_CLASS: str | None = Field(None, description="Accepted (Depot's message key).")
+    SINK_CONNECTOR_SCHEMA_DATA_TYPE: Literal["PROTOBUF"] | None = Field(None, description="Only `PROTOBUF`.")
+    SINK_CONNECTOR_SCHEMA_MESSAGE_MODE: Literal["LOG_MESSAGE"] | None = Field(
+        None, description="Only `LOG_MESSAGE` (the value message)."
+    )
+    SINK_CONNECTOR_SCHEMA_PROTO_ALLOW_UNKNOWN_FIELDS_ENABLE: bool | None = Field(
+        None, description="Accepted; output columns without a proto field are ignored, as in the Kafka sink."
+    )
+    SINK_BIGQUERY_GOOGLE_CLOUD_PROJECT_ID: str | None = Field(None, description="Project of the dataset.")
+    SINK_BIGQUERY_DATASET_NAME: str | None = Field(None, description="Dataset; created if missing.")
+    SINK_BIGQUERY_TABLE_NAME: str | None = Field(None, description="Table; created from the proto if missing.")
+    SINK_BIGQUERY_DATASET_LABELS: str | None = Field(None, description="`k=v,k2=v2` labels of a created dataset.")
+    SINK_BIGQUERY_TABLE_LABELS: str | None = Field(None, description="`k=v,k2=v2` labels of the table.")
+    SINK_BIGQUERY_TABLE_PARTITIONING_ENABLE: bool = Field(
+        False, description="Day-partition a created table on `SINK_BIGQUERY_TABLE_PARTITION_KEY`."
+    )
+    SINK_BIGQUERY_TABLE_PARTITION_KEY: str | None = Field(
+        None, description="A `google.protobuf.Timestamp` field of the message."
+    )
+    SINK_BIGQUERY_TABLE_PARTITION_EXPIRY_MS: int | None = Field(
+        None, description="Partition expiry of a created table."
+    )
+    SINK_BIGQUERY_ROW_INSERT_ID_ENABLE: bool | None = Field(
+        None, description="Accepted; delivery is exactly-once per micro-batch without insert ids."
+    )
+    SINK_BIGQUERY_CREDENTIAL_PATH: str | None = Field(
+        None, description="Service-account JSON file. Default: Application Default Credentials."
+    )
+    SINK_BIGQUERY_ANONYMOUS_CREDENTIALS: bool = Field(False, description="Send no credentials (emulators).")
+    SINK_BIGQUERY_API_ENDPOINT: str | None = Field(
+        None, description="REST endpoint, e.g. `http://127.0.0.1:9050` for an emulator. Default: Google's."
+    )
+    SINK_BIGQUERY_STORAGE_API_ENDPOINT: str | None = Field(
+        None,
+        description="Storage Write API `host:port`. Default: Google's (TLS); a loopback or `http://` address "
+        "is used without TLS.",
+    )
+    SINK_BIGQUERY_METADATA_NAMESPACE: str | None = Field(None, description="Accepted; no metadata columns are added.")
+    SINK_BIGQUERY_DATASET_LOCATION: str | None = Field(
+        None, description="Location of a created dataset (Depot's default: `asia-southeast1`)."
+    )
+    SINK_BIGQUERY_CLIENT_READ_TIMEOUT_MS: int = Field(60000, gt=0, description="Per-request timeout.")
+    SINK_BIGQUERY_CLIENT_CONNECT_TIMEOUT_MS: int = Field(10000, gt=0, description="Connection timeout.")
+    SINK_BIGQUERY_RETRY_DEADLINE_MS: int = Field(
+        120000,
+        gt=0,
+        description="Retries of a failed request (5xx, unavailable) stop after this long and the batch fails "
+        "(so a broken server never hangs a micro-batch for the client's default ten minutes).",
+    )
+
+    @model_validator(mode="after")
+    def _required(self) -> BigQuerySinkSettings:
+        self.require(
+            "bigquery",
+            "SINK_BIGQUERY_GOOGLE_CLOUD_PROJECT_ID",
+            "SINK_BIGQUERY_DATASET_NAME",
+            "SINK_BIGQUERY_TABLE_NAME",
+            "SINK_CONNECTOR_SCHEMA_PROTO_MESSAGE_CLASS",
+        )
+        if self.SINK_BIGQUERY_TABLE_PARTITIONING_ENABLE and not self.SINK_BIGQUERY_TABLE_PARTITION_KEY:
+            raise ValueError(
+                "SINK_BIGQUERY_TABLE_PARTITION_KEY is required when SINK_BIGQUERY_TABLE_PARTITIONING_ENABLE"
+            )
+        return self
 
 
 def bigquery_schema(descriptor: Any) -> list[Any]:
@@ -473,7 +553,7 @@ class BigQuerySink(Sink):
         self.state_dir: str | None = None
 
     @classmethod
-    def from_config(cls, config: Any, descriptors: Any) -> BigQuerySink:
+    def from_settings(cls, config: BigQuerySinkSettings, descriptors: DescriptorSet | None) -> BigQuerySink:
         require("google.cloud.bigquery", "bigquery", "SINK_TYPE bigquery")
         require("google.cloud.bigquery_storage_v1", "bigquery", "SINK_TYPE bigquery")
         key = "SINK_CONNECTOR_SCHEMA_PROTO_MESSAGE_CLASS"

@@ -30,18 +30,61 @@ from __future__ import annotations
 import json
 import re
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import pyarrow as pa
 import pyarrow.compute as pc
+from pydantic import Field, model_validator
 
 from dagger.errors import SinkError
 from dagger.optional import require
 from dagger.sinks.base import RejectedRows, Sink, SinkWriter
+from dagger.sinks.registry import SinkSettings
+
+if TYPE_CHECKING:
+    from dagger.schema.registry import DescriptorSet
 
 TIME_COLUMN = "window_timestamp"
 _RETENTION_DROP = re.compile(r"points beyond retention policy dropped=(\d+)")
 _DEFAULT_BATCH = 5000
+
+
+class InfluxSinkSettings(SinkSettings):
+    """InfluxDB: one point per row, tags from `tag_*`/`label_*` columns, over the 1.x or 2.x write API."""
+
+    SINK_INFLUX_URL: str | None = Field(None, description="InfluxDB URL, e.g. `http://localhost:8086`.")
+    SINK_INFLUX_API_VERSION: Literal["1", "2"] = Field(
+        "1",
+        description="`1`: the InfluxDB 1.x HTTP API (`/write?db=&rp=`, user/password), what Dagger's influx-java "
+        "client speaks. `2`: the 2.x/3.x API (`/api/v2/write`) through `influxdb-client`, with "
+        "`SINK_INFLUX_TOKEN` and a bucket.",
+    )
+    SINK_INFLUX_USERNAME: str | None = Field(None, description="1.x user (basic auth).")
+    SINK_INFLUX_PASSWORD: str | None = Field(None, description="1.x password.")
+    SINK_INFLUX_DB_NAME: str | None = Field(None, description="Database (1.x); with the RP, the default 2.x bucket.")
+    SINK_INFLUX_MEASUREMENT_NAME: str | None = Field(None, description="Measurement every point is written to.")
+    SINK_INFLUX_RETENTION_POLICY: str | None = Field(
+        None, description="Retention policy; empty means the database's default policy."
+    )
+    SINK_INFLUX_BATCH_SIZE: int = Field(
+        0, ge=0, description="Points per write request; 0 means 5000. Every task flushes before its batch commits."
+    )
+    SINK_INFLUX_FLUSH_DURATION_MS: int = Field(
+        0, ge=0, description="Also send a request when buffered points are this old (0: size and end of task only)."
+    )
+    SINK_INFLUX_TOKEN: str | None = Field(None, description="2.x/3.x API token (`Authorization: Token ...`).")
+    SINK_INFLUX_ORG: str | None = Field(None, description="2.x organisation (3.x and 1.8's v2 API ignore it).")
+    SINK_INFLUX_BUCKET: str | None = Field(
+        None, description="2.x bucket. Default: `DB_NAME/RETENTION_POLICY` (or `DB_NAME`), the 1.x mapping."
+    )
+    SINK_INFLUX_TIMEOUT_MS: int = Field(30000, gt=0, description="Per-request timeout.")
+
+    @model_validator(mode="after")
+    def _required(self) -> InfluxSinkSettings:
+        self.require("influx", "SINK_INFLUX_URL", "SINK_INFLUX_MEASUREMENT_NAME")
+        if self.SINK_INFLUX_API_VERSION == "1" or not self.SINK_INFLUX_BUCKET:
+            self.require("influx", "SINK_INFLUX_DB_NAME")
+        return self
 
 
 def _escape(array: pa.Array, specials: str) -> pa.Array:
@@ -306,7 +349,7 @@ class InfluxSink(Sink):
         self.timeout_ms = timeout_ms
 
     @classmethod
-    def from_config(cls, config: Any, descriptors: Any) -> InfluxSink:
+    def from_settings(cls, config: InfluxSinkSettings, descriptors: DescriptorSet | None) -> InfluxSink:
         if config.SINK_INFLUX_API_VERSION == "2":
             require("influxdb_client", "influx", "SINK_INFLUX_API_VERSION 2")
         return cls(

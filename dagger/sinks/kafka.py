@@ -11,16 +11,52 @@
 from __future__ import annotations
 
 import base64
-from typing import Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import pyarrow as pa
 import pyarrow.compute as pc
+from pydantic import Field, model_validator
 
+from dagger.config.model import Json
 from dagger.errors import SinkError
 from dagger.sinks.base import RejectedRows, RowsRefused, Sink, SinkWriter, isolate
+from dagger.sinks.registry import SinkSettings
 from dagger.worker_cache import BuiltCache, content_key
 
+if TYPE_CHECKING:
+    from dagger.schema.registry import DescriptorSet
+
 _ENCODERS = BuiltCache(32)
+
+
+class KafkaSinkSettings(SinkSettings):
+    """Kafka: rows encoded as protobuf (or JSON objects) and produced in batches with librdkafka."""
+
+    SINK_KAFKA_BROKERS: str | None = Field(None, description="Bootstrap servers of the output cluster.")
+    SINK_KAFKA_TOPIC: str | None = Field(None, description="Output topic.")
+    SINK_KAFKA_PROTO_MESSAGE: str | None = Field(None, description="Output value message (fully qualified name).")
+    SINK_KAFKA_PROTO_KEY: str | None = Field(None, description="Output key message; no key when unset.")
+    SINK_KAFKA_STREAM: str | None = Field(None, description="Logical output cluster name (telemetry).")
+    SINK_KAFKA_DATA_TYPE: Literal["PROTO", "JSON"] = Field("PROTO", description="PROTO, or JSON (one object per row).")
+    SINK_KAFKA_JSON_SCHEMA: str | None = Field(None, description="Accepted for compatibility with JSON mode.")
+    SINK_KAFKA_PRODUCE_LARGE_MESSAGE_ENABLE: bool = Field(
+        False, description="Allow 20 MiB messages and compress with snappy."
+    )
+    SINK_KAFKA_LINGER_MS: int = Field(0, ge=0, description="Producer `linger.ms`.")
+    SINK_KAFKA_PRODUCER_CONFIG: Annotated[dict[str, str], Json] = Field(
+        default_factory=dict, description="Extra librdkafka producer properties."
+    )
+
+    @property
+    def large_messages(self) -> bool:
+        return self.SINK_KAFKA_PRODUCE_LARGE_MESSAGE_ENABLE
+
+    @model_validator(mode="after")
+    def _required(self) -> KafkaSinkSettings:
+        self.require("kafka", "SINK_KAFKA_BROKERS", "SINK_KAFKA_TOPIC")
+        if self.SINK_KAFKA_DATA_TYPE == "PROTO":
+            self.require("kafka", "SINK_KAFKA_PROTO_MESSAGE")
+        return self
 
 
 def _encoder(descriptor_set_b64: str, message: str, key: str) -> Any:
@@ -167,7 +203,7 @@ class KafkaSink(Sink):
         self.data_type = data_type
 
     @classmethod
-    def from_config(cls, config: Any, descriptors: Any) -> KafkaSink:
+    def from_settings(cls, config: KafkaSinkSettings, descriptors: DescriptorSet | None) -> KafkaSink:
         producer = {
             "bootstrap.servers": config.SINK_KAFKA_BROKERS,
             "linger.ms": str(config.SINK_KAFKA_LINGER_MS),

@@ -10,11 +10,15 @@ from __future__ import annotations
 
 import datetime as dt
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
 from dagger.sinks.base import Sink, SinkWriter
+from dagger.sinks.registry import SinkSettings
+
+if TYPE_CHECKING:
+    from dagger.schema.registry import DescriptorSet
 
 
 def format_value(value: Any) -> str:
@@ -30,6 +34,10 @@ def format_value(value: Any) -> str:
     if isinstance(value, tuple):
         return f"{format_value(value[0])}={format_value(value[1])}"
     return str(value)
+
+
+class LogSinkSettings(SinkSettings):
+    """Log: one readable `{column=value, ...}` line per row on the driver (debugging, the quickstart)."""
 
 
 def format_rows(batch: pa.RecordBatch) -> list[str]:
@@ -63,7 +71,7 @@ class LogSink(Sink):
         self._stream = stream
 
     @classmethod
-    def from_config(cls, config: Any, descriptors: Any) -> LogSink:
+    def from_settings(cls, config: LogSinkSettings, descriptors: DescriptorSet | None) -> LogSink:
         return cls()
 
     def __getstate__(self) -> dict[str, Any]:

@@ -38,7 +38,7 @@ import re
 import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
@@ -46,6 +46,9 @@ from pyspark.sql.types import StructType
 
 from dagger.errors import DaggerConfigError, InvalidRecordError, SourceError
 from dagger.worker_cache import BuiltCache, content_key
+
+if TYPE_CHECKING:
+    from dagger.config.model import StreamConfig
 
 log = logging.getLogger(__name__)
 
@@ -95,7 +98,7 @@ class KafkaSourceSpec:
         return Position(**data) if data else None
 
 
-def client_config(stream: Any, job_slug: str, large_messages: bool = False) -> dict[str, str]:
+def client_config(stream: StreamConfig, job_slug: str, large_messages: bool = False) -> dict[str, str]:
     """librdkafka consumer settings from a stream's ``SOURCE_KAFKA_CONSUMER_CONFIG_*`` keys."""
     conf: dict[str, str] = {
         "bootstrap.servers": stream.SOURCE_KAFKA_CONSUMER_CONFIG_BOOTSTRAP_SERVERS,

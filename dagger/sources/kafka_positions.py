@@ -25,9 +25,12 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dagger.errors import DaggerConfigError, SourceError
+
+if TYPE_CHECKING:
+    from dagger.config.model import StreamConfig
 
 log = logging.getLogger(__name__)
 
@@ -76,7 +79,7 @@ def parse_offsets(text: str, key: str, allowed: tuple[str, ...]) -> Position:
     return Position("offsets", offsets={t: {str(p): int(o) for p, o in parts.items()} for t, parts in data.items()})
 
 
-def start_position(stream: Any, from_ms: int | None = None) -> Position:
+def start_position(stream: StreamConfig, from_ms: int | None = None) -> Position:
     """The stream's start; ``from_ms`` (``dagger run --from``) overrides its keys."""
     if from_ms is not None:
         return Position("timestamp", timestamp_ms=from_ms)
@@ -91,7 +94,7 @@ def start_position(stream: Any, from_ms: int | None = None) -> Position:
     )
 
 
-def end_position(stream: Any, to_ms: int | None = None) -> Position | None:
+def end_position(stream: StreamConfig, to_ms: int | None = None) -> Position | None:
     """The stream's end (None: unbounded); ``to_ms`` (``dagger run --to``) overrides its keys."""
     if to_ms is not None:
         return Position("timestamp", timestamp_ms=to_ms)
@@ -106,7 +109,7 @@ def end_position(stream: Any, to_ms: int | None = None) -> Position | None:
     return None
 
 
-def _instant_ms(text: str, stream: Any, which: str) -> int:
+def _instant_ms(text: str, stream: StreamConfig, which: str) -> int:
     from dagger.sources.time_partitions import parse_instant
 
     key = f"STREAMS[{stream.INPUT_SCHEMA_TABLE}].SOURCE_KAFKA_{which}_TIMESTAMP"

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import logging
 from functools import reduce
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
@@ -41,7 +41,14 @@ from dagger.serde.types import (
     table_schema,
     timestamp_field,
 )
+from dagger.sources.base import Source, SourceOptions
 from dagger.sources.time_partitions import order_files, parse_date_ranges
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from dagger.config.model import JobConfig, StreamConfig
+    from dagger.schema.registry import DescriptorSet
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +56,7 @@ log = logging.getLogger(__name__)
 MAX_SCANS = 256
 
 
-def list_files(spark: Any, paths: list[str], where: str) -> list[str]:
+def list_files(spark: SparkSession, paths: list[str], where: str) -> list[str]:
     """Every data file under ``paths`` through Hadoop's FileSystem, in the order given (directories sorted)."""
     jvm = spark._jvm
     conf = spark._jsc.hadoopConfiguration()
@@ -97,7 +104,46 @@ def _is_marker(relative: str) -> bool:
     return hidden or name.endswith((".crc", "._COPYING_"))
 
 
-def parquet_stream(spark: Any, stream: Any, config: Any, descriptors: Any, options: Any) -> Any:
+class ParquetSource(Source):
+    """History in Parquet files (``SOURCE_PARQUET_FILE_PATHS``), always bounded."""
+
+    names = ("PARQUET_SOURCE",)
+    source_type = "BOUNDED"
+
+    def check(self, stream: StreamConfig) -> None:
+        if not stream.SOURCE_PARQUET_FILE_PATHS:
+            raise ValueError(f"SOURCE_PARQUET_FILE_PATHS is required for Parquet stream '{stream.INPUT_SCHEMA_TABLE}'")
+        try:
+            parse_date_ranges(stream.SOURCE_PARQUET_FILE_DATE_RANGE, "SOURCE_PARQUET_FILE_DATE_RANGE")
+        except DaggerConfigError as exc:
+            raise ValueError(str(exc)) from None
+
+    def is_bounded(self, stream: StreamConfig, to_ms: int | None = None) -> bool:
+        return True
+
+    def location(self, stream: StreamConfig) -> str:
+        return f"files {', '.join(stream.SOURCE_PARQUET_FILE_PATHS or [])}"
+
+    def input_description(
+        self, spark: SparkSession, stream: StreamConfig, from_ms: int | None, to_ms: int | None
+    ) -> dict[str, Any]:
+        files = list_files(spark, stream.SOURCE_PARQUET_FILE_PATHS, stream.INPUT_SCHEMA_TABLE)
+        return {"table": stream.INPUT_SCHEMA_TABLE, "files": files, "range": stream.SOURCE_PARQUET_FILE_DATE_RANGE}
+
+    def build(
+        self,
+        spark: SparkSession,
+        stream: StreamConfig,
+        config: JobConfig,
+        descriptors: DescriptorSet,
+        options: SourceOptions,
+    ) -> DataFrame:
+        return parquet_stream(spark, stream, config, descriptors)
+
+
+def parquet_stream(
+    spark: SparkSession, stream: StreamConfig, config: JobConfig, descriptors: DescriptorSet
+) -> DataFrame:
     """A PARQUET_SOURCE stream as a (bounded) DataFrame with the table's columns."""
     table = stream.INPUT_SCHEMA_TABLE
     where = f"STREAMS[{table}].SOURCE_PARQUET_FILE_PATHS"
@@ -130,7 +176,7 @@ def parquet_stream(spark: Any, stream: Any, config: Any, descriptors: Any, optio
     return reduce(lambda a, b: a.union(b), frames)
 
 
-def _scans(spark: Any, files: list[str]) -> list[Any]:
+def _scans(spark: SparkSession, files: list[str]) -> list[Any]:
     """One DataFrame over ``files`` (schemas merged); one per file when their schemas cannot merge.
 
     Files written over years may differ (a Timestamp as INT64 millis in one, as a seconds/nanos group in

@@ -12,7 +12,7 @@ import base64
 import dataclasses
 import json
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dagger.errors import DaggerConfigError
 from dagger.processors.external.base import (
@@ -24,11 +24,15 @@ from dagger.processors.external.base import (
 )
 from dagger.worker_cache import BuiltCache
 
+if TYPE_CHECKING:
+    from dagger.config.model import PostProcessorConfig
+    from dagger.processors.transformers.base import ProcessorContext
+
 PREFIX = "__ext_"
 KINDS = ("http", "es", "pg", "grpc")
 
 
-def enrich(df: Any, post: Any, context: Any) -> tuple[Any, list[tuple[str, str]]]:
+def enrich(df: Any, post: PostProcessorConfig, context: ProcessorContext) -> tuple[Any, list[tuple[str, str]]]:
     """``df`` with every external source's output columns; returns it and ``[(output name, hidden column)]``."""
     outputs: list[tuple[str, str]] = []
     for kind in KINDS:
@@ -49,13 +53,13 @@ def enrich(df: Any, post: Any, context: Any) -> tuple[Any, list[tuple[str, str]]
     return df, outputs
 
 
-def _typing_message(source: Any, context: Any, where: str) -> Any:
+def _typing_message(source: Any, context: ProcessorContext, where: str) -> Any:
     """The message typing a response: the source's ``type``, else the Kafka sink's message (as Dagger)."""
     name = source.type
     if not name:
         for _, sink in context.config.sink_configs:
-            if sink.SINK_TYPE == "kafka" and sink.SINK_KAFKA_PROTO_MESSAGE:
-                name = sink.SINK_KAFKA_PROTO_MESSAGE
+            if sink.SINK_TYPE == "kafka" and sink.settings.SINK_KAFKA_PROTO_MESSAGE:
+                name = sink.settings.SINK_KAFKA_PROTO_MESSAGE
                 break
     if not name:
         if not source.retain_response_type:
@@ -67,7 +71,9 @@ def _typing_message(source: Any, context: Any, where: str) -> Any:
     return context.descriptors.find_message(name, f"{where}.type")
 
 
-def http_lookup(df: Any, source: Any, index: int, context: Any, where: str) -> tuple[Any, list[tuple[str, str]]]:
+def http_lookup(
+    df: Any, source: Any, index: int, context: ProcessorContext, where: str
+) -> tuple[Any, list[tuple[str, str]]]:
     """Plan one HTTP source: check it against the SQL columns, type its outputs, add its columns."""
     if source.capacity <= 0:
         raise DaggerConfigError(f"{where}.capacity must be > 0, got {source.capacity}")
@@ -96,7 +102,9 @@ def http_lookup(df: Any, source: Any, index: int, context: Any, where: str) -> t
     return _lookup(df, "http", source, index, context, where, _paths(source.output_mapping, where), spec)
 
 
-def es_lookup(df: Any, source: Any, index: int, context: Any, where: str) -> tuple[Any, list[tuple[str, str]]]:
+def es_lookup(
+    df: Any, source: Any, index: int, context: ProcessorContext, where: str
+) -> tuple[Any, list[tuple[str, str]]]:
     """Plan one Elasticsearch source: a document GET per row on the comma-separated hosts (same port)."""
     if source.capacity <= 0:
         raise DaggerConfigError(f"{where}.capacity must be > 0, got {source.capacity}")
@@ -120,7 +128,9 @@ def es_lookup(df: Any, source: Any, index: int, context: Any, where: str) -> tup
     return _lookup(df, "es", source, index, context, where, _paths(source.output_mapping, where), spec)
 
 
-def pg_lookup(df: Any, source: Any, index: int, context: Any, where: str) -> tuple[Any, list[tuple[str, str]]]:
+def pg_lookup(
+    df: Any, source: Any, index: int, context: ProcessorContext, where: str
+) -> tuple[Any, list[tuple[str, str]]]:
     """Plan one Postgres source: a query per row, at most one result row, columns mapped by name."""
     from dagger.optional import require
 
@@ -142,7 +152,9 @@ def pg_lookup(df: Any, source: Any, index: int, context: Any, where: str) -> tup
     return _lookup(df, "pg", source, index, context, where, dict(source.output_mapping), spec)
 
 
-def grpc_lookup(df: Any, source: Any, index: int, context: Any, where: str) -> tuple[Any, list[tuple[str, str]]]:
+def grpc_lookup(
+    df: Any, source: Any, index: int, context: ProcessorContext, where: str
+) -> tuple[Any, list[tuple[str, str]]]:
     """Plan one gRPC source: a unary call per row, request and reply types from the job's descriptors."""
     if source.capacity <= 0:
         raise DaggerConfigError(f"{where}.capacity must be > 0, got {source.capacity}")
@@ -187,7 +199,7 @@ def grpc_lookup(df: Any, source: Any, index: int, context: Any, where: str) -> t
     return _lookup(df, "grpc", source, index, context, where, _paths(source.output_mapping, where), spec)
 
 
-def _with_sets(context: Any, urls: str, where: str) -> Any:
+def _with_sets(context: ProcessorContext, urls: str, where: str) -> Any:
     """The job's descriptor sets merged with those at the comma-separated ``urls``."""
     from dagger.schema.registry import DescriptorSet, SchemaRegistryError, StencilSettings, fetch_bytes
 
@@ -205,7 +217,14 @@ def _with_sets(context: Any, urls: str, where: str) -> Any:
 
 
 def _lookup(
-    df: Any, kind: str, source: Any, index: int, context: Any, where: str, mapping: dict[str, str], spec: dict
+    df: Any,
+    kind: str,
+    source: Any,
+    index: int,
+    context: ProcessorContext,
+    where: str,
+    mapping: dict[str, str],
+    spec: dict,
 ) -> tuple[Any, list[tuple[str, str]]]:
     """What every planner ends with: type the outputs, create the metrics (``<KIND>.<metricId or index>``), and
     add one hidden column per output, computed on the executors; returns ``df`` and ``[(output, column)]``."""
@@ -221,7 +240,7 @@ def _lookup(
     )
 
 
-def _common_spec(source: Any, label: str, columns: list, proto: Any, context: Any) -> dict[str, Any]:
+def _common_spec(source: Any, label: str, columns: list, proto: Any, context: ProcessorContext) -> dict[str, Any]:
     """The executor-side settings every lookup kind has (plain data: it is pickled to the executors)."""
     return {
         "name": label,

@@ -14,10 +14,13 @@ import datetime as dt
 import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dagger.errors import DaggerConfigError, DaggerError
 from dagger.worker_cache import AnswerCache, BuiltCache, content_key
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 #: counter names kept per external source (Dagger's metric names where it has them)
 METRICS = (
@@ -281,7 +284,7 @@ class Metrics:
     latency: list[Any] = field(default_factory=list)  # one accumulator per bucket of LATENCY_BUCKETS_MS (+1)
 
     @classmethod
-    def create(cls, spark: Any, name: str) -> Metrics:
+    def create(cls, spark: SparkSession, name: str) -> Metrics:
         context = spark.sparkContext
         return cls(
             name,

@@ -30,9 +30,15 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from dagger.errors import DaggerConfigError
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from dagger.config.model import JobConfig
+    from dagger.schema.registry import DescriptorSet
 
 _MISSING = object()
 
@@ -41,9 +47,9 @@ _MISSING = object()
 class ProcessorContext:
     """What a processor may use: the session, the job, the descriptors, and where it runs."""
 
-    spark: Any
-    config: Any
-    descriptors: Any
+    spark: SparkSession
+    config: JobConfig
+    descriptors: DescriptorSet
     macros: dict[str, Any]
     stage: str  # "pre" or "post"
     table_name: str  # the pre-processed table, or "NULL" in post-processors (as Dagger)

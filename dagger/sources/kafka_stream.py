@@ -1,0 +1,152 @@
+"""``KAFKA_SOURCE`` / ``KAFKA_CONSUMER``: a stream read from Kafka topics by the ``dagger-kafka`` data source."""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import asdict
+from typing import TYPE_CHECKING, Any
+
+from dagger.errors import DaggerConfigError
+from dagger.sources.base import Source, SourceOptions
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from dagger.config.model import JobConfig, StreamConfig
+    from dagger.dead_letter import DeadLetterSpec
+    from dagger.schema.registry import DescriptorSet
+
+
+class KafkaSource(Source):
+    """Topics matched by ``SOURCE_KAFKA_TOPIC_NAMES``, decoded as ``INPUT_SCHEMA_PROTO_CLASS``."""
+
+    names = ("KAFKA_SOURCE", "KAFKA_CONSUMER")
+    source_type = "UNBOUNDED"
+    replayable = True
+    decodes_named_fields = True
+
+    def check(self, stream: StreamConfig) -> None:
+        table = stream.INPUT_SCHEMA_TABLE
+        for key in (
+            "SOURCE_KAFKA_TOPIC_NAMES",
+            "SOURCE_KAFKA_CONSUMER_CONFIG_BOOTSTRAP_SERVERS",
+            "INPUT_SCHEMA_PROTO_CLASS",
+            "INPUT_SCHEMA_EVENT_TIMESTAMP_FIELD_INDEX",
+        ):
+            if getattr(stream, key) in (None, ""):
+                raise ValueError(f"{key} is required for Kafka stream '{table}'")
+        self._check_positions(stream)
+
+    @staticmethod
+    def _check_positions(stream: StreamConfig) -> None:
+        from dagger.sources.kafka_positions import end_position, start_position
+
+        table = stream.INPUT_SCHEMA_TABLE
+        if stream.SOURCE_KAFKA_STARTING_TIMESTAMP and stream.SOURCE_KAFKA_STARTING_OFFSETS != "group":
+            raise ValueError(
+                f"stream '{table}' sets both SOURCE_KAFKA_STARTING_TIMESTAMP and SOURCE_KAFKA_STARTING_OFFSETS; "
+                "keep one"
+            )
+        if stream.SOURCE_KAFKA_ENDING_TIMESTAMP and stream.SOURCE_KAFKA_ENDING_OFFSETS:
+            raise ValueError(
+                f"stream '{table}' sets both SOURCE_KAFKA_ENDING_TIMESTAMP and SOURCE_KAFKA_ENDING_OFFSETS; keep one"
+            )
+        try:
+            start, end = start_position(stream), end_position(stream)
+        except DaggerConfigError as exc:
+            raise ValueError(str(exc)) from None
+        if start.kind == "timestamp" and end is not None and end.kind == "timestamp":
+            if start.timestamp_ms >= end.timestamp_ms:
+                raise ValueError(
+                    f"stream '{table}': SOURCE_KAFKA_STARTING_TIMESTAMP {start.describe()} is not before "
+                    f"SOURCE_KAFKA_ENDING_TIMESTAMP {end.describe()}"
+                )
+
+    def is_bounded(self, stream: StreamConfig, to_ms: int | None = None) -> bool:
+        return bool(stream.SOURCE_KAFKA_ENDING_OFFSETS or stream.SOURCE_KAFKA_ENDING_TIMESTAMP or to_ms is not None)
+
+    def location(self, stream: StreamConfig) -> str:
+        return f"topics /{stream.SOURCE_KAFKA_TOPIC_NAMES}/"
+
+    def input_description(
+        self, spark: SparkSession, stream: StreamConfig, from_ms: int | None, to_ms: int | None
+    ) -> dict[str, Any]:
+        from dagger.sources.kafka_positions import end_position, start_position
+
+        start, end = start_position(stream, from_ms), end_position(stream, to_ms)
+        return {
+            "table": stream.INPUT_SCHEMA_TABLE,
+            "topics": stream.SOURCE_KAFKA_TOPIC_NAMES,
+            "start": start.describe(),
+            "end": end.describe() if end else None,
+        }
+
+    def build(
+        self,
+        spark: SparkSession,
+        stream: StreamConfig,
+        config: JobConfig,
+        descriptors: DescriptorSet,
+        options: SourceOptions,
+    ) -> DataFrame:
+        from dagger.sources.kafka import SOURCE_FORMAT, KafkaSourceSpec, client_config
+        from dagger.sources.kafka_positions import end_position, start_position
+
+        descriptors.find_message(stream.INPUT_SCHEMA_PROTO_CLASS)
+        conf = client_config(stream, config.job_slug, config.SOURCE_KAFKA_CONSUME_LARGE_MESSAGE_ENABLE)
+        dead_letter = None
+        if stream.SOURCE_KAFKA_INVALID_RECORD_POLICY == "dead-letter":
+            dead_letter = stream_dead_letter(stream, conf, config)
+        spec = KafkaSourceSpec(
+            table=stream.INPUT_SCHEMA_TABLE,
+            topic_pattern=stream.SOURCE_KAFKA_TOPIC_NAMES,
+            client_config=conf,
+            descriptor_set_b64=base64.b64encode(descriptors.serialized).decode(),
+            message_name=stream.INPUT_SCHEMA_PROTO_CLASS,
+            rowtime_field_number=stream.INPUT_SCHEMA_EVENT_TIMESTAMP_FIELD_INDEX,
+            rowtime=config.FLINK_ROWTIME_ATTRIBUTE_NAME,
+            invalid_policy=stream.SOURCE_KAFKA_INVALID_RECORD_POLICY,
+            dead_letter=asdict(dead_letter) if dead_letter else None,
+            max_records_per_trigger=config.SPARK_MAX_RECORDS_PER_TRIGGER,
+            read_batch_size=config.SPARK_KAFKA_READ_BATCH_SIZE,
+            aligned_delay_ms=(
+                config.FLINK_WATERMARK_DELAY_MS if config.SPARK_EVENT_TIME_ALIGNMENT and options.event_time else None
+            ),
+            idle_timeout_ms=config.SPARK_PARTITION_IDLE_TIMEOUT_MS,
+            commit_offsets=options.commit_offsets and not options.bounded,
+            fields=(options.fields or {}).get(stream.INPUT_SCHEMA_TABLE),
+        )
+        start, end = start_position(stream, options.from_ms), end_position(stream, options.to_ms)
+        spec.start = asdict(start)
+        spec.end = asdict(end) if end is not None else None
+        low = start.timestamp_ms if start.kind == "timestamp" else None
+        high = end.timestamp_ms if end is not None and end.kind == "timestamp" else None
+        if low is not None and high is not None:
+            spec.time_range = [low, high]
+        if options.bounded:
+            if end is None:
+                raise DaggerConfigError(f"stream '{stream.INPUT_SCHEMA_TABLE}' has no end position in a bounded run")
+            return spark.read.format(SOURCE_FORMAT).option("spec", spec.to_option()).load()
+        return spark.readStream.format(SOURCE_FORMAT).option("spec", spec.to_option()).load()
+
+    def finish(self, progress: dict[str, Any], streams: list[StreamConfig], config: JobConfig) -> None:
+        """Commit each stream's last processed offsets to its own consumer group (matched by the stream's table,
+        which tags its offsets, never by topic: two streams may read the same topic)."""
+        from dagger.sources.kafka import client_config, commit_final_offsets
+
+        large = config.SOURCE_KAFKA_CONSUME_LARGE_MESSAGE_ENABLE
+        groups = {s.INPUT_SCHEMA_TABLE: client_config(s, config.job_slug, large) for s in streams}
+        commit_final_offsets(progress, groups)
+
+
+def stream_dead_letter(stream: StreamConfig, consumer_config: dict[str, str], config: JobConfig) -> DeadLetterSpec:
+    """The stream's own dead-letter topic (on its own cluster, with its security settings), else the job's."""
+    from dagger.dead_letter import DeadLetterSpec
+
+    if stream.SOURCE_KAFKA_DEAD_LETTER_TOPIC:
+        producer = {k: v for k, v in consumer_config.items() if k.startswith(("security.", "sasl.", "ssl."))}
+        producer["bootstrap.servers"] = stream.SOURCE_KAFKA_DEAD_LETTER_BROKERS or consumer_config["bootstrap.servers"]
+        return DeadLetterSpec(
+            config.job_slug, kafka_topic=stream.SOURCE_KAFKA_DEAD_LETTER_TOPIC, producer_config=producer
+        )
+    return DeadLetterSpec.from_config(config)

@@ -1,0 +1,206 @@
+"""The sink registry: a sink of one's own registers like a built-in one, validated, documented and run."""
+
+from __future__ import annotations
+
+import json
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from pydantic import Field
+
+from dagger.config import load_config
+from dagger.config.docs import render_reference
+from dagger.errors import DaggerConfigError
+from dagger.sinks import SINKS, Sink, SinkSettings, SinkWriter, register_sink, sink_plugins
+from dagger.sinks import registry as sink_registry
+from tests.conftest import START, job, kafka_stream, run_job
+
+STREAM = {
+    "INPUT_SCHEMA_TABLE": "bookings",
+    "INPUT_SCHEMA_PROTO_CLASS": "dagger.examples.BookingLogMessage",
+    "SOURCE_DETAILS": [{"SOURCE_NAME": "PARQUET_SOURCE", "SOURCE_TYPE": "BOUNDED"}],
+    "SOURCE_PARQUET_FILE_PATHS": ["/nowhere"],
+}
+BASE = {"FLINK_SQL_QUERY": "SELECT * FROM bookings", "STREAMS": [STREAM]}
+
+
+class JsonLinesSettings(SinkSettings):
+    """JSON lines: every row appended to a local file (a test sink)."""
+
+    SINK_JSONL_PATH: str = Field(description="The file rows are appended to.")
+    SINK_JSONL_EVERY: int = Field(1, gt=0, description="Keep one row in this many.")
+
+
+class _JsonLinesWriter(SinkWriter):
+    def __init__(self, sink: JsonLinesSink):
+        self.sink, self.rows = sink, []
+
+    def write(self, batch: pa.RecordBatch) -> None:
+        self.rows.extend(batch.to_pylist()[:: self.sink.every])
+
+    def flush(self) -> list[dict]:
+        self.sink.count("written", len(self.rows))
+        return self.rows
+
+
+class JsonLinesSink(Sink):
+    name = "jsonl"
+
+    def __init__(self, path: str, every: int):
+        self.path, self.every = path, every
+
+    @classmethod
+    def from_settings(cls, settings: JsonLinesSettings, descriptors: Any) -> JsonLinesSink:
+        return cls(settings.SINK_JSONL_PATH, settings.SINK_JSONL_EVERY)
+
+    def writer(self, partition_id: int, batch_id: int) -> SinkWriter:
+        return _JsonLinesWriter(self)
+
+    def commit(self, results: list[Any], batch_id: int) -> None:
+        with open(self.path, "a") as out:
+            for rows in results:
+                out.writelines(json.dumps(row, default=str) + "\n" for row in rows)
+
+
+@pytest.fixture
+def jsonl():
+    plugin = register_sink("jsonl", JsonLinesSettings, JsonLinesSink.from_settings)
+    yield plugin
+    SINKS.pop("jsonl", None)
+
+
+def error_of(**changes) -> str:
+    with pytest.raises(DaggerConfigError) as info:
+        load_config(data={**BASE, **changes})
+    return str(info.value)
+
+
+def test_a_registered_sink_is_a_sink_type_with_its_keys_validated_and_documented(jsonl):
+    config = load_config(data={**BASE, "SINK_TYPE": "jsonl", "SINK_JSONL_PATH": "/tmp/x", "SINK_JSONL_EVERY": "3"})
+    ((name, entry),) = config.sink_configs
+    assert (name, entry.settings) == ("jsonl", JsonLinesSettings(SINK_JSONL_PATH="/tmp/x", SINK_JSONL_EVERY=3))
+    assert "SINK_JSONL_PATH: is required" in error_of(SINK_TYPE="jsonl")
+    assert "SINK_JSONL_EVERY: '0' input should be greater than 0" in error_of(
+        SINK_TYPE="jsonl", SINK_JSONL_PATH="p", SINK_JSONL_EVERY="0"
+    )
+    assert "SINK_JSONL_PTH: unknown key; did you mean SINK_JSONL_PATH?" in error_of(
+        SINK_TYPE="jsonl", SINK_JSONL_PTH="p"
+    )
+    # in SINKS too, each problem named with its entry
+    message = error_of(SINKS=[{"SINK_TYPE": "log"}, {"SINK_TYPE": "jsonl", "SINK_JSONL_EVERY": "x"}])
+    assert "SINKS[1]: SINK_JSONL_PATH: is required" in message
+    assert "SINKS[1]: SINK_JSONL_EVERY: 'x' is not an integer" in message
+    reference = render_reference()
+    assert "### `SINK_TYPE=jsonl`" in reference and "| `SINK_JSONL_EVERY` | integer | `1` | Keep one" in reference
+    assert "jsonl" in error_of(SINK_TYPE="nope")  # listed among the accepted types
+
+
+def test_another_sinks_keys_are_accepted_and_ignored_as_dagger_does():
+    config = load_config(data={**BASE, "SINK_TYPE": "log", "SINK_KAFKA_TOPIC": "left-over", "SINK_INFLUX_URL": "u"})
+    assert config.single_sink.SINK_TYPE == "log" and not type(config.single_sink.settings).model_fields
+
+
+def test_registration_refuses_keys_outside_the_sink_namespace():
+    class Bad(SinkSettings):
+        URL: str = "x"
+
+    with pytest.raises(ValueError, match="settings keys must start with SINK_"):
+        register_sink("bad", Bad, lambda s, d: None)
+
+    class Shadow(SinkSettings):
+        SINK_NAME: str = "x"
+
+    with pytest.raises(ValueError, match="must not be SINK_ERROR_TYPES_FOR_FAILURE, SINK_NAME, SINK_TYPE"):
+        register_sink("shadow", Shadow, lambda s, d: None)
+    with pytest.raises(ValueError, match="lower case"):
+        register_sink("My Sink", JsonLinesSettings, JsonLinesSink.from_settings)
+    assert "bad" not in SINKS and "shadow" not in SINKS
+
+
+def _install(tmp_path: Path, monkeypatch, module: str, code: str, sink: str) -> None:  # noqa: ANN001
+    """An installed package (module + dist-info) whose ``dagger.sinks`` entry point names ``module``."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / f"{module}.py").write_text(code)
+    info = site / f"{module}-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {module.replace('_', '-')}\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text(f"[dagger.sinks]\n{sink} = {module}\n")
+    monkeypatch.syspath_prepend(str(site))
+    monkeypatch.setattr(sink_registry, "_entry_points_loaded", False)
+
+
+def test_an_installed_packages_entry_point_registers_its_sink(tmp_path, monkeypatch):
+    _install(
+        tmp_path,
+        monkeypatch,
+        "webhook_sink",
+        textwrap.dedent(
+            """
+            from pydantic import Field
+            from dagger.sinks import Sink, SinkSettings, register_sink
+
+            class WebhookSettings(SinkSettings):
+                '''Webhook: rows POSTed to a URL.'''
+                SINK_WEBHOOK_URL: str = Field(description="Where rows go.")
+
+            class WebhookSink(Sink):
+                name = "webhook"
+                def __init__(self, url):
+                    self.url = url
+                @classmethod
+                def from_settings(cls, settings, descriptors):
+                    return cls(settings.SINK_WEBHOOK_URL)
+                def writer(self, partition_id, batch_id):
+                    raise NotImplementedError
+
+            register_sink("webhook", WebhookSettings, WebhookSink.from_settings)
+            """
+        ),
+        "webhook",
+    )
+    try:
+        assert "webhook" in sink_plugins()
+        config = load_config(data={**BASE, "SINK_TYPE": "webhook", "SINK_WEBHOOK_URL": "http://h/rows"})
+        from dagger.sinks import build_sinks
+
+        (sink,) = build_sinks(config, None)
+        assert (type(sink).__name__, sink.url, sink.label) == ("WebhookSink", "http://h/rows", "webhook")
+    finally:
+        SINKS.pop("webhook", None)
+        sys.modules.pop("webhook_sink", None)
+
+
+def test_an_entry_point_that_does_not_register_is_named(tmp_path, monkeypatch):
+    _install(tmp_path, monkeypatch, "silent_sink", "VALUE = 1\n", "silent")
+    try:
+        with pytest.raises(DaggerConfigError, match=r"sink 'silent': module 'silent_sink' was imported but did not"):
+            sink_plugins()
+    finally:
+        sys.modules.pop("silent_sink", None)
+
+
+def test_a_registered_sink_runs_in_a_job(jsonl, spark, broker, stencil, topic, tmp_path):
+    from dagger.devtools.produce import produce
+    from dagger.devtools.samples import bookings
+
+    source = topic("reg-src")
+    produce(broker.bootstrap, source, ((None, v) for v in bookings(10, START)))
+    out = tmp_path / "rows.jsonl"
+    data = job(
+        stencil,
+        [kafka_stream(broker, source, SOURCE_KAFKA_ENDING_OFFSETS="latest")],
+        "SELECT order_number FROM data_stream_0",
+        SINK_TYPE="jsonl",
+        SINK_JSONL_PATH=str(out),
+        SINK_JSONL_EVERY="2",
+    )
+    manager, query = run_job(spark, data, tmp_path / "cp")
+    assert query.exception() is None, query.exception()
+    rows = [json.loads(line) for line in Path(out).read_text().splitlines()]
+    assert len(rows) == 5 and {r["order_number"] for r in rows} <= {f"order-{i}" for i in range(10)}
+    assert manager.sink_counters["jsonl"]["written"].value == 5
