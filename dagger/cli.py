@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from typing import TYPE_CHECKING
 
@@ -29,6 +30,12 @@ examples:
   spark-submit dagger/entry.py job.json          # the same job under spark-submit
   dagger generate --config configs/quickstart.json --count 100000   # load for the job's first stream
 
+Config the way Dagger deployments pass it (combinable; each overrides the one before):
+  CONFIG file  <  ConfigSource=ENVIRONMENT (every known key from the environment)
+               <  --KEY value arguments, or --encodedArgs <base64 of ["--KEY","value",...]>  <  --set KEY=VALUE
+  dagger run --encodedArgs "$(echo -n '["--FLINK_JOB_ID","bookings","--SINK_TYPE","log"]' | base64 -w0)" ...
+  ConfigSource=ENVIRONMENT dagger run          # FLINK_SQL_QUERY, STREAMS, SINK_* ... from the environment
+
 Config values may use ${ENV_VAR} (or ${ENV_VAR:-default}) for secrets.
 Exit codes: 0 done, 1 the query failed while running, 2 invalid config (nothing was started).
 """
@@ -46,7 +53,12 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     def job_args(p: argparse.ArgumentParser) -> None:
-        p.add_argument("config", metavar="CONFIG", help="job file: JSON object of Dagger keys (or .properties)")
+        p.add_argument(
+            "config",
+            metavar="CONFIG",
+            nargs="?",
+            help="job file: JSON object of Dagger keys (or .properties); or give the keys as Dagger does (below)",
+        )
         p.add_argument(
             "--set",
             dest="overrides",
@@ -246,6 +258,17 @@ def _setup_logging(verbose: bool) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``dagger`` console script."""
+    from dagger.config.arguments import split_config_tokens
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in ("driver", "executor"):  # a Spark-on-Kubernetes pod started from the image
+        from dagger.container import exec_role
+
+        exec_role(argv)
+    config_tokens: list[str] = []
+    if argv and argv[0] in ("run", "validate"):
+        rest, config_tokens = split_config_tokens(argv[1:])
+        argv = [argv[0], *rest]
     args = _parser().parse_args(argv)
     if args.command is None:
         _parser().print_help()
@@ -265,8 +288,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "generate":
             return _generate(args)
         from dagger.config import load_config
+        from dagger.config.arguments import parse_arguments
 
-        config = load_config(args.config, args.overrides)
+        config = load_config(args.config, args.overrides, arguments=parse_arguments(config_tokens, os.environ))
         if args.command == "validate":
             return _validate(config)
         return _run(config, args)

@@ -19,6 +19,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from dagger.config.arguments import ConfigArguments, environment_config
 from dagger.config.errors import format_validation_error
 from dagger.config.model import JobConfig
 from dagger.errors import DaggerConfigError
@@ -117,8 +118,12 @@ def load_config(
     overrides: list[str] | None = None,
     data: dict[str, Any] | None = None,
     environ: dict[str, str] | None = None,
+    arguments: ConfigArguments | None = None,
 ) -> JobConfig:
-    """Load, override, substitute and validate a job config.
+    """Load, merge, override, substitute and validate a job config.
+
+    Layers, each overriding the one before: the file (or ``data``), the environment (when ``arguments`` ask for
+    ``ConfigSource=ENVIRONMENT``), ``--KEY value`` arguments (``--encodedArgs`` included), then ``overrides``.
 
     Parameters
     ----------
@@ -129,17 +134,50 @@ def load_config(
     data:
         A raw config dict (used by tests and by embedding applications).
     environ:
-        Environment used for ``${VAR}`` substitution; defaults to ``os.environ``.
+        Environment used for ``${VAR}`` substitution and ``ConfigSource=ENVIRONMENT``; defaults to ``os.environ``.
+    arguments:
+        Dagger's config arguments (:func:`dagger.config.arguments.parse_arguments`).
 
     Raises
     ------
     DaggerConfigError
         With one line per problem: key, value, and what is accepted.
     """
-    raw = dict(data) if data is not None else read_config_file(path)  # type: ignore[arg-type]
+    environ = os.environ if environ is None else environ
+    path = path or (arguments.file if arguments else None)
+    if data is not None:
+        raw = dict(data)
+    elif path is not None:
+        raw = read_config_file(path)
+    elif arguments is not None and (arguments.pairs or arguments.from_environment):
+        raw = {}
+    else:
+        raise DaggerConfigError(
+            "no job config: give a file (dagger run job.json), --KEY value arguments, --encodedArgs <base64>, "
+            "or ConfigSource=ENVIRONMENT with the keys in the environment"
+        )
+    if arguments is not None:
+        if arguments.from_environment:
+            raw = merge_layer(raw, environment_config(environ))
+        raw = merge_layer(raw, arguments.pairs)
     raw = apply_overrides(raw, overrides or [])
     raw = substitute_env(raw, environ)
     return validate_config(raw)
+
+
+#: keys that name the same setting: a layer setting one replaces the other from the layers below
+_ALIASES = (("FLINK_SQL_QUERY", "SQL_QUERY"),)
+
+
+def merge_layer(base: dict[str, Any], layer: dict[str, Any]) -> dict[str, Any]:
+    """``base`` with ``layer``'s keys replacing its own (whole values; aliases replace each other)."""
+    out = dict(base)
+    for names in _ALIASES:
+        if any(name in layer for name in names):
+            for name in names:
+                out.pop(name, None)
+    out.update(layer)
+    return out
 
 
 def validate_config(raw: dict[str, Any]) -> JobConfig:

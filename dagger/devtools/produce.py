@@ -55,10 +55,15 @@ def produce(
 
 
 def consume_all(
-    bootstrap: str, topic: str, expected: int | None = None, idle_seconds: float = 5.0, timeout: float = 120.0
+    bootstrap: str, topic: str, expected: int | None = None, idle_seconds: float | None = None, timeout: float = 120.0
 ) -> list:
     """Read every partition of a topic from the beginning until ``expected`` records arrived (plus a short
-    grace period that would catch duplicates) or it stays idle. Uses assign, not a consumer group."""
+    grace period that would catch duplicates) or it stays idle. Uses assign, not a consumer group.
+
+    Idle means nothing new for ``idle_seconds``: 5 s without ``expected``, 20 s while fewer than ``expected``
+    arrived (a broker busy with other work can pause a fetch for seconds), 1.5 s once they all did."""
+    if idle_seconds is None:
+        idle_seconds = 20.0 if expected is not None else 5.0
     import time
     import uuid
 
