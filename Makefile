@@ -76,6 +76,8 @@ descriptors: install ## recompile descriptors/*.proto into examples.desc (all), 
 docs: install ## regenerate docs/config.md, docs/functions.md and the chart's values reference in README.md
 	$(VENV)/bin/dagger config-docs > docs/config.md
 	$(VENV)/bin/dagger function-docs > docs/functions.md
+	$(VENV)/bin/dagger metrics-docs > docs/metrics.md
+	$(PY) scripts/grafana_dashboard.py helm/dagger/dashboards/dagger.json
 	$(PY) scripts/chart_reference.py README.md
 
 # The image's build steps, one target each Dockerfile stage runs (and the test suite runs too, so a broken step

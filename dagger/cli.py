@@ -111,6 +111,7 @@ def _parser() -> argparse.ArgumentParser:
     _generate_parser(sub)
     sub.add_parser("config-docs", help="print the config reference (markdown) generated from the config model")
     sub.add_parser("function-docs", help="print the function reference (markdown) generated from the udfs library")
+    sub.add_parser("metrics-docs", help="print the metrics reference (markdown) generated from the telemetry module")
     return parser
 
 
@@ -278,6 +279,11 @@ def main(argv: list[str] | None = None) -> int:
         from dagger.config.docs import render_reference
 
         sys.stdout.write(render_reference())
+        return 0
+    if args.command == "metrics-docs":
+        from dagger.telemetry.docs import render_metrics
+
+        sys.stdout.write(render_metrics())
         return 0
     if args.command == "function-docs":
         from udfs.docs import render_functions

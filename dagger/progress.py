@@ -56,12 +56,16 @@ class ProgressReporter:
             if k.startswith(("invalid_records_", "filtered_invalid_records_"))
         }
         late = self.count_late_rows(query)
+        from dagger.telemetry.metrics import max_lag
+
+        lag = max_lag(progress)
         log.info(
-            "%sbatch %s: %s input rows (%.0f rows/s), watermark %s%s%s",
+            "%sbatch %s: %s input rows (%.0f rows/s)%s, watermark %s%s%s",
             "final " if final else "",
             progress.get("batchId"),
             progress.get("numInputRows"),
             progress.get("processedRowsPerSecond") or 0.0,
+            f", consumer lag {lag}" if lag is not None else "",
             (progress.get("eventTime") or {}).get("watermark", "-"),
             f", invalid records dropped {invalid}" if any(invalid.values()) else "",
             f", late rows dropped {late} ({self.late_rows} since start)" if late or (final and self.late_rows) else "",

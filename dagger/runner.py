@@ -36,6 +36,8 @@ class JobRunner:
         self.progress_interval = progress_interval
         self.progress = ProgressReporter(job)
         self.query: Any = None
+        self.telemetry: Any = None
+        self.exit_code: int | None = None
         self._stop = threading.Event()
         self._at_once = threading.Event()
         self._install_signal_handlers()
@@ -48,6 +50,21 @@ class JobRunner:
 
     def run(self) -> int:
         """Plan, start and run the job; returns the process exit code (0 on a clean end)."""
+        from dagger.telemetry import Telemetry
+
+        job = self.job
+        telemetry = self.telemetry = Telemetry.create(job)  # scrapeable (dagger_up 0) while the job plans
+        failed = False
+        try:
+            return self._run(telemetry)
+        except BaseException:
+            failed = True
+            raise
+        finally:
+            if telemetry is not None:
+                telemetry.close(failed=failed or self.exit_code == 1)
+
+    def _run(self, telemetry: Any) -> int:
         from pyspark.errors import StreamingQueryException
 
         job = self.job
@@ -64,6 +81,8 @@ class JobRunner:
         if job.available_now and job.bounded:
             log.info("the input is bounded: --available-now changes nothing (the run reads it all and stops)")
         query = self.query = job.start(plan)
+        if telemetry is not None:
+            telemetry.attach(query, job.spark)
         last_report = time.monotonic()
         try:
             while query.isActive:
@@ -83,11 +102,21 @@ class JobRunner:
                     last_report = time.monotonic()
         finally:
             self.progress.report(query, final=True)
+            if telemetry is not None:
+                if job.bounded:
+                    if query.lastProgress:
+                        telemetry.metrics.record_bounded(query.lastProgress, getattr(job, "_inputs", []))
+                else:
+                    telemetry.record(query.lastProgress)  # the last batch, if the listener has not had it yet
         job.finish(query)
         exc = query.exception()
         if exc is not None:
             log.error("query failed: %s", root_message(exc))
+            if telemetry is not None:
+                telemetry.fatal(exception_type(exc))
+            self.exit_code = 1
             return 1
+        self.exit_code = 0
         return 0
 
     def _stop_between_batches(self, query: Any, timeout: float = 120.0) -> None:
@@ -143,6 +172,18 @@ def is_drained(query: Any, empty_batches: int = 3) -> bool:
         s.get("latestOffset") is not None and s.get("endOffset") == s.get("latestOffset")
         for s in progress[-1].get("sources", [])
     )
+
+
+def exception_type(exc: BaseException) -> str:
+    """The most specific type of a (possibly JVM-wrapped) streaming failure: ours (``InvalidRecordError``,
+    ``SinkError`` ...) when the text names one, else the JVM's exception class, else the Python type."""
+    import re
+
+    message = root_message(exc)
+    if ":" in message and message.split(":", 1)[0].isidentifier():
+        return message.split(":", 1)[0]
+    found = re.search(r"\b((?:[a-z0-9_]+\.)+([A-Z][A-Za-z0-9_]*(?:Exception|Error)))\b", str(exc))
+    return found.group(2) if found else type(exc).__name__
 
 
 def root_message(exc: BaseException) -> str:

@@ -107,6 +107,7 @@ class StreamManager:
         #: session settings the job's processors asked for (ProcessorContext.session_settings)
         self._processor_settings: dict[str, str] = {}
         self._inputs: list[Any] = []
+        self.functions_used: list[str] = []
         self._store = None
         self.bounded = self._is_bounded()
 
@@ -307,6 +308,8 @@ class StreamManager:
         if self.udf_context is None:
             self.udf_context = udf_context(self.spark, self.config, self.descriptors)
             only = catalog.needed(texts) if texts is not None else None
+            #: the functions the job's SQL calls by name (telemetry's dagger_udf_info, Dagger's udf/<Name> gauges)
+            self.functions_used = sorted(catalog.needed([self.config.sql]))
             register(self.spark, catalog, self.udf_context, sql_functions=False, only=only)  # the SQL inlines them
         return catalog
 

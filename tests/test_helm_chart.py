@@ -140,13 +140,16 @@ def test_kubernetes_mode_runs_the_driver_in_client_mode_owning_its_executors():
     assert conf["spark.kubernetes.namespace"] == "jobs"
     service = one(docs, "Service")
     assert service["spec"]["clusterIP"] == "None"
-    assert {p["port"] for p in service["spec"]["ports"]} == {7078, 7079, 4040}
+    assert {p["port"] for p in service["spec"]["ports"]} == {7078, 7079, 9249}
+    assert args[args.index("--METRIC_PROMETHEUS_PORT") + 1] == "9249"  # the job's own endpoint on the metrics port
     assert service["spec"]["selector"].items() <= pod["metadata"]["labels"].items()
-    assert args[-4:] == [
+    assert args[-6:] == [
         "/opt/dagger/entry.py",
         "/etc/dagger/job.json",
         "--checkpoint-dir",
         "/var/lib/dagger/checkpoints/gen-1",
+        "--METRIC_PROMETHEUS_PORT",
+        "9249",
     ]
     template = yaml.safe_load(one(docs, "ConfigMap", "-spark")["data"]["executor-template.yaml"])
     assert conf["spark.kubernetes.executor.podTemplateFile"] == "/etc/dagger/spark/executor-template.yaml"
@@ -186,6 +189,8 @@ def test_operator_mode_submits_a_restarting_python_application():
         "/etc/dagger/job.json",
         "--checkpoint-dir",
         "gs://my-bucket/checkpoints/bookings-to-bigquery/gen-1",
+        "--METRIC_PROMETHEUS_PORT",
+        "9249",
     ]
     assert app["restartPolicy"] == {
         "type": "Always",
@@ -201,8 +206,8 @@ def test_operator_mode_submits_a_restarting_python_application():
         assert mounts == {"job-config": "/etc/dagger/job.json", "gcp-credentials": "/var/secrets/google"}
     volumes = {v["name"]: v for v in app["volumes"]}
     assert volumes["gcp-credentials"]["secret"]["secretName"] == "bigquery-writer"
-    assert app["sparkConf"]["spark.ui.prometheus.enabled"] == "true"
-    assert app["driver"]["annotations"]["prometheus.io/port"] == "4040"
+    assert app["driver"]["annotations"]["prometheus.io/port"] == "9249"
+    assert app["driver"]["annotations"]["prometheus.io/path"] == "/metrics"
 
 
 def test_suspended_means_no_driver_and_the_state_stays():
@@ -305,6 +310,22 @@ def test_the_schema_refuses_bad_values_naming_them(change, words):
         values["job"] = change["job"]
     message = refusal(values)
     assert all(word in message for word in words), message
+
+
+def test_the_dashboard_ships_as_a_grafana_config_map_and_is_current():
+    from scripts.grafana_dashboard import render as render_dashboard
+
+    path = CHART / "dashboards" / "dagger.json"
+    assert path.read_text() == render_dashboard(), "run `make docs` to regenerate the dashboard"
+    docs = render(values_of("kubernetes"))
+    config_map = one(docs, "ConfigMap", "-dashboard")
+    assert config_map["metadata"]["labels"]["grafana_dashboard"] == "1"
+    assert json.loads(config_map["data"]["dagger-on-spark.json"]) == json.loads(path.read_text())
+    monitor = one(docs, "ServiceMonitor")
+    assert monitor["spec"]["endpoints"] == [{"port": "metrics", "path": "/metrics", "interval": "30s"}]
+    assert "ConfigMap" not in [
+        d["kind"] for d in render(values_of("local")) if d["metadata"]["name"].endswith("-dashboard")
+    ]
 
 
 def test_the_values_reference_in_the_readme_is_current():

@@ -9,6 +9,7 @@ import signal
 import threading
 import time
 import uuid
+from types import SimpleNamespace
 
 import pytest
 
@@ -67,6 +68,7 @@ class NotStarted:
     """A job that records whether it was planned and started."""
 
     available_now = bounded = False
+    config = SimpleNamespace(METRIC_TELEMETRY_ENABLE=False)
 
     def __init__(self):
         self.planned = self.started = False

@@ -573,8 +573,29 @@ class JobConfig(_Strict):
     PYTHON_UDF_CONFIG: Annotated[PythonUdfConfig | None, Json] = None
 
     # --- telemetry --------------------------------------------------------------------------------
-    METRIC_TELEMETRY_ENABLE: bool = Field(True, description="Publish job telemetry.")
-    METRIC_TELEMETRY_SHUTDOWN_PERIOD_MS: int = Field(10000, description="Delay before failing after a fatal error.")
+    METRIC_TELEMETRY_ENABLE: bool = Field(
+        True,
+        description="Export the job's metrics (docs/metrics.md); `false` turns the Prometheus endpoint and StatsD off.",
+    )
+    METRIC_TELEMETRY_SHUTDOWN_PERIOD_MS: int = Field(
+        10000,
+        ge=0,
+        description="After a fatal error, wait this long before exiting so the last metrics are scraped or pushed.",
+    )
+    METRIC_PROMETHEUS_PORT: int = Field(
+        9249,
+        ge=0,
+        le=65535,
+        description="Port of the driver's Prometheus endpoint (`/metrics`, all interfaces; Flink's Prometheus "
+        "reporter port). `0`: no endpoint. A port in use is logged and the job runs without it.",
+    )
+    METRIC_STATSD_HOST: str | None = Field(
+        None, description="StatsD/DogStatsD agent to push metrics to after every micro-batch (UDP); unset: none."
+    )
+    METRIC_STATSD_PORT: int = Field(8125, gt=0, le=65535, description="Port of `METRIC_STATSD_HOST`.")
+    METRIC_STATSD_TAGS: str | None = Field(
+        None, description="Tags added to every StatsD metric besides `job_id`: `key:value,key2:value2`."
+    )
 
     # --- Spark ------------------------------------------------------------------------------------
     SPARK_MASTER: str = Field(

@@ -282,6 +282,7 @@ class Metrics:
     name: str
     counters: dict[str, Any] = field(default_factory=dict)
     latency: list[Any] = field(default_factory=list)  # one accumulator per bucket of LATENCY_BUCKETS_MS (+1)
+    latency_ms_total: Any = None  # an accumulator: the calls' summed latency (a histogram's sum)
 
     @classmethod
     def create(cls, spark: SparkSession, name: str) -> Metrics:
@@ -290,6 +291,7 @@ class Metrics:
             name,
             {m: context.accumulator(0) for m in METRICS},
             [context.accumulator(0) for _ in range(len(LATENCY_BUCKETS_MS) + 1)],
+            context.accumulator(0.0),
         )
 
     def add(self, counts: dict[str, int], latencies_ms: Iterable[float]) -> None:
@@ -297,8 +299,12 @@ class Metrics:
             if n:
                 self.counters[key].add(n)
         buckets = [0] * (len(LATENCY_BUCKETS_MS) + 1)
+        total = 0.0
         for ms in latencies_ms:
             buckets[bisect.bisect_left(LATENCY_BUCKETS_MS, ms)] += 1  # the first bucket whose bound is >= ms
+            total += ms
+        if total and self.latency_ms_total is not None:
+            self.latency_ms_total.add(total)
         for accumulator, n in zip(self.latency, buckets, strict=True):
             if n:
                 accumulator.add(n)

@@ -61,21 +61,29 @@ app.kubernetes.io/component: driver
 {{- end }}
 {{- end }}
 
-{{/* Spark settings every mode gets: the user's, plus the metrics endpoint. */}}
+{{/* Spark settings of every mode: the user's. */}}
 {{- define "dagger.sparkConf" -}}
 {{- $conf := dict }}
-{{- if .Values.metrics.enabled }}
-{{- $_ := set $conf "spark.ui.enabled" "true" }}
-{{- $_ := set $conf "spark.ui.port" (toString .Values.metrics.port) }}
-{{- $_ := set $conf "spark.ui.prometheus.enabled" "true" }}
-{{- $_ := set $conf "spark.sql.streaming.metricsEnabled" "true" }}
-{{- $_ := set $conf "spark.metrics.conf.*.sink.prometheusServlet.class" "org.apache.spark.metrics.sink.PrometheusServlet" }}
-{{- $_ := set $conf "spark.metrics.conf.*.sink.prometheusServlet.path" (trimSuffix "/" .Values.metrics.path) }}
+{{- if eq .Values.mode "local" }}
+{{- $_ := set $conf "spark.driver.memory" (toString .Values.spark.driver.memory) }}
 {{- end }}
 {{- range $key, $value := .Values.spark.conf }}
 {{- $_ := set $conf $key (toString $value) }}
 {{- end }}
 {{- toYaml $conf }}
+{{- end }}
+
+{{/* The job's own arguments after the config path: the checkpoint, the metrics port, the user's. */}}
+{{- define "dagger.jobArgs" -}}
+- --checkpoint-dir
+- {{ include "dagger.checkpoint" . | quote }}
+{{- if .Values.metrics.enabled }}
+- --METRIC_PROMETHEUS_PORT
+- {{ .Values.metrics.port | quote }}
+{{- end }}
+{{- range .Values.job.extraArgs }}
+- {{ . | quote }}
+{{- end }}
 {{- end }}
 
 {{/* What restarts the job: its config, its Spark settings, the nonce. */}}

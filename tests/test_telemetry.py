@@ -1,0 +1,270 @@
+"""Telemetry: metrics measured on the driver, scraped from a running job's Prometheus endpoint and pushed to StatsD."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from types import SimpleNamespace
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from dagger.config import load_config
+from dagger.devtools.broker import free_port
+from dagger.devtools.produce import consume_all, produce
+from dagger.devtools.samples import bookings
+from dagger.telemetry.metrics import METRICS, JobMetrics
+from dagger.telemetry.prometheus import JobCollector
+from dagger.telemetry.statsd import StatsdPusher, parse_tags
+from tests.conftest import ROOT, START, job, kafka_stream
+
+STREAM = {
+    "INPUT_SCHEMA_TABLE": "bookings",
+    "SOURCE_KAFKA_TOPIC_NAMES": "t",
+    "SOURCE_KAFKA_CONSUMER_CONFIG_BOOTSTRAP_SERVERS": "127.0.0.1:9092",
+    "INPUT_SCHEMA_PROTO_CLASS": "dagger.examples.BookingLogMessage",
+    "INPUT_SCHEMA_EVENT_TIMESTAMP_FIELD_INDEX": "5",
+    "SOURCE_KAFKA_INVALID_RECORD_POLICY": "drop",
+}
+
+
+def fake_job(**config) -> SimpleNamespace:
+    data = {"FLINK_JOB_ID": "bookings", "FLINK_SQL_QUERY": "SELECT * FROM bookings", "STREAMS": [STREAM], **config}
+    return SimpleNamespace(config=load_config(data=data), sink_counters={}, lookup_metrics={}, udf_context=None)
+
+
+def progress(batch: int, rows: int, end: dict, latest: dict, invalid: int = 0, **extra) -> dict:
+    return {
+        "batchId": batch,
+        "batchDuration": 1200,
+        "inputRowsPerSecond": 10.0,
+        "processedRowsPerSecond": 20.0,
+        "eventTime": {"watermark": "2026-11-22T10:00:00.000Z"},
+        "stateOperators": [{"numRowsTotal": 7, "memoryUsedBytes": 1024, "numRowsDroppedByWatermark": 2}],
+        "sources": [
+            {
+                "numInputRows": rows,
+                "startOffset": None,
+                "endOffset": json.dumps({"@table": "bookings", **end}),  # listener events carry JSON text
+                "latestOffset": {"@table": "bookings", **latest},  # query.lastProgress carries dicts
+            }
+        ],
+        "observedMetrics": {"invalid_records_bookings": {"count": invalid}},
+        **extra,
+    }
+
+
+def scrape_text(metrics: JobMetrics, job_id: str = "bookings") -> dict[tuple[str, tuple], float]:
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(JobCollector(metrics, job_id))
+    return samples(generate_latest(registry).decode())
+
+
+def samples(text: str) -> dict[tuple[str, tuple], float]:
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    }
+
+
+def value(found: dict, name: str, **labels) -> float | None:
+    for (sample, sample_labels), v in found.items():
+        if sample == name and labels.items() <= dict(sample_labels).items():
+            return v
+    return None
+
+
+def test_progress_is_counted_once_per_batch_with_lag_per_partition():
+    metrics = JobMetrics(fake_job())
+    first = progress(3, 100, {"t:0": 60, "t:1": 40}, {"t:0": 90, "t:1": 40}, invalid=4)
+    assert metrics.record_progress(first)
+    assert not metrics.record_progress(first)  # the listener and the final poll may both hand it over
+    assert metrics.record_progress(progress(4, 50, {"t:0": 90, "t:1": 60}, {"t:0": 90, "t:1": 60}, invalid=1))
+    found = scrape_text(metrics)
+    assert value(found, "dagger_source_records_total", table="bookings", job_id="bookings") == 150
+    assert value(found, "dagger_invalid_records_total", table="bookings", policy="drop") == 5
+    assert value(found, "dagger_kafka_consumer_lag", topic="t", partition="0") == 0
+    assert value(found, "dagger_kafka_consumer_lag_max") == 0
+    assert value(found, "dagger_late_records_dropped_total") == 4
+    assert value(found, "dagger_query_restarts_total") == 1  # the first batch seen was 3: a resumed checkpoint
+    assert value(found, "dagger_batch_duration_seconds_count") == 2
+    assert value(found, "dagger_batch_duration_seconds_bucket", le="2.5") == 2
+    assert value(found, "dagger_batch_duration_seconds_bucket", le="1.0") == 0
+    assert value(found, "dagger_batch_duration_seconds_sum") == pytest.approx(2.4)
+    assert value(found, "dagger_event_time_watermark_seconds") == START.replace(hour=10, minute=0).timestamp()
+    assert value(found, "dagger_state_rows") == 7 and value(found, "dagger_state_memory_bytes") == 1024
+    assert value(found, "dagger_non_fatal_exceptions_total", exception_type="InvalidRecord") == 5
+    info = value(found, "dagger_job_info", sink_type="log", input_topics="t")
+    assert info == 1
+
+
+def test_lag_before_the_batch_catches_up_and_every_metric_is_documented():
+    metrics = JobMetrics(fake_job())
+    metrics.record_progress(progress(0, 10, {"t:0": 10}, {"t:0": 500}))
+    found = scrape_text(metrics)
+    assert value(found, "dagger_kafka_consumer_lag", partition="0") == 490
+    assert value(found, "dagger_kafka_consumer_lag_max") == 490
+    assert value(found, "dagger_query_restarts_total") == 0
+    from dagger.telemetry.docs import render_metrics
+
+    assert (ROOT / "docs" / "metrics.md").read_text() == render_metrics(), "run `make docs`"
+    assert all(f"`{m.name}`" in render_metrics() for m in METRICS)
+
+
+def test_statsd_lines_carry_daggers_names_the_job_id_and_counter_increases():
+    metrics = JobMetrics(fake_job())
+    pusher = StatsdPusher(metrics, "bookings", "127.0.0.1", 8125, parse_tags("team:data, env:prod"))
+    metrics.record_progress(progress(0, 10, {"t:0": 10}, {"t:0": 10}))
+    metrics.record_exception("InvalidRecordError", fatal=True)
+    first = pusher.lines()
+    assert "fatal.exception:1|c|#job_id:bookings,team:data,env:prod,fatal_exception_type:InvalidRecordError" in first
+    assert "source.records:10|c|#job_id:bookings,team:data,env:prod,table:bookings" in first
+    assert any(line.startswith("records.lag.max:0|g|#job_id:bookings") for line in first)
+    metrics.record_progress(progress(1, 5, {"t:0": 15}, {"t:0": 15}))
+    second = pusher.lines()
+    assert "source.records:5|c|#job_id:bookings,team:data,env:prod,table:bookings" in second  # the increase
+    assert not any(line.startswith("fatal.exception:") for line in second)  # nothing new
+
+
+def test_the_runner_names_the_failure_type():
+    from dagger.runner import exception_type
+
+    assert exception_type(RuntimeError("InvalidRecordError: stream 'b' topic t partition 0 offset 3")) == (
+        "InvalidRecordError"
+    )
+    assert exception_type(RuntimeError("boom\n  at org.apache.kafka.common.errors.TimeoutException")) == (
+        "TimeoutException"
+    )
+    assert exception_type(ValueError("plain")) == "ValueError"
+
+
+# -- a running job --------------------------------------------------------------------------------------------------
+
+
+def scrape(port: int) -> dict | None:
+    try:
+        return samples(urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode())
+    except OSError:
+        return None
+
+
+def start_job(data: dict, tmp_path, *extra: str) -> subprocess.Popen:
+    path = tmp_path / "job.json"
+    path.write_text(json.dumps(data))
+    return subprocess.Popen(
+        [sys.executable, "-m", "dagger", "run", str(path), "--checkpoint-dir", str(tmp_path / "cp"), *extra],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYSPARK_PYTHON": sys.executable},
+    )
+
+
+@pytest.mark.integration
+def test_a_running_job_reports_exact_counts_and_its_lag_falls_to_zero(broker, stencil, topic, tmp_path):
+    source, out = topic("tm-src", partitions=3), topic("tm-out")
+    good = list(bookings(600, START, step_seconds=1))
+    records = [(None, v) for v in good]
+    for i in (5, 250, 599):  # K undecodable records among them
+        records.insert(i, (None, b"\xff\xff\xff not a booking"))
+    produce(broker.bootstrap, source, records, partitions=3)
+    port = free_port()
+    data = job(
+        stencil,
+        [kafka_stream(broker, source, SOURCE_KAFKA_INVALID_RECORD_POLICY="drop")],
+        "SELECT order_number FROM data_stream_0",
+        SINK_TYPE="kafka",
+        SINK_KAFKA_BROKERS=broker.bootstrap,
+        SINK_KAFKA_TOPIC=out,
+        SINK_KAFKA_DATA_TYPE="JSON",
+        SPARK_MAX_RECORDS_PER_TRIGGER="60",  # a backlog: ten and more micro-batches
+        METRIC_PROMETHEUS_PORT=str(port),
+    )
+    process = start_job(data, tmp_path, "--progress-interval", "1")
+    lags, found = [], None
+    try:
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline:
+            found = scrape(port)
+            lag = value(found, "dagger_kafka_consumer_lag_max") if found else None
+            if lag is not None and value(found, "dagger_batches_total"):
+                lags.append(lag)
+                if lag == 0 and value(found, "dagger_source_records_total", table="data_stream_0") == 603:
+                    break
+            assert process.poll() is None, process.communicate()[1][-3000:]
+            time.sleep(0.2)
+        assert found is not None
+        assert value(found, "dagger_up", job_id=data["FLINK_JOB_ID"]) == 1
+        assert value(found, "dagger_source_records_total", table="data_stream_0") == 603
+        assert value(found, "dagger_invalid_records_total", table="data_stream_0", policy="drop") == 3
+        assert max(lags) > 0 and lags[-1] == 0, lags
+        assert len(consume_all(broker.bootstrap, out, expected=600)) == 600
+        found = scrape(port)
+        assert value(found, "dagger_sink_records_total", sink="kafka", outcome="written") == 600
+        assert value(found, "dagger_uptime_seconds") > 0
+        text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+        from scripts.grafana_dashboard import dashboard, metric_names
+
+        missing = [name for name in sorted(metric_names(dashboard())) if f"# TYPE {name} " not in text]
+        assert not missing, f"the dashboard queries metrics a real scrape lacks: {missing}"
+        process.send_signal(signal.SIGTERM)
+        _, stderr = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert process.returncode == 0, stderr[-3000:]
+    assert "consumer lag 0" in stderr  # the progress line shows the lag too
+
+
+@pytest.mark.integration
+def test_statsd_gets_the_fatal_exception_before_the_job_exits_1(broker, stencil, topic, tmp_path):
+    source = topic("tm-fail")
+    produce(broker.bootstrap, source, [(None, v) for v in bookings(3, START)] + [(None, b"\xff\xff garbage")])
+    listener = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    listener.bind(("127.0.0.1", 0))
+    listener.settimeout(0.5)
+    data = job(
+        stencil,
+        [kafka_stream(broker, source)],  # the fail policy, Dagger's default
+        "SELECT order_number FROM data_stream_0",
+        SINK_TYPE="log",
+        METRIC_PROMETHEUS_PORT="0",
+        METRIC_STATSD_HOST="127.0.0.1",
+        METRIC_STATSD_PORT=str(listener.getsockname()[1]),
+        METRIC_STATSD_TAGS="team:data",
+        METRIC_TELEMETRY_SHUTDOWN_PERIOD_MS="1500",
+    )
+    process = start_job(data, tmp_path, "--available-now")
+    lines, fatal_at = [], None
+    deadline = time.monotonic() + 240
+    while process.poll() is None and time.monotonic() < deadline:
+        try:
+            packet = listener.recv(65535).decode()
+        except TimeoutError:
+            continue
+        for line in packet.splitlines():
+            lines.append(line)
+            if line.startswith("fatal.exception:") and fatal_at is None:
+                fatal_at = time.monotonic()
+    _, stderr = process.communicate(timeout=60)
+    exited_at = time.monotonic()
+    listener.close()
+    assert process.returncode == 1, stderr[-3000:]
+    fatal = [line for line in lines if line.startswith("fatal.exception:")]
+    assert fatal, lines
+    assert fatal[0].startswith("fatal.exception:1|c|#job_id:")
+    assert f"job_id:{data['FLINK_JOB_ID']}" in fatal[0] and "team:data" in fatal[0]
+    assert "fatal_exception_type:InvalidRecordError" in fatal[0]
+    assert exited_at - fatal_at >= 1.0  # METRIC_TELEMETRY_SHUTDOWN_PERIOD_MS before the exit
+    assert "waiting 1500 ms so the last metrics leave" in stderr
