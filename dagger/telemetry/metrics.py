@@ -131,7 +131,7 @@ METRICS: tuple[Metric, ...] = (
         "counter",
         ("source", "outcome"),
         "Calls of each external lookup (HTTP.0, PG.0 ...) by outcome: success, 404, 4xx, 5xx, timeout, "
-        "empty_input, reading_path, other.",
+        "empty_input (no call made), other, invalid_configuration.",
         "total_external_calls, success_response, failures_code404|4XX|5XX, timeouts, empty_input, ...",
     ),
     Metric(
@@ -189,8 +189,8 @@ LOOKUP_OUTCOMES = {
     "failures_code5XX": "5xx",
     "timeouts": "timeout",
     "empty_input": "empty_input",
-    "failures_reading_path": "reading_path",
     "failures_other": "other",
+    "invalid_configuration": "invalid_configuration",
 }
 SINK_OUTCOMES = {"written": "written", "dead_letters": "dead_letter", "dropped": "dropped"}
 
