@@ -10,14 +10,8 @@ import pytest
 from dagger.config import load_config
 from dagger.config.arguments import decode_encoded_args, parse_arguments
 from dagger.errors import DaggerConfigError
+from tests.test_config import STREAM
 
-STREAM = {
-    "INPUT_SCHEMA_TABLE": "bookings",
-    "SOURCE_KAFKA_TOPIC_NAMES": "bookings-.*",
-    "SOURCE_KAFKA_CONSUMER_CONFIG_BOOTSTRAP_SERVERS": "127.0.0.1:9092",
-    "INPUT_SCHEMA_PROTO_CLASS": "dagger.examples.BookingLogMessage",
-    "INPUT_SCHEMA_EVENT_TIMESTAMP_FIELD_INDEX": "5",
-}
 JOB = {
     "FLINK_JOB_ID": "bookings-per-minute",
     "FLINK_SQL_QUERY": "SELECT order_number FROM bookings",

@@ -272,13 +272,18 @@ class JobMetrics:
             self.batch_seconds += seconds
             for source in progress.get("sources") or []:
                 self._record_source(source)
-            for name, values in (progress.get("observedMetrics") or {}).items():
-                for prefix in ("invalid_records_", "filtered_invalid_records_"):
-                    if name.startswith(prefix):
-                        table = name.removeprefix(prefix)
-                        key = (table, self._policy(table))
-                        self.invalid[key] = self.invalid.get(key, 0) + int(_get(values, "count") or 0)
+            self._record_invalid(progress)
         return True
+
+    def _record_invalid(self, progress: dict[str, Any]) -> None:
+        """Undecodable records the observed metrics counted (``invalid_records_<table>``, or the pre-processor's
+        ``filtered_invalid_records_<table>``)."""
+        for name, values in (progress.get("observedMetrics") or {}).items():
+            for prefix in ("invalid_records_", "filtered_invalid_records_"):
+                if name.startswith(prefix):
+                    table = name.removeprefix(prefix)
+                    key = (table, self._policy(table))
+                    self.invalid[key] = self.invalid.get(key, 0) + int(_get(values, "count") or 0)
 
     def record_bounded(self, progress: dict[str, Any], inputs: list[dict[str, Any]]) -> None:
         """A bounded run's one batch (rows per stream, observed invalid records) and the Parquet files it read."""
@@ -297,11 +302,7 @@ class JobMetrics:
                     self.parquet_rows[table] = self.parquet_rows.get(table, 0) + int(
                         (progress.get("rowsPerStream") or {}).get(table, 0)
                     )
-            for name, values in (progress.get("observedMetrics") or {}).items():
-                if name.startswith("invalid_records_"):
-                    table = name.removeprefix("invalid_records_")
-                    key = (table, self._policy(table))
-                    self.invalid[key] = self.invalid.get(key, 0) + int(_get(values, "count") or 0)
+            self._record_invalid(progress)
 
     def _record_source(self, source: dict[str, Any]) -> None:
         table, lags = partition_lag(source)
