@@ -107,6 +107,15 @@ def test_progress_is_counted_once_per_batch_with_lag_per_partition():
     assert info == 1
 
 
+def test_dead_letters_are_counted_by_origin():
+    stream = {**STREAM, "SOURCE_KAFKA_DEAD_LETTER_TOPIC": "dlq", "SOURCE_KAFKA_INVALID_RECORD_POLICY": "dead-letter"}
+    metrics = JobMetrics(fake_job(STREAMS=[stream]))
+    metrics.record_progress(progress(0, 10, {"t:0": 10}, {"t:0": 10}, invalid=2))
+    found = scrape_text(metrics)
+    assert value(found, "dagger_invalid_records_total", table="bookings", policy="dead-letter") == 2
+    assert value(found, "dagger_dead_letter_records_total", origin="stream:bookings") == 2
+
+
 def test_lag_before_the_batch_catches_up_and_every_metric_is_documented():
     metrics = JobMetrics(fake_job())
     metrics.record_progress(progress(0, 10, {"t:0": 10}, {"t:0": 500}))

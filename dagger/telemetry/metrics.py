@@ -123,7 +123,8 @@ METRICS: tuple[Metric, ...] = (
         "dagger_dead_letter_records_total",
         "counter",
         ("origin",),
-        "Records written to the dead-letter output, by origin (a sink's rejected rows).",
+        "Records written to the dead-letter output, by origin: `sink:<name>` (rejected rows) or `stream:<table>` "
+        "(undecodable records under the dead-letter policy).",
         "",
     ),
     Metric(
@@ -355,6 +356,9 @@ class JobMetrics:
             yield BY_NAME["dagger_late_records_dropped_total"], {}, self.late
             for (table, policy), n in sorted(self.invalid.items()):
                 yield BY_NAME["dagger_invalid_records_total"], {"table": table, "policy": policy}, n
+            for (table, policy), n in sorted(self.invalid.items()):
+                if policy == "dead-letter":
+                    yield BY_NAME["dagger_dead_letter_records_total"], {"origin": f"stream:{table}"}, n
             if self.invalid:  # Dagger counts a record it could not read as a non-fatal exception
                 invalid = sum(self.invalid.values())
                 yield BY_NAME["dagger_non_fatal_exceptions_total"], {"exception_type": "InvalidRecord"}, invalid
