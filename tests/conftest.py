@@ -220,6 +220,15 @@ def run_job(spark, data: dict, checkpoint: Path, available_now: bool = True):
     return manager, query
 
 
+def output_rows(broker, manager, topic: str, expected: int, sink: str = "kafka") -> list:
+    """The records of a finished job's output topic, checked against what its sink counted as written: a
+    shortfall says whether rows went missing before the sink (its counter is short too) or after it."""
+    rows = consume_all(broker.bootstrap, topic, expected=expected)
+    written = manager.sink_counters[sink]["written"].value
+    assert len(rows) == written, f"the sink wrote {written} records but topic {topic} holds {len(rows)}"
+    return rows
+
+
 def kafka_sink(broker, topic: str, message: str, **extra) -> dict:
     out = {
         "SINK_TYPE": "kafka",

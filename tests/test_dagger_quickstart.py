@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 
 from dagger.config.loader import read_config_file
-from dagger.devtools.produce import consume_all, produce
+from dagger.devtools.produce import produce
 from dagger.devtools.samples import message_class
-from tests.conftest import run_job
+from tests.conftest import output_rows, run_job
 
 pytestmark = pytest.mark.integration
 QUICKSTART = Path(__file__).parent / "dagger_quickstart"
@@ -79,9 +79,9 @@ def quickstart_job(name: str, broker, stencil, topics: dict[str, str], out: str)
 
 
 def run(spark, data: dict, tmp_path, broker, out: str, expected: int) -> list[dict]:
-    _, query = run_job(spark, data, tmp_path / "cp")
+    manager, query = run_job(spark, data, tmp_path / "cp")
     assert query.exception() is None
-    return [json.loads(m.value()) for m in consume_all(broker.bootstrap, out, expected=expected)]
+    return [json.loads(m.value()) for m in output_rows(broker, manager, out, expected)]
 
 
 def at(text: str) -> dt.datetime:

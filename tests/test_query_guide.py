@@ -19,9 +19,9 @@ import uuid
 
 import pytest
 
-from dagger.devtools.produce import consume_all, produce
+from dagger.devtools.produce import produce
 from dagger.devtools.samples import message_class
-from tests.conftest import job, kafka_sink, kafka_stream, run_job
+from tests.conftest import job, kafka_sink, kafka_stream, output_rows, run_job
 
 pytestmark = pytest.mark.integration
 Booking = message_class("dagger.guide.SampleBookingInfo")
@@ -318,9 +318,9 @@ def run_guide(spark, broker, stencil, topics, tmp_path, sql: str, expected: int)
         kafka_stream(broker, topics["payment"], table="payment", proto="dagger.guide.SamplePaymentInfo", ts=3),
     ]
     data = job(stencil, streams, sql, **kafka_sink(broker, out, "", SINK_KAFKA_DATA_TYPE="JSON"))
-    _, query = run_job(spark, data, tmp_path / "cp")
+    manager, query = run_job(spark, data, tmp_path / "cp")
     assert query.exception() is None, query.exception()
-    return [json.loads(m.value()) for m in consume_all(broker.bootstrap, out, expected=expected)]
+    return [json.loads(m.value()) for m in output_rows(broker, manager, out, expected)]
 
 
 def at(text: str) -> dt.datetime:
