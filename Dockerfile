@@ -43,5 +43,8 @@ ENV PATH=/opt/dagger/venv/bin:$PATH \
     PYTHONUNBUFFERED=1
 USER 185:185
 WORKDIR /opt/dagger/work
+# smoke test: Spark starts from the image's pyspark with its Java
+SHELL ["/bin/bash", "-o", "pipefail", "-c"]
+RUN spark-submit --version 2>&1 | grep -q version
 ENTRYPOINT ["/usr/bin/tini", "--", "dagger"]
 CMD ["run", "/etc/dagger/job.json"]
