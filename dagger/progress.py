@@ -50,13 +50,10 @@ class ProgressReporter:
                 progress["numInputRows"],
                 ", ".join(f"{t} {n}" for t, n in progress["rowsPerStream"].items()),
             )
-        invalid = {
-            k.removeprefix("filtered_").removeprefix("invalid_records_"): v["count"]  # a Row (or a dict)
-            for k, v in (progress.get("observedMetrics") or {}).items()
-            if k.startswith(("invalid_records_", "filtered_invalid_records_"))
-        }
+        from dagger.telemetry.metrics import invalid_counts, max_lag
+
+        invalid = {table: count for table, (_, count) in invalid_counts(progress).items()}
         late = self.count_late_rows(query)
-        from dagger.telemetry.metrics import max_lag
 
         lag = max_lag(progress)
         log.info(

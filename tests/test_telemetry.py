@@ -116,6 +116,16 @@ def test_dead_letters_are_counted_by_origin():
     assert value(found, "dagger_dead_letter_records_total", origin="stream:bookings") == 2
 
 
+def test_records_the_invalid_record_filter_drops_are_labelled_drop_whatever_the_streams_policy():
+    metrics = JobMetrics(fake_job(STREAMS=[{**STREAM, "SOURCE_KAFKA_INVALID_RECORD_POLICY": "fail"}]))
+    filtered = progress(0, 10, {"t:0": 10}, {"t:0": 10})
+    filtered["observedMetrics"] = {"filtered_invalid_records_bookings": {"count": 3}}
+    metrics.record_progress(filtered)
+    found = scrape_text(metrics)
+    assert value(found, "dagger_invalid_records_total", table="bookings", policy="drop") == 3
+    assert value(found, "dagger_invalid_records_total", table="bookings", policy="fail") is None
+
+
 def test_lag_before_the_batch_catches_up_and_every_metric_is_documented():
     metrics = JobMetrics(fake_job())
     metrics.record_progress(progress(0, 10, {"t:0": 10}, {"t:0": 500}))

@@ -258,7 +258,6 @@ class JobMetrics:
             if self.last_batch < 0 and batch > 0:
                 self.restarts += 1  # the first batch of this run continues a checkpoint
             self.last_batch = batch
-            self.batches += 1
             self.input_rate = float(progress.get("inputRowsPerSecond") or 0.0)
             self.processed_rate = float(progress.get("processedRowsPerSecond") or 0.0)
             watermark = _seconds((progress.get("eventTime") or {}).get("watermark"))
@@ -268,31 +267,27 @@ class JobMetrics:
             self.late += sum(op.get("numRowsDroppedByWatermark", 0) for op in operators)
             self.state_rows = sum(op.get("numRowsTotal", 0) for op in operators)
             self.state_bytes = sum(op.get("memoryUsedBytes", 0) for op in operators)
-            seconds = (progress.get("batchDuration") or 0) / 1000.0
-            self.batch_buckets[bisect.bisect_left(BATCH_BUCKETS, seconds)] += 1
-            self.batch_seconds += seconds
+            self._observe_batch((progress.get("batchDuration") or 0) / 1000.0)
             for source in progress.get("sources") or []:
                 self._record_source(source)
             self._record_invalid(progress)
         return True
 
+    def _observe_batch(self, seconds: float) -> None:
+        self.batches += 1
+        self.batch_buckets[bisect.bisect_left(BATCH_BUCKETS, seconds)] += 1
+        self.batch_seconds += seconds
+
     def _record_invalid(self, progress: dict[str, Any]) -> None:
-        """Undecodable records the observed metrics counted (``invalid_records_<table>``, or the pre-processor's
-        ``filtered_invalid_records_<table>``)."""
-        for name, values in (progress.get("observedMetrics") or {}).items():
-            for prefix in ("invalid_records_", "filtered_invalid_records_"):
-                if name.startswith(prefix):
-                    table = name.removeprefix(prefix)
-                    key = (table, self._policy(table))
-                    self.invalid[key] = self.invalid.get(key, 0) + int(_get(values, "count") or 0)
+        for table, (filtered, count) in invalid_counts(progress).items():
+            # the InvalidRecordFilterTransformer drops what it filters, whatever the stream's policy says
+            key = (table, "drop" if filtered else self._policy(table))
+            self.invalid[key] = self.invalid.get(key, 0) + count
 
     def record_bounded(self, progress: dict[str, Any], inputs: list[dict[str, Any]]) -> None:
         """A bounded run's one batch (rows per stream, observed invalid records) and the Parquet files it read."""
         with self._lock:
-            self.batches += 1
-            seconds = float(progress.get("durationSeconds") or 0.0)
-            self.batch_buckets[bisect.bisect_left(BATCH_BUCKETS, seconds)] += 1
-            self.batch_seconds += seconds
+            self._observe_batch(float(progress.get("durationSeconds") or 0.0))
             self.processed_rate = float(progress.get("processedRowsPerSecond") or 0.0)
             for table, rows in (progress.get("rowsPerStream") or {}).items():
                 self.source_records[table] = self.source_records.get(table, 0) + int(rows)
@@ -454,6 +449,17 @@ def processors(config: JobConfig) -> list[tuple[str, str]]:
         out += [("post", f"internal_{s.type}") for s in post.internal_source]
         out += [("post", t.transformation_class.rsplit(".", 1)[-1]) for t in post.transformers]
     return sorted(set(out))
+
+
+def invalid_counts(progress: dict[str, Any]) -> dict[str, tuple[bool, int]]:
+    """Table → (filtered by the InvalidRecordFilterTransformer, undecodable records) that a progress's observed
+    metrics counted (``invalid_records_<table>``, ``filtered_invalid_records_<table>``)."""
+    out = {}
+    for name, values in (progress.get("observedMetrics") or {}).items():
+        for prefix in ("invalid_records_", "filtered_invalid_records_"):
+            if name.startswith(prefix):
+                out[name.removeprefix(prefix)] = (prefix.startswith("filtered"), int(_get(values, "count") or 0))
+    return out
 
 
 def partition_lag(source: dict[str, Any]) -> tuple[str, dict[tuple[str, str], int]]:
