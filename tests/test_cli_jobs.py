@@ -5,14 +5,16 @@ from __future__ import annotations
 import collections
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
-from dagger.devtools.produce import consume_all, produce
+from dagger.devtools.produce import consume_all, produce, topic_size
 from dagger.devtools.samples import bookings, message_class
 from tests.conftest import ROOT, START, dagger, job, kafka_sink, kafka_stream
 
@@ -89,6 +91,13 @@ def _wait_for_output(bootstrap, topic, at_least, process, log_path, timeout=180)
     )
 
 
+def _written(log: Path | str) -> int:
+    """The records a run's Kafka sink counted as written (the last of its progress lines' running totals)."""
+    text = log.read_text() if isinstance(log, Path) else log
+    totals = re.findall(r"sinks: (?:.*; )?kafka written=(\d+)", text)
+    return int(totals[-1]) if totals else 0
+
+
 def test_restart_after_a_kill_loses_nothing_and_after_a_clean_stop_duplicates_nothing(broker, stencil, topic, tmp_path):
     source, out = topic("restart", 2), topic("restart-out")
     total = 6000  # at 100 records per 0.5 s trigger the job takes ~30 s: the kill and the stop land mid-stream
@@ -111,8 +120,10 @@ def test_restart_after_a_kill_loses_nothing_and_after_a_clean_stop_duplicates_no
     _wait_for_output(broker.bootstrap, out, 400, process, first_log)
     process.kill()
     process.wait(30)
-    partial = len(consume_all(broker.bootstrap, out, idle_seconds=1))
+    partial = topic_size(broker.bootstrap, out)  # exact: nothing produces to it now
     assert 400 <= partial < total - 400
+    assert len(consume_all(broker.bootstrap, out, expected=partial)) == partial
+    assert _written(first_log) <= partial  # what the killed run's sink counted (its last progress line) is there
 
     # 2. restart, then stop cleanly (SIGINT finishes the running micro-batch first)
     process = _start(config, checkpoint, second_log)
@@ -122,14 +133,20 @@ def test_restart_after_a_kill_loses_nothing_and_after_a_clean_stop_duplicates_no
     output = second_log.read_text()
     assert process.returncode == 0, output[-2000:]
     assert "finishing the current micro-batch, then stopping" in output
+    size = topic_size(broker.bootstrap, out)
+    assert size == partial + _written(second_log)  # a clean stop: every delivered record was counted
     after_clean_stop = [
-        Summary.FromString(m.value()).order_number for m in consume_all(broker.bootstrap, out, idle_seconds=1)
+        Summary.FromString(m.value()).order_number for m in consume_all(broker.bootstrap, out, expected=size)
     ]
+    assert len(after_clean_stop) == size
 
     # 3. restart to the end
     result = dagger("run", str(config), "--checkpoint-dir", str(checkpoint), "--available-now")
     assert result.returncode == 0, result.stderr[-2000:]
-    final = [Summary.FromString(m.value()).order_number for m in consume_all(broker.bootstrap, out, expected=total)]
+    size = topic_size(broker.bootstrap, out)
+    assert size == len(after_clean_stop) + _written(result.stderr)
+    final = [Summary.FromString(m.value()).order_number for m in consume_all(broker.bootstrap, out, expected=size)]
+    assert len(final) == size
     counts = collections.Counter(final)
     assert set(counts) == {f"order-{i}" for i in range(total)}  # nothing lost
     duplicated = {k for k, c in counts.items() if c > 1}

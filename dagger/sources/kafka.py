@@ -40,11 +40,13 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
 from pyspark.sql.types import StructType
 
 from dagger.errors import DaggerConfigError, InvalidRecordError, SourceError
+from dagger.sources.kafka_embedded import GAP_RETRIES, HighWatermarkProbe, contiguous_prefix, gap_wait, is_embedded
 from dagger.worker_cache import BuiltCache, content_key
 
 if TYPE_CHECKING:
@@ -172,11 +174,14 @@ def _split(key: str) -> tuple[str, int]:
 
 
 class KafkaPartition(InputPartition):
-    """One Kafka topic-partition offset range ``[start, end)`` read by one Spark task."""
+    """One Kafka topic-partition offset range ``[start, end)`` read by one Spark task. ``verify_gaps``: the
+    broker is the embedded one, on which a gap in the offsets read is a batch still being stored
+    (:mod:`dagger.sources.kafka_embedded`)."""
 
-    def __init__(self, topic: str, partition: int, start: int, end: int):
+    def __init__(self, topic: str, partition: int, start: int, end: int, verify_gaps: bool = False):
         super().__init__((topic, partition, start, end))
         self.topic, self.partition, self.start, self.end = topic, partition, start, end
+        self.verify_gaps = verify_gaps
 
 
 class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -189,11 +194,14 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._available_now_end: dict[str, int] | None = None
         self._first_batch = True
         self._aligner = None
+        self._embedded = False  # the cluster is the embedded broker (tansu), known from its metadata
+        self._high_probe = None
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
         state["_consumer"] = None  # librdkafka handles do not travel to executors
         state["_aligner"] = None
+        state["_high_probe"] = None
         return state
 
     # -- driver side ------------------------------------------------------------------------------------
@@ -225,6 +233,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 f"{reason} (check SOURCE_KAFKA_CONSUMER_CONFIG_BOOTSTRAP_SERVERS and the SECURITY_PROTOCOL / SASL_* "
                 "/ SSL_* keys of this stream)"
             ) from None
+        self._embedded = is_embedded(metadata.cluster_id)
         found = []
         for name, topic in metadata.topics.items():
             if name.startswith("__") or not self._pattern.fullmatch(name) or topic.error is not None:
@@ -240,6 +249,12 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         for topic, partition in tps:
             low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=30, cached=False)
             out[_key(topic, partition)] = (max(low, 0), max(high, 0))
+        if self._embedded:  # its ListOffsets(latest) stops at the start of the last batch: ask the fetch path
+            if self._high_probe is None:
+                self._high_probe = HighWatermarkProbe(self.spec.client_config)
+            listed = {k: (*_split(k), low, high) for k, (low, high) in out.items()}
+            for k, high in self._high_probe.highs(listed).items():
+                out[k] = (out[k][0], high)
         return out
 
     def initialOffset(self) -> dict:
@@ -283,7 +298,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             topic, partition = _split(key)
             begin = start.get(key, marks[key][0])
             for lo in range(begin, end[key], max_records):
-                parts.append(KafkaPartition(topic, partition, lo, min(lo + max_records, end[key])))
+                parts.append(KafkaPartition(topic, partition, lo, min(lo + max_records, end[key]), self._embedded))
         return parts
 
     def prepareForTriggerAvailableNow(self) -> None:
@@ -364,7 +379,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 begin = self._low(key)
             if stop > begin:
                 topic, partition = _split(key)
-                parts.append(KafkaPartition(topic, partition, begin, stop))
+                parts.append(KafkaPartition(topic, partition, begin, stop, self._embedded))
         return parts
 
     def _low(self, key: str) -> int:
@@ -385,6 +400,9 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if self._aligner is not None:
             self._aligner.probe.close()
             self._aligner = None
+        if self._high_probe is not None:
+            self._high_probe.close()
+            self._high_probe = None
 
     # -- executor side ------------------------------------------------------------------------------------
 
@@ -525,6 +543,7 @@ def read_partition(spec: KafkaSourceSpec, part: KafkaPartition) -> Iterator[Any]
     try:
         position = part.start
         last_progress = time.monotonic()
+        gap_reads: dict[int, int] = {}
         while position < part.end:
             want = min(spec.read_batch_size, part.end - position)
             try:
@@ -533,6 +552,31 @@ def read_partition(spec: KafkaSourceSpec, part: KafkaPartition) -> Iterator[Any]
                 raise InvalidRecordError(
                     f"stream '{spec.table}': reading {part.topic}[{part.partition}] at offset {position} failed: {exc}"
                 ) from exc
+            if len(chunk) and part.verify_gaps:
+                keep = contiguous_prefix(chunk.offsets, position)
+                gap = position + keep
+                if keep < len(chunk) and gap_reads.get(gap, 0) < GAP_RETRIES:
+                    # the embedded broker moved past a batch it has not stored yet: read again from the gap
+                    attempt = gap_reads[gap] = gap_reads.get(gap, 0) + 1
+                    log.debug(
+                        "%s[%d]: offsets jump from %d; reading again (%d)", part.topic, part.partition, gap, attempt
+                    )
+                    chunk = chunk.take(np.arange(len(chunk)) < keep)
+                    fetcher.close()
+                    time.sleep(gap_wait(attempt - 1))
+                    fetcher = open_fetcher(conf, part.topic, part.partition, gap)
+                    if not len(chunk):
+                        continue
+                elif keep < len(chunk):
+                    log.warning(
+                        "stream '%s': %s[%d] has no records at offsets %d..%d after %d reads; going on past them",
+                        spec.table,
+                        part.topic,
+                        part.partition,
+                        gap,
+                        int(chunk.offsets[keep]) - 1,
+                        GAP_RETRIES,
+                    )
             if len(chunk):
                 position = int(chunk.offsets[-1]) + 1
                 last_progress = time.monotonic()
