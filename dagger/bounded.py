@@ -96,6 +96,8 @@ class BoundedRun:
         jvm = self.spark._jvm
         jvm.org.apache.spark.sql.SparkSession.setActiveSession(self.spark._jsparkSession)
         self.spark.sparkContext.setJobGroup(self.group, f"dagger bounded run {self.name}", True)
+        # what a micro-batch's tasks read their batch id from (source dead letters, sink writers)
+        self.spark.sparkContext.setLocalProperty("streaming.sql.batchId", str(self.batch_id))
         try:
             self._result = self._work() or {}
         except BaseException as exc:  # noqa: BLE001 - reported through exception()

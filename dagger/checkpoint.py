@@ -66,6 +66,10 @@ class CheckpointStore:
         base, query = _split_query(self.location)
         return f"{base.rstrip('/')}/{relative.strip('/')}{query}"
 
+    def below(self, relative: str) -> CheckpointStore:
+        """The store of the location ``relative`` below this one, on the same filesystem settings."""
+        return CheckpointStore(self.at(relative), self.s3_endpoint)
+
     def read_json(self, relative: str) -> Any:
         """The JSON value of the file ``relative`` below the location, or ``None`` when there is none."""
         filesystem, path = self._path(relative)

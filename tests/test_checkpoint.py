@@ -83,14 +83,21 @@ def test_the_descriptor_pin_is_checked_on_every_store(location, elsewhere):
         check_and_record(CheckpointStore(location), snapshot("b" * 64, {"bookings": retyped}), {"service_area_id"})
 
 
+@pytest.mark.parametrize("endpoint", ["url", "spark_conf"])
 def test_a_bounded_bigquery_job_with_a_remote_checkpoint_writes_new_input_from_a_new_container(
-    spark, broker, stencil, bigquery, topic, s3, elsewhere
+    spark, broker, stencil, bigquery, topic, s3, elsewhere, endpoint
 ):
+    """The S3 endpoint in the location's URL, or only in Spark's ``fs.s3a.endpoint`` (the sink's markers once
+    went elsewhere then: the marker store was rebuilt from the bare path)."""
     from dagger.devtools.produce import produce
     from dagger.devtools.samples import bookings
     from tests.conftest import START, bigquery_count, bigquery_keys, bigquery_table, job, kafka_stream, run_job
 
     source, table, checkpoint = topic("remote-ck"), bigquery_table(), s3("bounded")
+    conf = {}
+    if endpoint == "spark_conf":
+        checkpoint = checkpoint.split("?")[0]
+        conf = {"SPARK_CONF": {"spark.hadoop.fs.s3a.endpoint": f"http://{s3.endpoint}"}}
     produce(broker.bootstrap, source, ((None, v) for v in bookings(40, START)))
     sql = "SELECT order_number, customer_id FROM data_stream_0"
 
@@ -101,7 +108,9 @@ def test_a_bounded_bigquery_job_with_a_remote_checkpoint_writes_new_input_from_a
             SOURCE_KAFKA_STARTING_OFFSETS=f'{{"{source}": {{"0": {first}}}}}',
             SOURCE_KAFKA_ENDING_OFFSETS=f'{{"{source}": {{"0": {last}}}}}',
         )
-        data = job(stencil, [stream], sql, **bigquery_keys(bigquery, table, "dagger.examples.BookingSummaryMessage"))
+        data = job(
+            stencil, [stream], sql, **conf, **bigquery_keys(bigquery, table, "dagger.examples.BookingSummaryMessage")
+        )
         manager, query = run_job(spark, data, checkpoint)
         assert manager.bounded and query.exception() is None, str(query.exception())[:3000]
 
@@ -114,3 +123,5 @@ def test_a_bounded_bigquery_job_with_a_remote_checkpoint_writes_new_input_from_a
     elsewhere()
     run(0, 20)
     assert bigquery_count(bigquery, table) == 40  # the first input again: its batch, committed once
+    markers = CheckpointStore(checkpoint, f"http://{s3.endpoint}").below("sinks/bigquery")
+    assert markers.read_json("batch-0.json") is not None  # the markers are in the checkpoint's own store

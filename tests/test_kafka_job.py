@@ -414,3 +414,45 @@ def test_streams_reading_the_same_topic_each_commit_their_own_position_to_their_
         reader.close()
         committed[stream["INPUT_SCHEMA_TABLE"]] = tp.offset
     assert committed == {"data_stream_0": 5, "data_stream_1": 25}
+
+
+def test_dead_letters_of_bounded_runs_carry_the_runs_batch_id(spark, broker, stencil, topic, tmp_path):
+    """A bounded run is one batch with its own id (0, then 1 for new input): the source's undecodable records
+    and the sink's rejected rows name it, as a micro-batch's do (they said -1)."""
+    import json
+
+    source, out, dlq = topic("bounded-dl"), topic("bounded-dl-out"), tmp_path / "dlq"
+    values = bookings(30, START)
+    values.insert(3, b"\xff\xff\xff not a booking")
+    produce(broker.bootstrap, source, ((None, v) for v in values))
+    sql = (
+        "SELECT order_number, CASE WHEN amount_paid_by_cash IN (50, 170, 290) THEN 'GO_TELEPORT' "
+        "ELSE service_type END AS service_type FROM data_stream_0"
+    )
+
+    def run(first: int, last: int) -> list[dict]:
+        stream = kafka_stream(
+            broker,
+            source,
+            SOURCE_KAFKA_INVALID_RECORD_POLICY="dead-letter",
+            SOURCE_KAFKA_STARTING_OFFSETS=f'{{"{source}": {{"0": {first}}}}}',
+            SOURCE_KAFKA_ENDING_OFFSETS=f'{{"{source}": {{"0": {last}}}}}',
+        )
+        data = job(
+            stencil,
+            [stream],
+            sql,
+            DEAD_LETTER_PATH=str(dlq),
+            **kafka_sink(broker, out, "dagger.examples.BookingSummaryMessage"),
+        )
+        manager, query = run_job(spark, data, tmp_path / "cp")
+        assert manager.bounded and query.exception() is None, str(query.exception())[:2000]
+        return [json.loads(line) for f in sorted(dlq.glob("*.jsonl")) for line in f.read_text().splitlines()]
+
+    letters = run(0, 16)  # the undecodable record (offset 3) and order-5 (amount 50), in batch 0
+    assert sorted((x["origin"], x["coordinates"].get("batch_id")) for x in letters) == [("sink", 0), ("source", None)]
+    assert [f.name.split("-")[2] for f in dlq.glob("source-*.jsonl")] == ["0"]  # data_stream_0: the batch id
+    for f in dlq.glob("*.jsonl"):
+        f.unlink()
+    letters = run(16, 31)  # new input: batch 1 (order-17 and order-29 have amount 50 as well)
+    assert sorted(x["coordinates"]["batch_id"] for x in letters) == [1, 1]

@@ -29,6 +29,7 @@ import pyarrow.compute as pc
 from dagger.errors import SinkError
 
 if TYPE_CHECKING:
+    from dagger.checkpoint import CheckpointStore
     from dagger.schema.registry import DescriptorSet
 
 #: the counters every sink has (kept by its writers, in tasks): rows written, rows sent to the dead-letter
@@ -69,8 +70,9 @@ class Sink(ABC):
     fail_on: frozenset[str] = frozenset()
     #: kind → Spark accumulator (see :data:`COUNTERS`); set by the stream manager
     counters: dict[str, Any] | None = None
-    #: a directory under the job's checkpoint this sink may keep state in (set by the stream manager)
-    state_dir: str | None = None
+    #: a directory under the job's checkpoint this sink may keep state in, with the checkpoint's filesystem
+    #: settings (a :class:`~dagger.checkpoint.CheckpointStore`; set by the stream manager)
+    state: CheckpointStore | None = None
 
     def count(self, kind: str, n: int) -> None:
         """Add ``n`` to this sink's ``kind`` counter (a no-op outside a job)."""

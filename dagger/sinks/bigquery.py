@@ -43,6 +43,7 @@ from dagger.sinks.registry import SinkSettings
 from dagger.worker_cache import BuiltCache, content_key
 
 if TYPE_CHECKING:
+    from dagger.checkpoint import CheckpointStore
     from dagger.schema.registry import DescriptorSet
 
 log = logging.getLogger(__name__)
@@ -550,7 +551,7 @@ class BigQuerySink(Sink):
         self.storage_endpoint = storage_endpoint
         self.read_timeout_ms = read_timeout_ms
         self.retry_deadline_ms = retry_deadline_ms
-        self.state_dir: str | None = None
+        self.state = None
 
     @classmethod
     def from_settings(cls, config: BigQuerySinkSettings, descriptors: DescriptorSet | None) -> BigQuerySink:
@@ -723,10 +724,8 @@ class BigQuerySink(Sink):
             + "; ".join(f"{e.entity}: {e.error_message}" for e in errors[:3])
         )
 
-    def _markers(self) -> Any:
-        from dagger.checkpoint import CheckpointStore
-
-        return CheckpointStore(self.state_dir) if self.state_dir else None
+    def _markers(self) -> CheckpointStore | None:
+        return self.state
 
     def _read_marker(self, batch_id: int) -> list[str] | None:
         markers = self._markers()

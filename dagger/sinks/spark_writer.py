@@ -40,12 +40,14 @@ class FanOutWriter(DataSourceStreamArrowWriter):
     def __init__(self, sinks: list[Sink]):
         self.sinks = sinks
 
-    def write(self, iterator: Iterator[Any]) -> SinkCommit:
+    def write(self, iterator: Iterator[Any], batch_id: int | None = None) -> SinkCommit:
+        """Write one task's rows to every sink; ``batch_id`` None: the micro-batch's, from the task."""
         from pyspark import TaskContext
 
         context = TaskContext.get()
         partition_id = context.partitionId() if context else 0
-        batch_id = int(context.getLocalProperty("streaming.sql.batchId") or -1) if context else -1
+        if batch_id is None:
+            batch_id = int(context.getLocalProperty("streaming.sql.batchId") or -1) if context else -1
         writers = []
         try:
             for sink in self.sinks:
@@ -99,7 +101,7 @@ class FanOutBatchWriter(DataSourceArrowWriter):
         self.batch_id = batch_id
 
     def write(self, iterator: Iterator[Any]) -> SinkCommit:
-        return self.stream_writer.write(iterator)
+        return self.stream_writer.write(iterator, self.batch_id)
 
     def commit(self, messages: list[SinkCommit | None]) -> None:
         self.stream_writer.commit(messages, self.batch_id)
