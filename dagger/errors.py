@@ -22,6 +22,11 @@ class SchemaRegistryError(DaggerConfigError):
     """A descriptor set could not be fetched or parsed, or a message name is unknown."""
 
 
+class DescriptorFetchError(SchemaRegistryError):
+    """A descriptor set could not be fetched: its server is unreachable or answered an error, or its file cannot
+    be read (a set that arrived but does not parse is a plain :class:`SchemaRegistryError`)."""
+
+
 class SchemaCompatibilityError(DaggerConfigError):
     """The descriptors changed incompatibly with the checkpointed query."""
 

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dagger.config.model import JobConfig
-from dagger.errors import DaggerConfigError, SqlError
+from dagger.errors import DaggerConfigError, DescriptorFetchError, SqlError
 from dagger.serde.types import VALIDITY_COLUMN
 
 if TYPE_CHECKING:
@@ -143,8 +143,31 @@ class StreamManager:
         if self._descriptors is None:
             from dagger.schema.registry import SchemaRegistry, StencilSettings
 
-            self._descriptors = SchemaRegistry(StencilSettings.from_config(self.config)).get()
+            try:
+                self._descriptors = SchemaRegistry(StencilSettings.from_config(self.config)).get()
+            except DescriptorFetchError as exc:
+                self._descriptors = self._kept_descriptors(exc)
         return self._descriptors
+
+    def _kept_descriptors(self, failure: DescriptorFetchError) -> DescriptorSet:
+        """The descriptor sets the checkpoint keeps, when their server is down at a restart; else ``failure``."""
+        from dagger.schema.compat import kept_copy
+        from dagger.schema.registry import DescriptorSet
+
+        try:
+            kept = kept_copy(self.store)
+        except Exception:  # noqa: BLE001 - no readable copy: the fetch failure is what the user must see
+            kept = None
+        if kept is None:
+            raise failure
+        sha256, blobs = kept
+        log.warning(
+            "%s; going on with the copy of the descriptor sets this job's checkpoint keeps (sha256 %s, from %s)",
+            str(failure).split(". Check")[0],
+            sha256[:12],
+            ", ".join(source for source, _ in blobs),
+        )
+        return DescriptorSet(blobs)
 
     def check_descriptors(self) -> None:
         """Resolve every message and the rowtime fields before Spark starts (config errors → exit 2)."""
@@ -384,7 +407,7 @@ class StreamManager:
 
     def start(self, plan: Plan | None = None) -> StreamingQuery | BoundedRun:
         """Start the streaming query and return it."""
-        from dagger.schema.compat import check_and_record, snapshot
+        from dagger.schema.compat import check_and_record, keep_copy, snapshot
         from dagger.sinks.spark_writer import SINK_FORMAT, encode_sinks, write_micro_batch
         from dagger.sql.rewrite import referenced_columns
 
@@ -401,6 +424,7 @@ class StreamManager:
         check_and_record(
             self.store, snapshot(self.descriptors.sha256, plan.tables), referenced_columns(plan.rewritten_sql)
         )
+        keep_copy(self.store, self.descriptors.sha256, self.descriptors.blobs)
         self._prepare_sinks(plan.sinks)
         sinks = encode_sinks(plan.sinks)
         writer = plan.dataframe.writeStream.option("checkpointLocation", self.checkpoint).outputMode(plan.output_mode)

@@ -23,7 +23,7 @@ from google.protobuf import descriptor_pb2, descriptor_pool
 from google.protobuf.descriptor import Descriptor
 from google.protobuf.message import DecodeError
 
-from dagger.errors import SchemaRegistryError
+from dagger.errors import DescriptorFetchError, SchemaRegistryError
 
 log = logging.getLogger(__name__)
 
@@ -90,7 +90,7 @@ def fetch_bytes(url: str, settings: StencilSettings) -> bytes:
                 log.warning("descriptor fetch %s failed (%s); retry %d in %.1fs", url, last_error, attempt + 1, delay)
                 time.sleep(delay)
                 delay *= 2
-        raise SchemaRegistryError(
+        raise DescriptorFetchError(
             f"SCHEMA_REGISTRY_STENCIL_URLS: cannot fetch descriptor set {url} after {settings.retries + 1} "
             f"attempt(s): {last_error}. Check the URL, or raise SCHEMA_REGISTRY_STENCIL_FETCH_TIMEOUT_MS / "
             "_FETCH_RETRIES."
@@ -104,7 +104,7 @@ def fetch_bytes(url: str, settings: StencilSettings) -> bytes:
     try:
         return path.read_bytes()
     except OSError as exc:
-        raise SchemaRegistryError(
+        raise DescriptorFetchError(
             f"SCHEMA_REGISTRY_STENCIL_URLS: cannot read descriptor set {url}: {exc.strerror}"
         ) from None
 
@@ -134,6 +134,7 @@ class DescriptorSet:
     """
 
     def __init__(self, blobs: list[tuple[str, bytes]]):
+        self.blobs = list(blobs)
         self.sources = [s for s, _ in blobs]
         digest = hashlib.sha256()
         merged = descriptor_pb2.FileDescriptorSet()
