@@ -11,7 +11,9 @@
  */
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 #include <string.h>
 #include <limits.h>
 #include <sys/types.h>
@@ -64,6 +66,8 @@ void rd_kafka_destroy(rd_kafka_t *rk);
 void rd_kafka_conf_set_dr_msg_cb(rd_kafka_conf_t *conf,
                                  void (*dr_msg_cb)(rd_kafka_t *rk, const rd_kafka_message_t *rkmessage, void *opaque));
 void rd_kafka_conf_set_opaque(rd_kafka_conf_t *conf, void *opaque);
+void rd_kafka_conf_set_log_cb(rd_kafka_conf_t *conf,
+                              void (*log_cb)(const rd_kafka_t *rk, int level, const char *fac, const char *buf));
 rd_kafka_topic_t *rd_kafka_topic_new(rd_kafka_t *rk, const char *topic, void *conf);
 void rd_kafka_topic_destroy(rd_kafka_topic_t *rkt);
 int rd_kafka_produce_batch(rd_kafka_topic_t *rkt, int32_t partition, int msgflags, rd_kafka_message_t *rkmessages,
@@ -71,6 +75,34 @@ int rd_kafka_produce_batch(rd_kafka_topic_t *rkt, int32_t partition, int msgflag
 int rd_kafka_poll(rd_kafka_t *rk, int timeout_ms);
 int rd_kafka_flush(rd_kafka_t *rk, int timeout_ms);
 int rd_kafka_outq_len(rd_kafka_t *rk);
+
+/* librdkafka's notices and errors, at most one line every 30 s per process: a broker that is down is retried many
+ * times a second, each attempt a line. What failed for good comes back through the calls' return values. Info
+ * and debug lines (only there when a user sets log_level or debug) pass as they are. */
+static long long last_log_ms = -30000;
+static long left_out_logs = 0;
+
+static void quiet_log(const rd_kafka_t *rk, int level, const char *fac, const char *buf) {
+    (void)rk;
+    if (level >= 6) {
+        fprintf(stderr, "librdkafka %s: %s\n", fac, buf);
+        return;
+    }
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    long long now = (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    long long last = __atomic_load_n(&last_log_ms, __ATOMIC_RELAXED);
+    if (now - last < 30000 ||
+        !__atomic_compare_exchange_n(&last_log_ms, &last, now, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+        __atomic_add_fetch(&left_out_logs, 1, __ATOMIC_RELAXED);
+        return;
+    }
+    long left_out = __atomic_exchange_n(&left_out_logs, 0, __ATOMIC_RELAXED);
+    if (left_out)
+        fprintf(stderr, "librdkafka %s: %s (%ld more librdkafka line(s) in the last 30 s)\n", fac, buf, left_out);
+    else
+        fprintf(stderr, "librdkafka %s: %s\n", fac, buf);
+}
 
 static rd_kafka_t *new_client(int type, const char **keys, const char **values, int n, void *opaque,
                               void (*dr_msg_cb)(rd_kafka_t *, const rd_kafka_message_t *, void *), char *error,
@@ -83,6 +115,7 @@ static rd_kafka_t *new_client(int type, const char **keys, const char **values, 
         }
     }
     if (opaque != NULL) rd_kafka_conf_set_opaque(conf, opaque);
+    rd_kafka_conf_set_log_cb(conf, quiet_log);
     if (dr_msg_cb != NULL) rd_kafka_conf_set_dr_msg_cb(conf, dr_msg_cb);
     rd_kafka_t *rk = rd_kafka_new(type, conf, error, error_size);
     if (rk == NULL) rd_kafka_conf_destroy(conf);

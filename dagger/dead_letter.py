@@ -29,6 +29,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from dagger.errors import DaggerError
+from dagger.kafka_logging import quiet
 
 if TYPE_CHECKING:
     from dagger.config.model import JobConfig
@@ -179,7 +180,7 @@ class _KafkaDeadLetters(DeadLetterWriter):
         from confluent_kafka import Producer
 
         self.errors: list[str] = []
-        self.producer = Producer({"linger.ms": "5", **self.spec.producer_config})
+        self.producer = Producer(quiet({"linger.ms": "5", **self.spec.producer_config}))
 
     def _delivered(self, err: Any, _msg: Any) -> None:
         if err is not None:

@@ -43,5 +43,9 @@ class SourceError(DaggerError):
     """A source cannot reach its system (unreachable broker, failed authentication, ...)."""
 
 
+class UdfError(DaggerError):
+    """A function called from the SQL (a user's Python UDF or a built-in one) raised on a row or batch."""
+
+
 class SinkError(DaggerError):
     """A sink could not write a batch (delivery failure, impossible cast, ...)."""

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from dagger.errors import DaggerConfigError
+from dagger.errors import DaggerConfigError, UdfError
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -222,7 +222,7 @@ def _named(function: Any, func: Callable) -> Callable:
             text = str(exc)
             if text.startswith(function.name.lstrip("_")):
                 raise
-            raise RuntimeError(f"{function.name}: {type(exc).__name__}: {text}") from exc
+            raise UdfError(f"{function.name}: {type(exc).__name__}: {text}") from exc
 
     return call
 

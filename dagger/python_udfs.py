@@ -17,7 +17,7 @@ import zipfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dagger.errors import DaggerConfigError
+from dagger.errors import DaggerConfigError, UdfError
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -166,7 +166,7 @@ def register_python(spark: SparkSession, function: Any) -> None:
         except Exception as exc:
             shown = args if kind is None else tuple(_first(a) for a in args)
             what = "input" if kind is None else "batch starting with"
-            raise RuntimeError(
+            raise UdfError(
                 f"Python UDF {name} ({file}) failed on {what} {shown!r}: {type(exc).__name__}: {exc}"
             ) from exc
 

@@ -17,6 +17,7 @@ Quix Streams' ``Application.run`` and its run tracker:
 from __future__ import annotations
 
 import logging
+import re
 import signal
 import threading
 import time
@@ -38,6 +39,7 @@ class JobRunner:
         self.query: Any = None
         self.telemetry: Any = None
         self.exit_code: int | None = None
+        self.failure: str | None = None  # the root message of the query's failure
         self._stop = threading.Event()
         self._at_once = threading.Event()
         self._install_signal_handlers()
@@ -63,6 +65,8 @@ class JobRunner:
         finally:
             if telemetry is not None:
                 telemetry.close(failed=failed or self.exit_code == 1)
+            if self.failure is not None:
+                log.error("query failed: %s", self.failure)
 
     def _run(self, telemetry: Any) -> int:
         from pyspark.errors import StreamingQueryException
@@ -111,9 +115,9 @@ class JobRunner:
         job.finish(query)
         exc = query.exception()
         if exc is not None:
-            log.error("query failed: %s", root_message(exc))
             if telemetry is not None:
                 telemetry.fatal(exception_type(exc))
+            self.failure = root_message(exc)  # logged last, after telemetry's shutdown wait: what a user reads
             self.exit_code = 1
             return 1
         self.exit_code = 0
@@ -177,8 +181,6 @@ def is_drained(query: Any, empty_batches: int = 3) -> bool:
 def exception_type(exc: BaseException) -> str:
     """The most specific type of a (possibly JVM-wrapped) streaming failure: ours (``InvalidRecordError``,
     ``SinkError`` ...) when the text names one, else the JVM's exception class, else the Python type."""
-    import re
-
     message = root_message(exc)
     if ":" in message and message.split(":", 1)[0].isidentifier():
         return message.split(":", 1)[0]
@@ -186,9 +188,27 @@ def exception_type(exc: BaseException) -> str:
     return found.group(2) if found else type(exc).__name__
 
 
+#: a line of a Python traceback that Spark wraps, naming one of our errors: ``dagger.errors.SourceError: …``
+_OUR_ERROR = re.compile(r"^(?:dagger|udfs)(?:\.\w+)*\.([A-Z]\w*(?:Error|Exception))_?: (.+)$", re.MULTILINE)
+
+
+#: the exception line that ends a Python traceback (the first unindented ``name: message`` line after it)
+_PYTHON_ERROR = re.compile(
+    r"Traceback \(most recent call last\):\n(?:[ \t].*\n|\n)*?([A-Za-z_][\w.]*(?:Error|Exception|Warning)): (.+)"
+)
+
+
 def root_message(exc: BaseException) -> str:
-    """The most specific line of a (possibly JVM-wrapped) streaming failure."""
+    """The most specific line of a (possibly JVM-wrapped) streaming failure: our own error where a Spark task or
+    a Python data source raised one (the first, the cause, when a traceback chains several), else the first
+    line of the text."""
     text = str(exc)
+    found = _OUR_ERROR.search(text)
+    if found:
+        return f"{found.group(1)}: {found.group(2).strip()}"
+    raised = _PYTHON_ERROR.search(text)  # a user's function (a UDF) raised: its own exception line
+    if raised:
+        return f"{raised.group(1).rsplit('.', 1)[-1]}: {raised.group(2).strip()}"
     for marker in ("InvalidRecordError:", "SinkError:", "SchemaRegistryError:", "DaggerError:"):
         if marker in text:
             tail = text.split(marker, 1)[1].strip().splitlines()[0]

@@ -58,6 +58,24 @@ def test_is_drained(batches, drained):
             "InvalidRecordError: stream 't': record at offset 3 cannot be decoded",
         ),
         ("  first line\nsecond", "first line"),
+        (  # a Python data source's failure, as Spark wraps it: the traceback's last line holds the message
+            "[PYTHON_STREAMING_DATA_SOURCE_RUNTIME_ERROR] Failed when Python streaming data source perform "
+            'initialOffset: Traceback (most recent call last):\n  File "/x/dagger/sources/kafka.py", line 231\n'
+            "    raise SourceError(\ndagger.errors.SourceError: stream 't': cannot list topics on 127.0.0.1:1\n"
+            " SQLSTATE: 38000",
+            "SourceError: stream 't': cannot list topics on 127.0.0.1:1",
+        ),
+        (  # a lookup's error raised in a task, module-qualified
+            "Job aborted due to stage failure: ... org.apache.spark.api.python.PythonException: Traceback ...\n"
+            "dagger.processors.external.base.LookupError_: HTTP.0: GET http://x returned 500\n\tat ...",
+            "LookupError: HTTP.0: GET http://x returned 500",
+        ),
+        (  # a user's UDF raised
+            "[PYTHON_UDF] ... org.apache.spark.api.python.PythonException: Traceback (most recent call last):\n"
+            '  File "/tmp/udfs.py", line 3, in slowly\n    raise ValueError(f"bad order {x}")\n'
+            "ValueError: bad order o-1\n\n\tat org.apache.spark...",
+            "ValueError: bad order o-1",
+        ),
     ],
 )
 def test_root_message_names_the_most_specific_cause(text, expected):

@@ -17,6 +17,7 @@ import numpy as np
 import pyarrow as pa
 
 from dagger.arrow_kafka import config_arrays, kafka_exception_text, native_library
+from dagger.kafka_logging import quiet
 
 # settings confluent-kafka's Python client reads itself; librdkafka does not know them (the helper reports
 # failed deliveries only, so only-error delivery reports are its behaviour anyway)
@@ -121,7 +122,7 @@ class ConfluentProducer:
         from confluent_kafka import KafkaException, Producer
 
         try:
-            self._producer = Producer(config)
+            self._producer = Producer(quiet(config))
         except KafkaException as exc:
             raise ProduceError(kafka_exception_text(exc)) from exc
         self._topic = topic

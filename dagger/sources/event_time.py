@@ -28,6 +28,8 @@ import time
 from collections import OrderedDict
 from typing import Any
 
+from dagger.kafka_logging import quiet
+
 log = logging.getLogger(__name__)
 
 _CACHE_SIZE = 100_000
@@ -60,7 +62,7 @@ class EventTimeProbe:
                     "fetch.queue.backoff.ms": "0",
                 }
             )
-            self._consumer = Consumer(conf)
+            self._consumer = Consumer(quiet(conf))
         return self._consumer
 
     def _decode(self, values: list[bytes | None]) -> list[int | None]:

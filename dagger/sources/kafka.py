@@ -46,6 +46,7 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMa
 from pyspark.sql.types import StructType
 
 from dagger.errors import DaggerConfigError, InvalidRecordError, SourceError
+from dagger.kafka_logging import quiet
 from dagger.sources.kafka_embedded import GAP_RETRIES, HighWatermarkProbe, contiguous_prefix, gap_wait, is_embedded
 from dagger.worker_cache import BuiltCache, content_key
 
@@ -213,7 +214,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             conf = dict(self.spec.client_config)
             conf["enable.auto.commit"] = "false"
             conf["error_cb"] = self._client_error
-            self._consumer = Consumer(conf)
+            self._consumer = Consumer(quiet(conf))
         return self._consumer
 
     def _client_error(self, error: Any) -> None:
@@ -425,7 +426,7 @@ def commit_offsets(client_config: dict[str, str], end: dict[str, int], table: st
     """Commit ``end`` (``{"topic:partition": offset}``) to the group of ``client_config``."""
     from confluent_kafka import Consumer
 
-    consumer = Consumer({**client_config, "enable.auto.commit": "false"})
+    consumer = Consumer(quiet({**client_config, "enable.auto.commit": "false"}))
     try:
         _commit(consumer, end, table, client_config["group.id"])
     finally:

@@ -17,6 +17,7 @@ import numpy as np
 import pyarrow as pa
 
 from dagger.arrow_kafka import config_arrays, kafka_exception_text, native_library
+from dagger.kafka_logging import quiet
 
 
 class FetchError(RuntimeError):
@@ -149,7 +150,7 @@ class ConfluentFetcher:
         from confluent_kafka import Consumer, KafkaException, TopicPartition
 
         try:
-            self._consumer = Consumer(config)
+            self._consumer = Consumer(quiet(config))
             self._consumer.assign([TopicPartition(topic, partition, start)])
         except KafkaException as exc:
             raise FetchError(kafka_exception_text(exc)) from exc

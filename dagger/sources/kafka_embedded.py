@@ -23,6 +23,8 @@ from typing import Any
 
 import numpy as np
 
+from dagger.kafka_logging import quiet
+
 # tansu's default cluster id (``tansu broker --cluster-id``), which the metadata response carries
 EMBEDDED_CLUSTER_IDS = frozenset({"tansu_cluster"})
 
@@ -71,7 +73,7 @@ class HighWatermarkProbe:
         if not wanted:
             return {}
         if self._consumer is None:
-            self._consumer = Consumer(self._config)
+            self._consumer = Consumer(quiet(self._config))
         consumer = self._consumer
         consumer.assign([TopicPartition(topic, p, high - 1) for topic, p, _low, high in wanted.values()])
         try:

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from dagger.errors import DaggerConfigError, SourceError
+from dagger.kafka_logging import quiet
 
 if TYPE_CHECKING:
     from dagger.config.model import StreamConfig
@@ -247,7 +248,7 @@ class _Probe:
 
             conf = dict(self.config)
             conf.update({"enable.auto.commit": "false", "enable.partition.eof": "true", "fetch.wait.max.ms": "50"})
-            self._consumer = Consumer(conf)
+            self._consumer = Consumer(quiet(conf))
         return self._consumer
 
     def close(self) -> None:
