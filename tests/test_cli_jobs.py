@@ -98,6 +98,7 @@ def _written(log: Path | str) -> int:
     return int(totals[-1]) if totals else 0
 
 
+@pytest.mark.chaos
 def test_restart_after_a_kill_loses_nothing_and_after_a_clean_stop_duplicates_nothing(broker, stencil, topic, tmp_path):
     source, out = topic("restart", 2), topic("restart-out")
     total = 6000  # at 100 records per 0.5 s trigger the job takes ~30 s: the kill and the stop land mid-stream

@@ -163,6 +163,7 @@ def busy_broker():
         process.wait(10)
 
 
+@pytest.mark.chaos
 def test_readers_get_every_record_while_producers_append_to_one_partition_at_once(busy_broker, cpu_load):
     """Four producers append at once to one partition (as a sink's writer tasks do) while three readers read it:
     a plain consumer (which the broker can move past a batch it has not stored yet: counted, not asserted, as it

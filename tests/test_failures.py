@@ -13,7 +13,7 @@ from dagger.devtools.samples import bookings, message_class
 from dagger.errors import DescriptorFetchError
 from tests.conftest import DESCRIPTORS, START, job, kafka_sink, kafka_stream, run_job
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.chaos]
 Summary = message_class("dagger.examples.BookingSummaryMessage")
 
 
@@ -100,3 +100,44 @@ def test_a_failing_udf_ends_with_its_own_exception(broker, stencil, topic, tmp_p
         "ERROR dagger: query failed: UdfError: Python UDF PICKY (picky.py) failed on input ('order-3',): "
         "ValueError: cannot take order-3"
     ), result.stderr[-3000:]
+
+
+def test_sigterm_mid_batch_finishes_the_batch_commits_its_offsets_and_exits_0(broker, stencil, topic, tmp_path):
+    """A pod being stopped: the micro-batch that runs finishes, its offsets reach the consumer group, exit 0; what
+    the group has committed is exactly what reached the output topic (a SELECT without a filter)."""
+    import signal
+
+    from confluent_kafka import Consumer, TopicPartition
+
+    from tests.test_cli_jobs import _start, _wait_for_output, _written
+
+    source, out = topic("sigterm", 2), topic("sigterm-out")
+    total = 4000
+    produce(broker.bootstrap, source, ((None, v) for v in bookings(total, START, step_seconds=0.01)), partitions=2)
+    stream = kafka_stream(broker, source)
+    data = job(
+        stencil,
+        [stream],
+        "SELECT order_number FROM data_stream_0",
+        SPARK_MAX_RECORDS_PER_TRIGGER="100",
+        SPARK_TRIGGER_INTERVAL_MS="500",
+        METRIC_PROMETHEUS_PORT="0",
+        **kafka_sink(broker, out, "dagger.examples.BookingSummaryMessage"),
+    )
+    config, log = tmp_path / "job.json", tmp_path / "run.log"
+    config.write_text(json.dumps(data))
+    process = _start(config, tmp_path / "cp", log)
+    _wait_for_output(broker.bootstrap, out, 300, process, log)
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(120) == 0, log.read_text()[-3000:]
+    output = log.read_text()
+    assert "received SIGTERM: finishing the current micro-batch, then stopping" in output
+    written = topic_size(broker.bootstrap, out)
+    assert 300 <= written < total  # stopped mid-stream
+    assert written == _written(log)  # every delivered record was counted: nothing half-written
+    group = Consumer(
+        {"bootstrap.servers": broker.bootstrap, "group.id": stream["SOURCE_KAFKA_CONSUMER_CONFIG_GROUP_ID"]}
+    )
+    committed = group.committed([TopicPartition(source, p) for p in (0, 1)], timeout=10)
+    group.close()
+    assert sum(tp.offset for tp in committed) == written  # the group is where the output is, to the record
