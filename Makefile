@@ -46,7 +46,7 @@ test: install test-servers ## lint, then the whole suite (unit + integration aga
 	$(VENV)/bin/ruff check dagger udfs tests scripts bench
 	$(VENV)/bin/ruff format --check dagger udfs tests scripts bench
 	$(VENV)/bin/hadolint Dockerfile
-	$(VENV)/bin/pytest -q
+	$(VENV)/bin/pytest -q -m "not long"
 
 chaos: install test-servers ## the failure tests alone: kills, restarts, unreachable services, the embedded broker's races
 	$(VENV)/bin/pytest -q -m chaos

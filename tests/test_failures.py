@@ -141,3 +141,101 @@ def test_sigterm_mid_batch_finishes_the_batch_commits_its_offsets_and_exits_0(br
     committed = group.committed([TopicPartition(source, p) for p in (0, 1)], timeout=10)
     group.close()
     assert sum(tp.offset for tp in committed) == written  # the group is where the output is, to the record
+
+
+@pytest.fixture
+def proxied_broker():
+    """An embedded broker that clients reach through a TCP proxy, which the test can cut and restore."""
+    from dagger.devtools.broker import Broker, free_port
+    from dagger.devtools.tcp_proxy import TcpProxy
+
+    port = free_port()
+    with TcpProxy(("127.0.0.1", port)) as proxy, Broker(port=port, advertised_port=proxy.port) as broker:
+        yield broker, proxy
+
+
+def _outage_job(broker, stencil, source: str, out: str, **extra) -> dict:
+    return job(
+        stencil,
+        [kafka_stream(broker, source, **extra.pop("stream", {}))],
+        "SELECT order_number FROM data_stream_0",
+        SPARK_MAX_RECORDS_PER_TRIGGER="100",
+        SPARK_TRIGGER_INTERVAL_MS="500",
+        METRIC_PROMETHEUS_PORT="0",
+        **extra,
+        **kafka_sink(broker, out, "dagger.examples.BookingSummaryMessage"),
+    )
+
+
+def _orders(bootstrap: str, out: str) -> list[str]:
+    size = topic_size(bootstrap, out)
+    return [Summary.FromString(m.value()).order_number for m in consume_all(bootstrap, out, expected=size)]
+
+
+@pytest.mark.long
+def test_brokers_unreachable_for_30_s_mid_run_the_job_waits_and_loses_nothing(proxied_broker, stencil, tmp_path):
+    import collections
+    import signal
+    import time
+
+    from tests.test_cli_jobs import _start, _wait_for_output
+
+    broker, proxy = proxied_broker
+    source, out, total = "outage-in", "outage-out", 3000
+    broker.create_topic(source, 2)
+    broker.create_topic(out, 1)
+    produce(broker.bootstrap, source, ((None, v) for v in bookings(total, START, step_seconds=0.01)), partitions=2)
+    config, log = tmp_path / "job.json", tmp_path / "run.log"
+    config.write_text(json.dumps(_outage_job(broker, stencil, source, out)))
+    process = _start(config, tmp_path / "cp", log)
+    _wait_for_output(broker.bootstrap, out, 300, process, log)
+    proxy.cut()
+    time.sleep(30)
+    assert process.poll() is None, log.read_text()[-3000:]  # still running
+    proxy.restore()
+    _wait_for_output(broker.bootstrap, out, total, process, log, timeout=300)
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(120) == 0, log.read_text()[-3000:]
+    output = log.read_text()
+    assert output.count("do not answer") <= 1, output[-3000:]  # one line when they went, not one per attempt
+    counts = collections.Counter(_orders(broker.bootstrap, out))
+    assert set(counts) == {f"order-{i}" for i in range(total)}  # nothing lost
+    assert sum(c - 1 for c in counts.values()) <= 100  # at-least-once: at most one micro-batch again
+
+
+@pytest.mark.long
+def test_brokers_unreachable_past_the_deadline_fail_the_job_naming_them_and_a_restart_resumes(
+    proxied_broker, stencil, tmp_path
+):
+    import collections
+
+    from tests.conftest import dagger
+    from tests.test_cli_jobs import _start, _wait_for_output
+
+    broker, proxy = proxied_broker
+    source, out, total = "deadline-in", "deadline-out", 3000
+    broker.create_topic(source, 2)
+    broker.create_topic(out, 1)
+    produce(broker.bootstrap, source, ((None, v) for v in bookings(total, START, step_seconds=0.01)), partitions=2)
+    data = _outage_job(
+        broker,
+        stencil,
+        source,
+        out,
+        stream={"SOURCE_KAFKA_UNREACHABLE_TIMEOUT_MS": "5000"},
+        SINK_KAFKA_PRODUCER_CONFIG={"message.timeout.ms": "5000"},
+    )
+    config, log = tmp_path / "job.json", tmp_path / "run.log"
+    config.write_text(json.dumps(data))
+    process = _start(config, tmp_path / "cp", log)
+    _wait_for_output(broker.bootstrap, out, 300, process, log)
+    proxy.cut()
+    assert process.wait(180) == 1, log.read_text()[-3000:]
+    last = [line for line in log.read_text().splitlines() if line.strip()][-1]
+    assert "query failed:" in last and broker.bootstrap in last, last
+    proxy.restore()
+    result = dagger("run", str(config), "--checkpoint-dir", str(tmp_path / "cp"), "--available-now")
+    assert result.returncode == 0, result.stderr[-3000:]
+    counts = collections.Counter(_orders(broker.bootstrap, out))
+    assert set(counts) == {f"order-{i}" for i in range(total)}  # the restart resumed: nothing lost
+    assert sum(c - 1 for c in counts.values()) <= 100

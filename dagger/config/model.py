@@ -146,6 +146,13 @@ class StreamConfig(_Strict):
     SOURCE_KAFKA_DEAD_LETTER_TOPIC: str | None = Field(
         None, description="Topic that receives undecodable records under the `dead-letter` policy."
     )
+    SOURCE_KAFKA_UNREACHABLE_TIMEOUT_MS: int = Field(
+        300_000,
+        gt=0,
+        description="How long a running job waits for the stream's brokers when they stop answering (one log "
+        "line, then the job goes on where it was); past it the job fails naming the brokers, and a restart resumes. "
+        "Brokers unreachable at start fail the job after 30 s.",
+    )
     SOURCE_KAFKA_DEAD_LETTER_BROKERS: str | None = Field(
         None, description="Bootstrap servers of the dead-letter topic. Default: the stream's own."
     )

@@ -30,10 +30,18 @@ def tansu_binary() -> str:
 class Broker:
     """An in-memory tansu broker; use as a context manager or call :meth:`start` / :meth:`stop`."""
 
-    def __init__(self, port: int | None = None, log_path: str | Path | None = None, authentication: bool = False):
+    def __init__(
+        self,
+        port: int | None = None,
+        log_path: str | Path | None = None,
+        authentication: bool = False,
+        advertised_port: int | None = None,
+    ):
         self.authentication = authentication  # SASL (SCRAM) required of every client
         self.port = port or free_port()
-        self.bootstrap = f"127.0.0.1:{self.port}"
+        # where clients are told to connect (a proxy in front of the broker, say); the broker's own port if None
+        self.advertised_port = advertised_port or self.port
+        self.bootstrap = f"127.0.0.1:{self.advertised_port}"
         self.log_path = Path(log_path) if log_path else None
         self.process: subprocess.Popen | None = None
 
@@ -47,7 +55,7 @@ class Broker:
                 "--listener-url",
                 url,
                 "--advertised-listener-url",
-                url,
+                f"tcp://127.0.0.1:{self.advertised_port}",
                 "--storage-engine",
                 "memory://tansu/",
                 *(["--authentication"] if self.authentication else []),

@@ -123,7 +123,8 @@ class _KafkaWriter(SinkWriter):
         self.producer.close(0)  # queued records are dropped, not delivered after the failure
 
     def flush(self) -> int:
-        remaining = self.producer.flush(120)
+        # librdkafka retries each record (with back-off) until message.timeout.ms, then reports it failed
+        remaining = self.producer.flush(int(self.sink.producer_config.get("message.timeout.ms", 300_000)) / 1000 + 10)
         failed, reason = self.producer.take_failed()
         self.producer.close(0)  # flushed above: do not wait again for what timed out
         if failed or remaining:

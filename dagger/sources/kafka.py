@@ -57,7 +57,7 @@ log = logging.getLogger(__name__)
 
 SOURCE_FORMAT = "dagger-kafka"
 _JAAS = re.compile(r'(username|password)\s*=\s*"([^"]*)"')
-_STALL_SECONDS = 120.0
+_FIRST_CONTACT_SECONDS = 30.0  # brokers unreachable at start: the job fails after this long
 
 
 @dataclass
@@ -77,6 +77,7 @@ class KafkaSourceSpec:
     read_batch_size: int = 50_000
     aligned_delay_ms: int | None = None  # event-time alignment (dagger.sources.event_time); None: by offsets only
     idle_timeout_ms: int = 30_000
+    unreachable_timeout_ms: int = 300_000  # SOURCE_KAFKA_UNREACHABLE_TIMEOUT_MS
     commit_offsets: bool = True
     start: dict[str, Any] | None = None  # a Position's fields; None: the group's offsets
     end: dict[str, Any] | None = None  # a Position's fields; None: unbounded
@@ -221,19 +222,55 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         """librdkafka's own reason (authentication, TLS, DNS); a metadata timeout alone does not say it."""
         self._last_client_error = error.str()
 
-    def _topic_partitions(self) -> list[tuple[str, int]]:
+    def _brokers(self, call: Any, what: str) -> Any:
+        """``call()`` (a metadata or offset request), waited out while the brokers are unreachable: at start for
+        30 s, once they have answered for ``SOURCE_KAFKA_UNREACHABLE_TIMEOUT_MS`` (one log line when they go,
+        one when they are back); then a :class:`SourceError` naming them."""
         from confluent_kafka import KafkaException
 
-        try:
-            metadata = self._admin().list_topics(timeout=30)
-        except KafkaException as exc:
-            self._admin().poll(0)  # librdkafka hands its error callbacks over on poll
-            reason = getattr(self, "_last_client_error", None) or exc.args[0].str()
-            raise SourceError(
-                f"stream '{self.spec.table}': cannot list topics on {self.spec.client_config['bootstrap.servers']}: "
-                f"{reason} (check SOURCE_KAFKA_CONSUMER_CONFIG_BOOTSTRAP_SERVERS and the SECURITY_PROTOCOL / SASL_* "
-                "/ SSL_* keys of this stream)"
-            ) from None
+        brokers = self.spec.client_config["bootstrap.servers"]
+        reached = getattr(self, "_reached", False)
+        limit = self.spec.unreachable_timeout_ms / 1000 if reached else _FIRST_CONTACT_SECONDS
+        since = time.monotonic()
+        while True:
+            left = limit - (time.monotonic() - since)
+            try:
+                result = call(max(1.0, min(30.0, left)))
+            except KafkaException as exc:
+                self._admin().poll(0)  # librdkafka hands its error callbacks over on poll
+                reason = getattr(self, "_last_client_error", None) or exc.args[0].str()
+                if not reached:
+                    raise SourceError(
+                        f"stream '{self.spec.table}': cannot {what} on {brokers}: {reason} (check "
+                        "SOURCE_KAFKA_CONSUMER_CONFIG_BOOTSTRAP_SERVERS and the SECURITY_PROTOCOL / SASL_* / SSL_* "
+                        "keys of this stream)"
+                    ) from None
+                if time.monotonic() - since >= limit:
+                    raise SourceError(
+                        f"stream '{self.spec.table}': the brokers {brokers} did not answer for {limit:.0f} s "
+                        f"(SOURCE_KAFKA_UNREACHABLE_TIMEOUT_MS): {reason}. Nothing was lost: a restart resumes from "
+                        "the checkpoint"
+                    ) from None
+                if not getattr(self, "_waiting", False):
+                    self._waiting = True
+                    log.warning(
+                        "stream '%s': the brokers %s do not answer (%s); waiting up to %.0f s "
+                        "(SOURCE_KAFKA_UNREACHABLE_TIMEOUT_MS)",
+                        self.spec.table,
+                        brokers,
+                        reason,
+                        limit,
+                    )
+                time.sleep(1.0)
+                continue
+            if getattr(self, "_waiting", False):
+                self._waiting = False
+                log.warning("stream '%s': the brokers %s answer again", self.spec.table, brokers)
+            self._reached = True
+            return result
+
+    def _topic_partitions(self) -> list[tuple[str, int]]:
+        metadata = self._brokers(lambda timeout: self._admin().list_topics(timeout=timeout), "list topics")
         self._embedded = is_embedded(metadata.cluster_id)
         found = []
         for name, topic in metadata.topics.items():
@@ -248,7 +285,11 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         consumer = self._admin()
         out = {}
         for topic, partition in tps:
-            low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=30, cached=False)
+            tp = TopicPartition(topic, partition)
+            low, high = self._brokers(
+                lambda timeout, tp=tp: consumer.get_watermark_offsets(tp, timeout=timeout, cached=False),
+                "read the offsets",
+            )
             out[_key(topic, partition)] = (max(low, 0), max(high, 0))
         if self._embedded:  # its ListOffsets(latest) stops at the start of the last batch: ask the fetch path
             if self._high_probe is None:
@@ -587,10 +628,12 @@ def read_partition(spec: KafkaSourceSpec, part: KafkaPartition) -> Iterator[Any]
                     yield _decode_chunk(spec, decoder, part, chunk, dead_letters)
             elif chunk.eof:
                 break  # the range ends early (compaction, transaction markers); nothing more will come
-            elif time.monotonic() - last_progress > _STALL_SECONDS:
-                raise InvalidRecordError(
-                    f"stream '{spec.table}': no records from {part.topic}[{part.partition}] for {_STALL_SECONDS:.0f}s "
-                    f"while offsets {position}..{part.end - 1} were expected; is the broker reachable?"
+            elif time.monotonic() - last_progress > spec.unreachable_timeout_ms / 1000:
+                raise SourceError(
+                    f"stream '{spec.table}': no records from {part.topic}[{part.partition}] on "
+                    f"{spec.client_config['bootstrap.servers']} for {spec.unreachable_timeout_ms / 1000:.0f} s "
+                    f"(SOURCE_KAFKA_UNREACHABLE_TIMEOUT_MS) while offsets {position}..{part.end - 1} were expected. "
+                    "Nothing was lost: a restart resumes from the checkpoint"
                 )
         if dead_letters is not None:
             dead_letters.flush()

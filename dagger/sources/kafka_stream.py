@@ -113,6 +113,7 @@ class KafkaSource(Source):
                 config.FLINK_WATERMARK_DELAY_MS if config.SPARK_EVENT_TIME_ALIGNMENT and options.event_time else None
             ),
             idle_timeout_ms=config.SPARK_PARTITION_IDLE_TIMEOUT_MS,
+            unreachable_timeout_ms=stream.SOURCE_KAFKA_UNREACHABLE_TIMEOUT_MS,
             commit_offsets=options.commit_offsets and not options.bounded,
             fields=(options.fields or {}).get(stream.INPUT_SCHEMA_TABLE),
         )
