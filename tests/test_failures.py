@@ -239,3 +239,55 @@ def test_brokers_unreachable_past_the_deadline_fail_the_job_naming_them_and_a_re
     counts = collections.Counter(_orders(broker.bootstrap, out))
     assert set(counts) == {f"order-{i}" for i in range(total)}  # the restart resumed: nothing lost
     assert sum(c - 1 for c in counts.values()) <= 100
+
+
+@pytest.mark.long
+def test_the_driver_killed_ten_times_at_random_points_loses_nothing(broker, stencil, topic, tmp_path):
+    """kill -9 of the whole job (driver, its Python workers and data source runners) at random moments — while
+    starting, planning, writing, flushing, committing — then a restart from the checkpoint each time."""
+    import collections
+    import os
+    import random
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from tests.conftest import ROOT, dagger
+
+    source, out, total, per_batch = topic("kills", 2), topic("kills-out"), 6000, 200
+    produce(broker.bootstrap, source, ((None, v) for v in bookings(total, START, step_seconds=0.01)), partitions=2)
+    data = job(
+        stencil,
+        [kafka_stream(broker, source)],
+        "SELECT order_number FROM data_stream_0",
+        SPARK_MAX_RECORDS_PER_TRIGGER=str(per_batch),
+        SPARK_TRIGGER_INTERVAL_MS="300",
+        METRIC_PROMETHEUS_PORT="0",
+        **kafka_sink(broker, out, "dagger.examples.BookingSummaryMessage"),
+    )
+    config = tmp_path / "job.json"
+    config.write_text(json.dumps(data))
+    rng = random.Random(2026)
+    kills = 0
+    for attempt in range(10):
+        log = tmp_path / f"run-{attempt}.log"
+        with open(log, "w") as output:  # its own process group: the JVM and the Python workers die with it
+            process = subprocess.Popen(
+                [sys.executable, "-m", "dagger", "run", str(config), "--checkpoint-dir", str(tmp_path / "cp")],
+                cwd=ROOT,
+                stdout=output,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        time.sleep(rng.uniform(4, 16))
+        if process.poll() is not None:
+            raise AssertionError(f"the job ended by itself:\n{log.read_text()[-3000:]}")
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(30)
+        kills += 1
+    result = dagger("run", str(config), "--checkpoint-dir", str(tmp_path / "cp"), "--available-now")
+    assert result.returncode == 0, result.stderr[-3000:]
+    counts = collections.Counter(_orders(broker.bootstrap, out))
+    assert set(counts) == {f"order-{i}" for i in range(total)}  # nothing lost
+    assert sum(c - 1 for c in counts.values()) <= kills * per_batch  # at most the running micro-batch per kill

@@ -11,9 +11,9 @@ import zipfile
 import pygeohash
 import pytest
 
-from dagger.devtools.produce import consume_all, produce
+from dagger.devtools.produce import produce, topic_size
 from dagger.devtools.samples import AREAS, bookings
-from tests.conftest import START, job, kafka_sink, kafka_stream, run_job
+from tests.conftest import START, job, kafka_sink, kafka_stream, output_rows, run_job
 
 pytestmark = pytest.mark.integration
 
@@ -62,9 +62,9 @@ def test_scalar_aggregate_table_and_user_functions_in_a_streaming_window_job(spa
             PYTHON_UDF_CONFIG=json.dumps({"PYTHON_FILES": files.url("multiply.py")}),
             **kafka_sink(broker, out, "", SINK_KAFKA_DATA_TYPE="JSON"),
         )
-        _, query = run_job(spark, data, tmp_path / "cp")
+        manager, query = run_job(spark, data, tmp_path / "cp")
     assert query.exception() is None, query.exception()
-    rows = [json.loads(m.value()) for m in consume_all(broker.bootstrap, out, idle_seconds=2)]
+    rows = [json.loads(m.value()) for m in output_rows(broker, manager, out, topic_size(broker.bootstrap, out))]
 
     # expected, from the generator's rules: booking i (second i) is in AREAS[i % 3], customer c{i % 5},
     # distance i % 7, cash i*10; only the first minute is closed by the watermark at the end of the input

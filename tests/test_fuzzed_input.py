@@ -1,0 +1,134 @@
+"""100,000 fuzzed records under each invalid-record policy: nothing crashes under drop and dead-letter, and every
+record is accounted for — input = output + dropped + dead letters — from the topics and from the metrics; under
+fail the message names topic, partition and offset (issue 26, item 4)."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from dagger.devtools.produce import produce, topic_size
+from dagger.devtools.samples import bookings, message_class
+from tests.conftest import START, job, kafka_sink, kafka_stream, run_job
+from tests.test_telemetry import samples, value
+
+pytestmark = [pytest.mark.integration, pytest.mark.chaos]
+Booking = message_class("dagger.examples.BookingLogMessage")
+TOTAL = 100_000
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while n > 0x7F:
+        out.append(n & 0x7F | 0x80)
+        n >>= 7
+    return bytes([*out, n])
+
+
+def fuzzed(total: int, seed: int = 26) -> list[bytes]:
+    """Valid bookings mixed with random bytes, truncated messages, wrong wire types, oversized values and deeply
+    nested unknown groups."""
+    rng = random.Random(seed)
+    valid = bookings(2000, START)
+    out = []
+    for i in range(total):
+        base = valid[i % len(valid)]
+        kind = rng.random()
+        if kind < 0.55:
+            out.append(base)
+        elif kind < 0.70:
+            out.append(rng.randbytes(rng.randrange(1, 120)))
+        elif kind < 0.82:
+            out.append(base[: rng.randrange(1, len(base))])
+        elif kind < 0.92:  # field 1 (order_number, a string) with another wire type
+            wire = rng.choice([1, 3, 5, 6, 7])
+            out.append(bytes([(1 << 3) | wire]) + base[1:])
+        elif kind < 0.97:  # unknown groups nested deeper than any parser's recursion limit
+            depth = rng.choice([10, 150, 2000])
+            out.append(
+                base + bytes([(99 << 3 | 3) & 0x7F | 0x80, 6]) * depth + bytes([(99 << 3 | 4) & 0x7F | 0x80, 6]) * depth
+            )
+        else:  # an oversized order number (64 KiB)
+            big = b"x" * 65536
+            out.append(b"\x0a" + _varint(len(big)) + big + base)
+    return out
+
+
+def _reference_valid(values: list[bytes]) -> int:
+    """How many python-protobuf (the reference decoder) parses."""
+    ok = 0
+    for v in values:
+        try:
+            Booking.FromString(v)
+            ok += 1
+        except Exception:  # noqa: BLE001 - DecodeError, RecursionError …
+            pass
+    return ok
+
+
+@pytest.fixture(scope="module")
+def fuzzed_topic(broker):
+    name = "fuzzed-input"
+    broker.create_topic(name, 2)
+    values = fuzzed(TOTAL)
+    produce(broker.bootstrap, name, ((None, v) for v in values), partitions=2)
+    return name, _reference_valid(values)
+
+
+def _metrics(manager, query) -> dict:
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    from dagger.telemetry.metrics import JobMetrics
+    from dagger.telemetry.prometheus import JobCollector
+
+    metrics = JobMetrics(manager)
+    for progress in query.recentProgress:
+        metrics.record_progress(progress)
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(JobCollector(metrics, manager.config.FLINK_JOB_ID))
+    return samples(generate_latest(registry).decode())
+
+
+def _run(spark, broker, stencil, topic, tmp_path, source: str, policy: str, **stream):
+    out = topic(f"fuzz-{policy}-out")
+    data = job(
+        stencil,
+        [kafka_stream(broker, source, SOURCE_KAFKA_INVALID_RECORD_POLICY=policy, **stream)],
+        "SELECT order_number FROM data_stream_0",
+        **kafka_sink(broker, out, "dagger.examples.BookingSummaryMessage"),
+    )
+    manager, query = run_job(spark, data, tmp_path / f"cp-{policy}")
+    return manager, query, out
+
+
+def test_drop_and_dead_letter_account_for_every_fuzzed_record(spark, broker, stencil, topic, tmp_path, fuzzed_topic):
+    source, reference_valid = fuzzed_topic
+    manager, query, out = _run(spark, broker, stencil, topic, tmp_path, source, "drop")
+    assert query.exception() is None, str(query.exception())[:3000]
+    found = _metrics(manager, query)
+    read = value(found, "dagger_source_records_total", table="data_stream_0")
+    dropped = value(found, "dagger_invalid_records_total", table="data_stream_0", policy="drop")
+    written = topic_size(broker.bootstrap, out)
+    assert read == TOTAL
+    assert written + dropped == TOTAL  # from the output topic and the metrics
+    assert value(found, "dagger_sink_records_total", sink="kafka", outcome="written") == written
+    assert written == reference_valid  # the fast decoder accepts exactly what python-protobuf accepts
+
+    dlq = topic("fuzz-dead")
+    manager, query, out = _run(
+        spark, broker, stencil, topic, tmp_path, source, "dead-letter", SOURCE_KAFKA_DEAD_LETTER_TOPIC=dlq
+    )
+    assert query.exception() is None, str(query.exception())[:3000]
+    found = _metrics(manager, query)
+    dead = topic_size(broker.bootstrap, dlq)
+    assert topic_size(broker.bootstrap, out) + dead == TOTAL
+    assert dead == dropped  # the same records, kept this time
+    assert value(found, "dagger_dead_letter_records_total", origin="stream:data_stream_0") == dead
+
+
+def test_fail_names_the_first_undecodable_record(spark, broker, stencil, topic, tmp_path, fuzzed_topic):
+    source, _ = fuzzed_topic
+    _, query, _ = _run(spark, broker, stencil, topic, tmp_path, source, "fail")
+    error = str(query.exception())
+    assert f"record at topic {source} partition " in error and " offset " in error and "cannot be decoded" in error
