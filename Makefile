@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 
-.PHONY: install test-servers quickstart test chaos lint lint-dockerfile format descriptors docs dist image image-root clean bench bench-udfs bench-enrichment
+.PHONY: install test-servers quickstart test chaos cluster-up cluster-down lint lint-dockerfile format descriptors docs dist image image-root clean bench bench-udfs bench-enrichment
 
 $(VENV)/.installed: pyproject.toml
 	@command -v java >/dev/null 2>&1 || { echo "installing Java 17 (Spark needs a JVM)"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless; }
@@ -47,6 +47,12 @@ test: install test-servers ## lint, then the whole suite (unit + integration aga
 	$(VENV)/bin/ruff format --check dagger udfs tests scripts bench
 	$(VENV)/bin/hadolint Dockerfile
 	$(VENV)/bin/pytest -q -m "not long"
+
+cluster-up: install ## a local Spark standalone cluster: a master and two workers (JVMs from the pyspark package)
+	$(PY) -m dagger.devtools.cluster up
+
+cluster-down: ## stop what make cluster-up started
+	$(PY) -m dagger.devtools.cluster down
 
 chaos: install test-servers ## the failure tests alone: kills, restarts, unreachable services, the embedded broker's races
 	$(VENV)/bin/pytest -q -m chaos

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import shlex
 import sys
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from dagger.errors import DaggerConfigError
 
 if TYPE_CHECKING:
     from dagger.config.model import JobConfig
@@ -58,7 +61,41 @@ def get_session(config: JobConfig, extra: dict[str, str] | None = None) -> Any:
             builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(os.environ.get("DAGGER_SPARK_LOG_LEVEL", "WARN"))
+    driver_side_python(spark.sparkContext.pythonExec)
     return spark
+
+
+def driver_side_python(python: str, cwd: str | None = None) -> None:
+    """Make the executors' interpreter path resolve on the driver as well.
+
+    With ``PYSPARK_PYTHON=./environment/bin/python`` and ``--archives env.tar.gz#environment`` (PySpark's packed
+    environments), the path names the archive executors unpack in their working directory. Spark also starts
+    the Python data sources' planners on the driver with that path (``Cannot run program
+    "./environment/bin/python"`` at the first read), and the driver has no such directory. Where it is missing,
+    ``environment`` in the driver's working directory becomes a link to the driver's own environment, which
+    has the same packages; the executors still use what they unpacked.
+    """
+    path = Path(python)
+    if path.is_absolute() or len(path.parts) < 2:  # an absolute path, or a command found on the PATH
+        return
+    base = Path(cwd or os.getcwd())
+    if (base / path).exists():
+        return
+    link, inside = base / path.parts[0], Path(*path.parts[1:])
+    target = Path(sys.prefix)
+    if link.exists() or link.is_symlink() or not (target / inside).exists():
+        raise DaggerConfigError(
+            f"PYSPARK_PYTHON={python} does not exist on the driver (in {base}), and {link} cannot point to this "
+            f"environment ({target}); run spark-submit from another directory, or set spark.pyspark.python to "
+            "an interpreter path that exists on the driver and the executors"
+        )
+    link.symlink_to(target, target_is_directory=True)
+    logging.getLogger("dagger").info(
+        "PYSPARK_PYTHON=%s: %s now points to the driver's environment %s (the executors use the archive they unpack)",
+        python,
+        link,
+        target,
+    )
 
 
 _WRAPPER = """#!/bin/sh

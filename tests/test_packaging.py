@@ -8,6 +8,7 @@ import subprocess
 import sys
 import tarfile
 import zipfile
+from pathlib import Path
 
 import pyspark
 import pytest
@@ -17,9 +18,15 @@ from tests.conftest import ROOT
 pytestmark = pytest.mark.integration
 
 
-def test_make_dist_builds_a_packed_environment_executors_can_run(tmp_path):
+@pytest.fixture(scope="module")
+def dist():
+    """`make dist` once for this module: dist/dagger_env.tar.gz and dist/dagger_on_spark.zip."""
     result = subprocess.run(["make", "dist"], cwd=ROOT, capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, result.stderr[-2000:]
+    return ROOT / "dist"
+
+
+def test_make_dist_builds_a_packed_environment_executors_can_run(dist, tmp_path):
     with zipfile.ZipFile(ROOT / "dist" / "dagger_on_spark.zip") as archive:
         names = set(archive.namelist())
     assert {"dagger/cli.py", "dagger/sources/kafka.py", "udfs/__init__.py"} <= names
@@ -42,3 +49,80 @@ def test_make_dist_builds_a_packed_environment_executors_can_run(tmp_path):
     assert ran.returncode == 0, ran.stderr
     assert ran.stdout.startswith(str(tmp_path / "environment"))  # the packed copy, not the checkout
     assert sys.executable not in ran.stdout
+
+
+def test_the_readmes_cluster_commands_run_a_job_on_two_workers(dist, broker, topic, tmp_path):
+    """As the README tells cluster users: a standalone cluster (two worker JVMs), spark-submit in client mode with
+    the packed environment through --archives and PYSPARK_PYTHON=./environment/bin/python, from a directory
+    that has no such environment (the driver's data source planner used to fail on that path)."""
+    import json
+
+    from dagger.devtools.cluster import StandaloneCluster, spark_home
+    from dagger.devtools.produce import consume_all, produce, topic_size
+    from dagger.devtools.samples import bookings, message_class
+    from tests.conftest import DESCRIPTORS, START, job, kafka_sink, kafka_stream
+
+    source, out, total = topic("cluster-in", 2), topic("cluster-out"), 1000
+    produce(broker.bootstrap, source, ((None, v) for v in bookings(total, START)), partitions=2)
+
+    class Files:
+        def url(self, name: str) -> str:
+            return str(DESCRIPTORS / name)
+
+    data = job(
+        Files(),
+        [kafka_stream(broker, source)],
+        "SELECT order_number FROM data_stream_0",
+        METRIC_PROMETHEUS_PORT="0",
+        **kafka_sink(broker, out, "dagger.examples.BookingSummaryMessage"),
+    )
+    work = tmp_path / "submit"
+    work.mkdir()
+    (work / "job.json").write_text(json.dumps(data))
+    with StandaloneCluster(tmp_path / "cluster") as cluster:
+        result = subprocess.run(
+            [
+                os.path.join(os.path.dirname(sys.executable), "spark-submit"),
+                "--master",
+                cluster.url,
+                "--archives",
+                f"{dist / 'dagger_env.tar.gz'}#environment",
+                str(ROOT / "dagger" / "entry.py"),
+                "job.json",
+                "--available-now",
+            ],
+            cwd=work,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            env={
+                **os.environ,
+                "SPARK_HOME": spark_home(),
+                "PYSPARK_DRIVER_PYTHON": sys.executable,
+                "PYSPARK_PYTHON": "./environment/bin/python",
+            },
+        )
+        tasks = cluster.task_counts()
+    output = result.stdout + result.stderr  # spark-submit passes the Python driver's stderr on as its stdout
+    assert result.returncode == 0, output[-4000:]
+    assert f"sinks: kafka written={total}" in output
+    assert topic_size(broker.bootstrap, out) == total
+    summary = message_class("dagger.examples.BookingSummaryMessage")
+    rows = sorted(summary.FromString(m.value()).order_number for m in consume_all(broker.bootstrap, out, total))
+    assert rows == sorted(f"order-{i}" for i in range(total))
+    assert all(n > 0 for n in tasks), tasks  # both workers ran tasks
+
+
+def test_the_executors_interpreter_path_is_made_to_resolve_on_the_driver(tmp_path):
+    from dagger.errors import DaggerConfigError
+    from dagger.spark import driver_side_python
+
+    driver_side_python("./environment/bin/python", cwd=str(tmp_path))
+    assert (tmp_path / "environment").resolve() == Path(sys.prefix).resolve()
+    assert (tmp_path / "environment" / "bin" / "python").exists()
+    driver_side_python("./environment/bin/python", cwd=str(tmp_path))  # there now: nothing to do
+    driver_side_python("python3", cwd=str(tmp_path))  # a command on the PATH, or an absolute path: left alone
+    driver_side_python(sys.executable, cwd=str(tmp_path))
+    (tmp_path / "other").mkdir()
+    with pytest.raises(DaggerConfigError, match="PYSPARK_PYTHON=other/bin/python does not exist on the driver"):
+        driver_side_python("other/bin/python", cwd=str(tmp_path))  # a directory of that name is not replaced
