@@ -51,65 +51,90 @@ def test_make_dist_builds_a_packed_environment_executors_can_run(dist, tmp_path)
     assert sys.executable not in ran.stdout
 
 
-def test_the_readmes_cluster_commands_run_a_job_on_two_workers(dist, broker, topic, tmp_path):
+def test_the_readmes_cluster_commands_run_the_stateless_and_the_window_job_on_two_workers(
+    dist, broker, topic, tmp_path
+):
     """As the README tells cluster users: a standalone cluster (two worker JVMs), spark-submit in client mode with
     the packed environment through --archives and PYSPARK_PYTHON=./environment/bin/python, from a directory
     that has no such environment (the driver's data source planner used to fail on that path)."""
+    import datetime as dt
     import json
 
     from dagger.devtools.cluster import StandaloneCluster, spark_home
     from dagger.devtools.produce import consume_all, produce, topic_size
-    from dagger.devtools.samples import bookings, message_class
+    from dagger.devtools.samples import AREAS, bookings, message_class
     from tests.conftest import DESCRIPTORS, START, job, kafka_sink, kafka_stream
-
-    source, out, total = topic("cluster-in", 2), topic("cluster-out"), 1000
-    produce(broker.bootstrap, source, ((None, v) for v in bookings(total, START)), partitions=2)
 
     class Files:
         def url(self, name: str) -> str:
             return str(DESCRIPTORS / name)
 
-    data = job(
-        Files(),
-        [kafka_stream(broker, source)],
-        "SELECT order_number FROM data_stream_0",
-        METRIC_PROMETHEUS_PORT="0",
-        **kafka_sink(broker, out, "dagger.examples.BookingSummaryMessage"),
-    )
+    total = 1000
+    stateless_in, stateless_out = topic("cluster-in", 2), topic("cluster-out")
+    produce(broker.bootstrap, stateless_in, ((None, v) for v in bookings(total, START)), partitions=2)
+    window_in, window_out = topic("cluster-win", 2), topic("cluster-counts")
+    produce(broker.bootstrap, window_in, ((None, v) for v in bookings(360, START, step_seconds=0.5)), partitions=2)
+    jobs = {
+        "stateless": job(
+            Files(),
+            [kafka_stream(broker, stateless_in)],
+            "SELECT order_number FROM data_stream_0",
+            METRIC_PROMETHEUS_PORT="0",
+            **kafka_sink(broker, stateless_out, "dagger.examples.BookingSummaryMessage"),
+        ),
+        "window": job(
+            Files(),
+            [kafka_stream(broker, window_in)],
+            "SELECT service_area_id, count(1) AS booking_count, TUMBLE_END(rowtime, INTERVAL '1' MINUTE) AS "
+            "window_timestamp FROM data_stream_0 GROUP BY service_area_id, TUMBLE(rowtime, INTERVAL '1' MINUTE)",
+            METRIC_PROMETHEUS_PORT="0",
+            **kafka_sink(broker, window_out, "dagger.examples.BookingCountMessage"),
+        ),
+    }
     work = tmp_path / "submit"
     work.mkdir()
-    (work / "job.json").write_text(json.dumps(data))
+    outputs = {}
     with StandaloneCluster(tmp_path / "cluster") as cluster:
-        result = subprocess.run(
-            [
-                os.path.join(os.path.dirname(sys.executable), "spark-submit"),
-                "--master",
-                cluster.url,
-                "--archives",
-                f"{dist / 'dagger_env.tar.gz'}#environment",
-                str(ROOT / "dagger" / "entry.py"),
-                "job.json",
-                "--available-now",
-            ],
-            cwd=work,
-            capture_output=True,
-            text=True,
-            timeout=600,
-            env={
-                **os.environ,
-                "SPARK_HOME": spark_home(),
-                "PYSPARK_DRIVER_PYTHON": sys.executable,
-                "PYSPARK_PYTHON": "./environment/bin/python",
-            },
-        )
+        for name, data in jobs.items():
+            (work / f"{name}.json").write_text(json.dumps(data))
+            result = subprocess.run(
+                [
+                    os.path.join(os.path.dirname(sys.executable), "spark-submit"),
+                    "--master",
+                    cluster.url,
+                    "--archives",
+                    f"{dist / 'dagger_env.tar.gz'}#environment",
+                    str(ROOT / "dagger" / "entry.py"),
+                    f"{name}.json",
+                    "--available-now",
+                ],
+                cwd=work,
+                capture_output=True,
+                text=True,
+                timeout=600,
+                env={
+                    **os.environ,
+                    "SPARK_HOME": spark_home(),
+                    "PYSPARK_DRIVER_PYTHON": sys.executable,
+                    "PYSPARK_PYTHON": "./environment/bin/python",
+                },
+            )
+            outputs[name] = result.stdout + result.stderr  # spark-submit passes the driver's stderr on as stdout
+            assert result.returncode == 0, outputs[name][-4000:]
         tasks = cluster.task_counts()
-    output = result.stdout + result.stderr  # spark-submit passes the Python driver's stderr on as its stdout
-    assert result.returncode == 0, output[-4000:]
-    assert f"sinks: kafka written={total}" in output
-    assert topic_size(broker.bootstrap, out) == total
+    assert f"{work / 'environment'} now points to the driver's environment" in outputs["stateless"]
+    assert f"sinks: kafka written={total}" in outputs["stateless"]
+    assert topic_size(broker.bootstrap, stateless_out) == total
     summary = message_class("dagger.examples.BookingSummaryMessage")
-    rows = sorted(summary.FromString(m.value()).order_number for m in consume_all(broker.bootstrap, out, total))
-    assert rows == sorted(f"order-{i}" for i in range(total))
+    rows = consume_all(broker.bootstrap, stateless_out, total)
+    assert sorted(summary.FromString(m.value()).order_number for m in rows) == sorted(
+        f"order-{i}" for i in range(total)
+    )
+    count = message_class("dagger.examples.BookingCountMessage")
+    assert topic_size(broker.bootstrap, window_out) == 6 and "sinks: kafka written=6" in outputs["window"]
+    counts = [count.FromString(m.value()) for m in consume_all(broker.bootstrap, window_out, 6)]
+    got = sorted((r.service_area_id, r.window_timestamp.ToDatetime(dt.UTC).minute, r.booking_count) for r in counts)
+    assert got == sorted((area, minute, 40) for area in AREAS for minute in (1, 2))  # as in local mode
     assert all(n > 0 for n in tasks), tasks  # both workers ran tasks
 
 
