@@ -229,6 +229,15 @@ def output_rows(broker, manager, topic: str, expected: int, sink: str = "kafka")
     return rows
 
 
+def varint(n: int) -> bytes:
+    """``n`` as a protobuf varint (to build raw records by hand)."""
+    out = bytearray()
+    while n > 0x7F:
+        out.append(n & 0x7F | 0x80)
+        n >>= 7
+    return bytes([*out, n])
+
+
 def kafka_sink(broker, topic: str, message: str, **extra) -> dict:
     out = {
         "SINK_TYPE": "kafka",

@@ -17,6 +17,7 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable
 from dagger.devtools.produce import consume_all
 from dagger.sources.kafka import KafkaPartition, KafkaSourceSpec, KafkaStreamReader, positions, read_partition
 from dagger.sources.kafka_embedded import contiguous_prefix
+from tests.conftest import varint
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "descriptors" / "examples.desc"
@@ -46,7 +47,7 @@ def _produce_in_batches(bootstrap: str, topic: str, partition: int, records: int
     has ``size`` characters; returns the acknowledged count."""
     from confluent_kafka import Producer
 
-    value = b"\x0a" + _varint(size) + b"x" * size
+    value = b"\x0a" + varint(size) + b"x" * size
 
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": "5", "batch.num.messages": str(batch)})
     acked = [0]
@@ -65,14 +66,6 @@ def _produce_in_batches(bootstrap: str, topic: str, partition: int, records: int
             producer.poll(0)
     assert producer.flush(60) == 0
     return acked[0]
-
-
-def _varint(n: int) -> bytes:
-    out = bytearray()
-    while n > 0x7F:
-        out.append(n & 0x7F | 0x80)
-        n >>= 7
-    return bytes([*out, n])
 
 
 @pytest.mark.parametrize(

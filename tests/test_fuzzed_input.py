@@ -10,21 +10,13 @@ import pytest
 
 from dagger.devtools.produce import produce, topic_size
 from dagger.devtools.samples import bookings, message_class
-from tests.conftest import START, job, kafka_sink, kafka_stream, run_job
+from tests.conftest import START, job, kafka_sink, kafka_stream, run_job, varint
 from tests.test_telemetry import samples, value
 
 pytestmark = [pytest.mark.integration, pytest.mark.chaos]
 Booking = message_class("dagger.examples.BookingLogMessage")
 TOTAL = 100_000
 ALL = [f.name for f in Booking.DESCRIPTOR.fields]
-
-
-def _varint(n: int) -> bytes:
-    out = bytearray()
-    while n > 0x7F:
-        out.append(n & 0x7F | 0x80)
-        n >>= 7
-    return bytes([*out, n])
 
 
 def fuzzed(total: int, seed: int = 26) -> list[bytes]:
@@ -52,7 +44,7 @@ def fuzzed(total: int, seed: int = 26) -> list[bytes]:
             )
         else:  # an oversized order number (64 KiB)
             big = b"x" * 65536
-            out.append(b"\x0a" + _varint(len(big)) + big + base)
+            out.append(b"\x0a" + varint(len(big)) + big + base)
     return out
 
 
