@@ -198,6 +198,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._aligner = None
         self._embedded = False  # the cluster is the embedded broker (tansu), known from its metadata
         self._high_probe = None
+        self._reached = False  # the brokers have answered once: from then on they are waited for
+        self._waiting = False  # they do not answer now (logged once)
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
@@ -229,7 +231,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         from confluent_kafka import KafkaException
 
         brokers = self.spec.client_config["bootstrap.servers"]
-        reached = getattr(self, "_reached", False)
+        reached = self._reached
         limit = self.spec.unreachable_timeout_ms / 1000 if reached else _FIRST_CONTACT_SECONDS
         since = time.monotonic()
         while True:
@@ -251,7 +253,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                         f"(SOURCE_KAFKA_UNREACHABLE_TIMEOUT_MS): {reason}. Nothing was lost: a restart resumes from "
                         "the checkpoint"
                     ) from None
-                if not getattr(self, "_waiting", False):
+                if not self._waiting:
                     self._waiting = True
                     log.warning(
                         "stream '%s': the brokers %s do not answer (%s); waiting up to %.0f s "
@@ -263,9 +265,9 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                     )
                 time.sleep(1.0)
                 continue
-            if getattr(self, "_waiting", False):
+            if self._waiting:
                 self._waiting = False
-                log.warning("stream '%s': the brokers %s answer again", self.spec.table, brokers)
+                log.info("stream '%s': the brokers %s answer again", self.spec.table, brokers)
             self._reached = True
             return result
 

@@ -81,7 +81,8 @@ class HighWatermarkProbe:
             answered: list[str] = []
             deadline = time.monotonic() + timeout_s
             while pending and time.monotonic() < deadline:
-                for m in consumer.consume(1000, timeout=0.05):
+                # as many as partitions wait: consume() returns once it has them (1,000 waited out the timeout)
+                for m in consumer.consume(len(pending), timeout=0.05):
                     error = m.error()
                     if error is None or error.code() == KafkaError._PARTITION_EOF:
                         key = pending.pop((m.topic(), m.partition()), None)
