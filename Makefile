@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 
-.PHONY: install test-servers quickstart test chaos cluster-up cluster-down lint lint-dockerfile format descriptors docs dist image image-root clean bench bench-udfs bench-enrichment
+.PHONY: install test-servers quickstart test chaos soak cluster-up cluster-down lint lint-dockerfile format descriptors docs dist image image-root clean bench bench-udfs bench-enrichment
 
 $(VENV)/.installed: pyproject.toml
 	@command -v java >/dev/null 2>&1 || { echo "installing Java 17 (Spark needs a JVM)"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless; }
@@ -59,6 +59,9 @@ chaos: install test-servers ## the failure tests alone: kills, restarts, unreach
 
 bench: install $(PEERS_VENV)/.installed ## the streaming benchmark: baseline, our jobs, Bytewax, Quix Streams, latency, memory
 	$(PY) bench/streaming.py
+
+soak: install ## a window job with an HTTP lookup at a fixed rate for 30 minutes: RSS, lag and state over time (SOAK_SECONDS, SOAK_RATE)
+	$(PY) bench/soak.py
 
 bench-udfs: install ## rows/s of every function vs built-ins, and a job's throughput with Distance + GeoHash
 	$(PY) bench/udfs.py

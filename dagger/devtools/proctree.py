@@ -22,7 +22,7 @@ def _stat(pid: int) -> list[str] | None:
 
 
 def tree(root: int) -> list[int]:
-    """``root`` and all its descendants."""
+    """``root`` and all its descendants, each parent before its children."""
     children: dict[int, list[int]] = {}
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
@@ -37,6 +37,16 @@ def tree(root: int) -> list[int]:
     return out
 
 
+def parents(pids: list[int]) -> dict[int, int]:
+    """``{pid: parent pid}`` of the processes of ``pids`` that still run."""
+    out = {}
+    for pid in pids:
+        fields = _stat(pid)
+        if fields:
+            out[pid] = int(fields[1])
+    return out
+
+
 def cpu_seconds(root: int) -> float:
     """User + system CPU seconds of ``root``'s tree, including children that have exited and been reaped."""
     total = 0
@@ -47,14 +57,28 @@ def cpu_seconds(root: int) -> float:
     return total / _TICKS
 
 
+def rss_of(pid: int) -> int:
+    """Resident memory of the one process ``pid`` right now (0 once it has exited)."""
+    fields = _stat(pid)
+    return int(fields[21]) * _PAGE if fields else 0  # rss, in pages
+
+
+def pss_of(pid: int) -> int:
+    """Proportional set size of ``pid`` (its private pages plus its share of pages shared with other processes,
+    such as a forked worker's copy-on-write pages): these add up to the memory a tree really holds."""
+    try:
+        text = Path(f"/proc/{pid}/smaps_rollup").read_text()
+    except OSError:
+        return 0
+    for line in text.splitlines():
+        if line.startswith("Pss:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
 def rss_bytes(root: int) -> int:
     """Resident memory of ``root``'s tree right now."""
-    total = 0
-    for pid in tree(root):
-        fields = _stat(pid)
-        if fields:
-            total += int(fields[21]) * _PAGE  # rss, in pages
-    return total
+    return sum(rss_of(pid) for pid in tree(root))
 
 
 def jvm_pid(spark: object) -> int:

@@ -1,0 +1,476 @@
+"""Soak (``make soak``): a window job with an HTTP lookup, fed at a fixed rate for a long time, watched from outside.
+
+What runs: ``dagger run`` (a separate process, the README's defaults) of a 10-second tumbling window over the
+bookings, grouped by service area and type, each window row enriched by an HTTP lookup of its service area
+(``dagger.devtools.lookup_server``, 5 ms per answer), written as JSON to Kafka. A producer feeds
+``SOAK_RATE`` records/s with their event time at the wall clock, for ``SOAK_SECONDS``.
+
+What is recorded every ``SOAK_SAMPLE_SECONDS``: the resident memory of every process of the job (the JVM, the
+Python driver, the fork server, Spark's Python daemon and workers; read from /proc), and from the job's own
+``/metrics``: rows in state, the largest consumer lag, records read, micro-batches, lookup calls. At the end the
+feed stops, a few records an hour later in event time close every window, and the output is checked exactly:
+the windows' ``booking_count`` add up to the records produced, and every window row carries its lookup's answer.
+
+Verdicts (``make soak`` exits 1 when one fails): memory flat after ``SOAK_WARMUP_SECONDS`` (the median total
+RSS of the last tenth of the run within ``SOAK_MAX_DRIFT`` of the first tenth after warm-up), lag bounded (never
+more than ``SOAK_MAX_LAG_SECONDS`` of input after warm-up), the output exact. Results: ``soak.json``, ``soak.md``
+and ``soak.png`` (RSS per process kind, lag and state rows over time) in ``SOAK_RESULTS_DIR``
+(``bench/results``). The suite runs a short setting of the same code (``tests/test_soak.py``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+os.environ.setdefault("TZ", "UTC")
+
+WINDOW_SECONDS = 10
+CLOSERS = 4  # records an hour after the feed, one per partition and more: they close every window
+PARTITIONS = 2
+SQL = (
+    "SELECT service_area_id, service_type, COUNT(1) AS booking_count, "
+    f"TUMBLE_END(rowtime, INTERVAL '{WINDOW_SECONDS}' SECOND) AS window_timestamp FROM data_stream_0 "
+    f"GROUP BY service_area_id, service_type, TUMBLE(rowtime, INTERVAL '{WINDOW_SECONDS}' SECOND)"
+)
+
+
+@dataclass
+class Settings:
+    """One soak's shape; ``from_env`` reads the ``SOAK_*`` variables."""
+
+    seconds: float = 1800
+    rate: float = 5000
+    sample_seconds: float = 5
+    warmup_seconds: float = 300
+    max_drift: float = 0.10
+    max_lag_seconds: float = 15
+    results: Path = ROOT / "bench" / "results"
+
+    @classmethod
+    def from_env(cls) -> Settings:
+        base = cls()
+        return cls(
+            seconds=float(os.environ.get("SOAK_SECONDS", base.seconds)),
+            rate=float(os.environ.get("SOAK_RATE", base.rate)),
+            sample_seconds=float(os.environ.get("SOAK_SAMPLE_SECONDS", base.sample_seconds)),
+            warmup_seconds=float(os.environ.get("SOAK_WARMUP_SECONDS", base.warmup_seconds)),
+            max_drift=float(os.environ.get("SOAK_MAX_DRIFT", base.max_drift)),
+            max_lag_seconds=float(os.environ.get("SOAK_MAX_LAG_SECONDS", base.max_lag_seconds)),
+            results=Path(os.environ.get("SOAK_RESULTS_DIR", str(base.results))),
+        )
+
+
+@dataclass
+class Sample:
+    """What the soak saw at one moment (``t``: seconds since the job's launch)."""
+
+    t: float
+    rss: dict[str, int]  # process kind -> resident bytes, summed over the processes of that kind
+    processes: int
+    pss: int  # the tree's proportional set size: shared pages counted once
+    produced: int
+    metrics: dict[str, float] = field(default_factory=dict)
+
+
+def process_kind(pid: int) -> str:
+    """What a process of the job's tree is, from its command line."""
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return "gone"
+    line = " ".join(a.decode(errors="replace") for a in argv if a)
+    if "java" in Path(argv[0].decode(errors="replace")).name:
+        return "JVM"
+    if "dagger" in line and " run " in f" {line} ":
+        return "Python driver"
+    if "forkserver" in line:
+        return "fork server"
+    if "daemon" in line:
+        return "Python daemon"
+    return "Python workers"
+
+
+def memory_by_kind(root: int) -> tuple[dict[str, int], int, int]:
+    """Resident bytes of ``root``'s process tree by :func:`process_kind` (a process forked from one of the same
+    kind, such as the daemon's workers, counts as ``Python workers``), the number of processes, and the tree's
+    proportional set size (shared pages counted once, unlike the RSS sum)."""
+    from dagger.devtools import proctree
+
+    by_kind: dict[str, int] = {}
+    kinds: dict[int, str] = {}
+    pss = 0
+    pids = proctree.tree(root)  # parents before their children
+    parents = proctree.parents(pids)
+    for pid in pids:
+        kind = kinds[pid] = process_kind(pid)
+        if kind == "gone":
+            continue
+        if kind in ("Python daemon", "fork server") and kinds.get(parents.get(pid, 0)) == kind:
+            kind = "Python workers"
+        by_kind[kind] = by_kind.get(kind, 0) + proctree.rss_of(pid)
+        pss += proctree.pss_of(pid)
+    return by_kind, len(pids), pss
+
+
+def scrape(port: int) -> dict[str, float]:
+    """The job's own gauges and counters this soak follows, from its Prometheus endpoint (empty before it serves)."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as answer:
+            text = answer.read().decode()
+    except OSError:
+        return {}
+    wanted = {
+        "dagger_state_rows": "state_rows",
+        "dagger_kafka_consumer_lag_max": "lag",
+        "dagger_source_records_total": "read",
+        "dagger_batches_total": "batches",
+        "dagger_external_calls_total": "lookups",
+        "dagger_sink_records_total": "written",
+    }
+    out: dict[str, float] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            name = wanted.get(sample.name)
+            if name:
+                out[name] = out.get(name, 0.0) + sample.value
+    return out
+
+
+def job_config(bootstrap: str, descriptors: str, source: str, sink: str, lookup_url: str, port: int) -> dict:
+    """The soak's job: the window, the lookup of each window row's service area, a JSON Kafka sink."""
+    return {
+        "FLINK_JOB_ID": f"soak-{uuid.uuid4().hex[:6]}",
+        "FLINK_SQL_QUERY": SQL,
+        "FLINK_WATERMARK_DELAY_MS": "1000",
+        "FLINK_ROWTIME_ATTRIBUTE_NAME": "rowtime",
+        "STREAMS": [
+            {
+                "SOURCE_KAFKA_TOPIC_NAMES": source,
+                "INPUT_SCHEMA_TABLE": "data_stream_0",
+                "INPUT_SCHEMA_PROTO_CLASS": "dagger.examples.BookingLogMessage",
+                "INPUT_SCHEMA_EVENT_TIMESTAMP_FIELD_INDEX": "5",
+                "SOURCE_KAFKA_CONSUMER_CONFIG_BOOTSTRAP_SERVERS": bootstrap,
+                "SOURCE_KAFKA_CONSUMER_CONFIG_AUTO_OFFSET_RESET": "earliest",
+                "SOURCE_KAFKA_CONSUMER_CONFIG_GROUP_ID": f"soak-{uuid.uuid4().hex[:6]}",
+                "SOURCE_DETAILS": [{"SOURCE_TYPE": "UNBOUNDED", "SOURCE_NAME": "KAFKA_CONSUMER"}],
+            }
+        ],
+        "PROCESSOR_POSTPROCESSOR_ENABLE": "true",
+        "PROCESSOR_POSTPROCESSOR_CONFIG": json.dumps(
+            {
+                "external_source": {
+                    "http": [
+                        {
+                            "endpoint": f"{lookup_url}/customers/",
+                            "verb": "get",
+                            "request_pattern": "%s",
+                            "request_variables": "service_area_id",
+                            "stream_timeout": "5000",
+                            "connect_timeout": "2000",
+                            "fail_on_errors": "true",
+                            "retain_response_type": "true",
+                            "capacity": "20",
+                            "output_mapping": {"area_name": {"path": "$.name"}},
+                        }
+                    ]
+                },
+                "internal_source": [{"output_field": "*", "value": "*", "type": "sql"}],
+            }
+        ),
+        "SINK_TYPE": "kafka",
+        "SINK_KAFKA_BROKERS": bootstrap,
+        "SINK_KAFKA_TOPIC": sink,
+        "SINK_KAFKA_DATA_TYPE": "JSON",
+        "SCHEMA_REGISTRY_STENCIL_URLS": descriptors,
+        "SPARK_MASTER": "local[2]",
+        "METRIC_PROMETHEUS_PORT": str(port),
+    }
+
+
+def _feed(bootstrap: str, topic: str, booking, rate: float, stop: threading.Event, produced: list[int]) -> None:  # noqa: ANN001
+    from dagger.generate import RecordGenerator, produce_generated
+
+    generator = RecordGenerator(booking, seed=7, events_per_second=rate)
+    produced[0] = produce_generated(
+        generator,
+        bootstrap,
+        topic,
+        0,
+        rate=rate,
+        batch_size=max(100, int(rate / 10)),
+        progress=lambda n, _s: produced.__setitem__(0, n),
+        stop=stop.is_set,
+    )
+
+
+def _close_windows(bootstrap: str, topic: str, booking) -> dt.datetime:  # noqa: ANN001
+    """Produce :data:`CLOSERS` records an hour ahead in event time: the watermark passes every fed window."""
+    from dagger.generate import RecordGenerator, produce_generated
+
+    later = dt.datetime.now(dt.UTC).replace(microsecond=0) + dt.timedelta(hours=1)
+    # at the start of a window, so the closers (one a second) all fall into one window, which stays open
+    later -= dt.timedelta(seconds=later.timestamp() % WINDOW_SECONDS)
+    produce_generated(RecordGenerator(booking, seed=8, start=later, events_per_second=1), bootstrap, topic, CLOSERS)
+    return later
+
+
+def _output(bootstrap: str, topic: str) -> list[dict]:
+    from dagger.devtools.produce import consume_all
+
+    return [json.loads(m.value()) for m in consume_all(bootstrap, topic, idle_seconds=3)]
+
+
+def run_soak(settings: Settings, log=print) -> dict:  # noqa: ANN001, C901 - one sequence, read top to bottom
+    """Run one soak with ``settings``; returns the results (also written to ``settings.results``)."""
+    from dagger.devtools.broker import Broker, free_port
+    from dagger.devtools.descriptor_server import DescriptorServer
+    from dagger.devtools.lookup_server import LookupServer
+    from dagger.devtools.process import stop_process
+    from dagger.devtools.produce import topic_size
+    from dagger.schema.registry import DescriptorSet
+
+    booking = DescriptorSet([("x", (ROOT / "descriptors" / "examples.desc").read_bytes())]).find_message(
+        "dagger.examples.BookingLogMessage"
+    )
+    work = Path(tempfile.mkdtemp(prefix="soak-"))
+    samples: list[Sample] = []
+    with Broker() as broker, DescriptorServer(ROOT / "descriptors") as stencil, LookupServer(delay_ms=5) as lookup:
+        source, out = f"soak-in-{uuid.uuid4().hex[:6]}", f"soak-out-{uuid.uuid4().hex[:6]}"
+        broker.create_topic(source, PARTITIONS)
+        broker.create_topic(out, PARTITIONS)
+        port = free_port()
+        job = work / "job.json"
+        job.write_text(
+            json.dumps(job_config(broker.bootstrap, stencil.url("examples.desc"), source, out, lookup.url, port))
+        )
+        log_path = work / "job.log"
+        log(f"[soak] {settings.seconds:.0f} s at {settings.rate:,.0f} records/s; the job logs to {log_path}")
+        produced = [0]
+        stop = threading.Event()
+        feeder = threading.Thread(
+            target=_feed, args=(broker.bootstrap, source, booking, settings.rate, stop, produced), daemon=True
+        )
+        with log_path.open("w") as log_file:
+            launched = time.time()
+            process = subprocess.Popen(
+                [sys.executable, "-m", "dagger", "run", str(job), "--checkpoint-dir", str(work / "cp")],
+                cwd=ROOT,
+                stdout=subprocess.DEVNULL,
+                stderr=log_file,
+            )
+            try:
+                feeder.start()
+                next_sample, next_line = launched, launched + 60
+                while time.time() - launched < settings.seconds:
+                    if process.poll() is not None:
+                        raise RuntimeError(f"the job exited with {process.returncode}: {log_path.read_text()[-3000:]}")
+                    if time.time() >= next_sample:
+                        rss, count, pss = memory_by_kind(process.pid)
+                        t = round(time.time() - launched, 1)
+                        sample = Sample(t, rss, count, pss, produced[0], scrape(port))
+                        samples.append(sample)
+                        next_sample += settings.sample_seconds
+                        if time.time() >= next_line:
+                            next_line += 60
+                            log(
+                                f"[soak] {sample.t:.0f} s: RSS {sum(rss.values()) / 2**20:,.0f} MiB in {count}"
+                                f" processes, lag {sample.metrics.get('lag', 0):,.0f}, state rows"
+                                f" {sample.metrics.get('state_rows', 0):,.0f}, read {sample.metrics.get('read', 0):,.0f}"
+                                f" of {produced[0]:,}"
+                            )
+                    time.sleep(0.2)
+                stop.set()
+                feeder.join(60)
+                fed = produced[0]
+                later = _close_windows(broker.bootstrap, source, booking)
+                total = fed + CLOSERS
+                if topic_size(broker.bootstrap, source) != total:
+                    raise RuntimeError(f"the input topic holds {topic_size(broker.bootstrap, source):,}, not {total:,}")
+                log(f"[soak] fed {fed:,} records; waiting for the job to read them and close every window")
+                deadline = time.time() + 120 + settings.max_lag_seconds
+                metrics: dict[str, float] = {}
+                while time.time() < deadline:
+                    metrics = scrape(port)
+                    if metrics.get("read", 0) >= total and metrics.get("lag", 1) == 0:
+                        break
+                    if process.poll() is not None:
+                        raise RuntimeError(f"the job exited with {process.returncode}: {log_path.read_text()[-3000:]}")
+                    time.sleep(1)
+                drained = time.time() - launched
+                # the closers' batch moves the watermark; the next (no-data) batch emits the last windows
+                rows: list[dict] = []
+                emitted_deadline = time.time() + 60
+                while time.time() < emitted_deadline:
+                    rows = _output(broker.bootstrap, out)
+                    if sum(r["booking_count"] for r in rows) >= fed:
+                        break
+                    time.sleep(2)
+                rows = _output(broker.bootstrap, out)
+            finally:
+                stop.set()
+                stop_process(process, 60)
+        final = metrics
+    counted = sum(r["booking_count"] for r in rows)
+    read = int(final.get("read", 0))  # every record the job read, the closers included
+    closed_by = later.isoformat().replace("+00:00", "")
+    fed_windows = [r for r in rows if r["window_timestamp"] < closed_by]
+    unenriched = [r for r in rows if r.get("area_name") != f"name-{r['service_area_id']}"]
+    results = {
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
+        "settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in settings.__dict__.items()},
+        "fed": fed,
+        "read": read,
+        "window_rows": len(fed_windows),
+        "counted_in_windows": sum(r["booking_count"] for r in fed_windows),
+        "rows_without_lookup_answer": len(unenriched),
+        "rows_after_the_feed": [r for r in rows if r["window_timestamp"] >= closed_by],
+        "lookup_calls": sum(lookup.calls.values()),
+        "drained_at_s": round(drained, 1),
+        "exact": counted == fed and read == fed + CLOSERS and not unenriched,
+        "samples": [s.__dict__ for s in samples],
+    }
+    results.update(verdicts(samples, settings))
+    write(results, settings)
+    return results
+
+
+def _median(values: list[float]) -> float:
+    return statistics.median(values) if values else 0.0
+
+
+def verdicts(samples: list[Sample], settings: Settings) -> dict:
+    """Memory drift and lag after warm-up, and whether they are within the settings' bounds."""
+    steady = [s for s in samples if s.t >= settings.warmup_seconds]
+    tenth = max(1, len(steady) // 10)
+    totals = [sum(s.rss.values()) for s in steady]
+    first, last = _median(totals[:tenth]), _median(totals[-tenth:])
+    lags = [s.metrics.get("lag", 0.0) for s in steady]
+    drift = (last - first) / first if first else 0.0
+    max_lag_s = max(lags, default=0.0) / settings.rate
+    peak = max((sum(s.rss.values()) for s in samples), default=0)
+    pss = [s.pss for s in steady]
+    by_kind: dict[str, int] = {}
+    for s in samples:
+        for kind, value in s.rss.items():
+            by_kind[kind] = max(by_kind.get(kind, 0), value)
+    return {
+        "steady_samples": len(steady),
+        "rss_first_tenth_mib": round(first / 2**20),
+        "rss_last_tenth_mib": round(last / 2**20),
+        "rss_drift": round(drift, 4),
+        "peak_rss_mib": round(peak / 2**20),
+        "pss_first_tenth_mib": round(_median(pss[:tenth]) / 2**20),
+        "pss_last_tenth_mib": round(_median(pss[-tenth:]) / 2**20),
+        "peak_rss_by_kind_mib": {k: round(v / 2**20) for k, v in sorted(by_kind.items())},
+        "max_state_rows": max((s.metrics.get("state_rows", 0) for s in steady), default=0),
+        "max_lag_records": max(lags, default=0),
+        "max_lag_seconds": round(max_lag_s, 2),
+        "memory_flat": bool(steady) and drift <= settings.max_drift,
+        "lag_bounded": bool(steady) and max_lag_s <= settings.max_lag_seconds,
+    }
+
+
+def write(results: dict, settings: Settings) -> None:
+    """``soak.json``, ``soak.md`` and ``soak.png`` in ``settings.results``."""
+    settings.results.mkdir(parents=True, exist_ok=True)
+    (settings.results / "soak.json").write_text(json.dumps(results, indent=1) + "\n")
+    plot(results, settings.results / "soak.png")
+    s = results
+    lines = [
+        "# Soak",
+        "",
+        f"Generated by `make soak` (`bench/soak.py`) on {s['machine']}: a 10-second tumbling window grouped by"
+        " service area and type, each window row enriched by an HTTP lookup (5 ms answers), JSON to Kafka;"
+        f" `dagger run` with the defaults, fed {s['settings']['rate']:,.0f} records/s for"
+        f" {s['settings']['seconds']:,.0f} s, sampled every {s['settings']['sample_seconds']:g} s;"
+        f" verdicts after a {s['settings']['warmup_seconds']:,.0f} s warm-up.",
+        "",
+        "![RSS, lag and state rows over time](soak.png)",
+        "",
+        "| | result | bound |",
+        "|---|---|---|",
+        f"| records fed / read | {s['fed']:,} / {s['read']:,} | equal |",
+        f"| counted in windows | {s['counted_in_windows']:,} in {s['window_rows']:,} window rows | = fed |",
+        f"| window rows without their lookup answer | {s['rows_without_lookup_answer']} | 0 |",
+        f"| total RSS, first / last tenth after warm-up | {s['rss_first_tenth_mib']:,} / {s['rss_last_tenth_mib']:,}"
+        f" MiB (drift {s['rss_drift']:+.1%}) | drift ≤ {s['settings']['max_drift']:.0%}"
+        f" → {'flat' if s['memory_flat'] else 'NOT flat'} |",
+        f"| peak RSS | {s['peak_rss_mib']:,} MiB | |",
+        f"| total PSS (shared pages once), first / last tenth | {s['pss_first_tenth_mib']:,} /"
+        f" {s['pss_last_tenth_mib']:,} MiB | |",
+        f"| largest consumer lag after warm-up | {s['max_lag_records']:,.0f} records ({s['max_lag_seconds']} s of"
+        f" input) | ≤ {s['settings']['max_lag_seconds']:g} s → {'bounded' if s['lag_bounded'] else 'NOT bounded'} |",
+        f"| most rows in state after warm-up | {s['max_state_rows']:,.0f} | |",
+        "",
+        "Peak RSS by process kind (MiB): "
+        + ", ".join(f"{k} {v:,}" for k, v in s["peak_rss_by_kind_mib"].items())
+        + ".",
+        "",
+    ]
+    (settings.results / "soak.md").write_text("\n".join(lines))
+
+
+def plot(results: dict, path: Path) -> None:
+    """RSS by process kind and in total, consumer lag and state rows, over time."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    samples = results["samples"]
+    t = [s["t"] / 60 for s in samples]
+    kinds = sorted({k for s in samples for k in s["rss"]})
+    fig, (rss, lag, state) = plt.subplots(3, 1, figsize=(10, 9), sharex=True)
+    for kind in kinds:
+        rss.plot(t, [s["rss"].get(kind, 0) / 2**20 for s in samples], label=kind)
+    rss.plot(t, [sum(s["rss"].values()) / 2**20 for s in samples], label="total RSS", color="black", linewidth=2)
+    rss.plot(t, [s["pss"] / 2**20 for s in samples], label="total PSS", color="black", linestyle="--")
+    rss.set_ylabel("RSS (MiB)")
+    rss.legend(loc="upper left", fontsize="small", ncol=3)
+    lag.plot(t, [s["metrics"].get("lag", 0) for s in samples], color="tab:red", label="consumer lag (the job's gauge)")
+    behind = [max(0, s["produced"] - s["metrics"].get("read", 0)) for s in samples]
+    lag.plot(t, behind, color="tab:orange", linestyle="--", label="produced - read")
+    lag.set_ylabel("records")
+    lag.legend(loc="upper left", fontsize="small")
+    state.plot(t, [s["metrics"].get("state_rows", 0) for s in samples], color="tab:green")
+    state.set_ylabel("rows in state")
+    state.set_xlabel("minutes since launch")
+    warmup = results["settings"]["warmup_seconds"] / 60
+    for axis in (rss, lag, state):
+        axis.axvline(warmup, color="grey", linestyle=":", linewidth=1)
+        axis.grid(alpha=0.3)
+    fig.suptitle(f"Soak: window job + HTTP lookup at {results['settings']['rate']:,.0f} records/s")
+    fig.tight_layout()
+    fig.savefig(path, dpi=80)
+    plt.close(fig)
+
+
+def main() -> None:
+    settings = Settings.from_env()
+    results = run_soak(settings)
+    print((settings.results / "soak.md").read_text())
+    failed = [name for name in ("exact", "memory_flat", "lag_bounded") if not results[name]]
+    if failed:
+        sys.exit(f"soak failed: {', '.join(failed)}")
+
+
+if __name__ == "__main__":
+    main()

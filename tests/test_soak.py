@@ -1,0 +1,75 @@
+"""The soak (``make soak``) in a short setting: the same code as the 30-minute run, with its exact accounting.
+
+Memory flatness and the lag bound need the long run (``bench/results/soak.md``); here the judge itself is checked
+on made-up samples, and a 45-second soak must account for every record and every process of the job.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bench.soak import CLOSERS, Sample, Settings, verdicts
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _samples(totals_mib: list[float], lags: list[float]) -> list[Sample]:
+    return [
+        Sample(
+            t=10.0 * i, rss={"JVM": int(m * 2**20)}, processes=1, pss=int(m * 2**20), produced=0, metrics={"lag": lag}
+        )
+        for i, (m, lag) in enumerate(zip(totals_mib, lags, strict=True))
+    ]
+
+
+def test_the_judge_tells_growing_memory_and_a_growing_lag_from_flat_ones():
+    settings = Settings(rate=1000, warmup_seconds=50, max_drift=0.10, max_lag_seconds=5)
+    flat = verdicts(_samples([500, 900, 1000] + [1000, 1030, 990, 1010] * 5, [9000, 0, 0] + [100] * 20), settings)
+    assert flat["memory_flat"] and flat["lag_bounded"]
+    assert flat["rss_first_tenth_mib"] in (990, 1000, 1010, 1030) and abs(flat["rss_drift"]) < 0.05
+    growing = verdicts(_samples([1000 + 20 * i for i in range(23)], [0] * 23), settings)
+    assert not growing["memory_flat"] and growing["rss_drift"] > 0.10
+    lagging = verdicts(_samples([1000] * 23, [0] * 22 + [6000]), settings)
+    assert lagging["memory_flat"] and not lagging["lag_bounded"] and lagging["max_lag_seconds"] == 6
+
+
+@pytest.mark.integration
+def test_a_short_soak_accounts_for_every_record_window_lookup_and_process(tmp_path):
+    env = {
+        "SOAK_SECONDS": "45",
+        "SOAK_RATE": "2000",
+        "SOAK_SAMPLE_SECONDS": "3",
+        "SOAK_WARMUP_SECONDS": "20",
+        "SOAK_RESULTS_DIR": str(tmp_path),
+    }
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "soak.py")],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    results = json.loads((tmp_path / "soak.json").read_text())
+    # exact: every fed record read once and counted in exactly one closed window; no window after the feed
+    assert results["fed"] > 45 * 2000 * 0.5
+    assert results["read"] == results["fed"] + CLOSERS
+    assert results["counted_in_windows"] == results["fed"]
+    assert results["rows_after_the_feed"] == []
+    assert results["window_rows"] > 0 and results["rows_without_lookup_answer"] == 0
+    assert results["exact"], done.stderr[-3000:]
+    # every process of the job was seen, over the whole run
+    samples = results["samples"]
+    assert len(samples) >= 10
+    kinds = {k for s in samples for k in s["rss"]}
+    assert {"JVM", "Python driver", "Python daemon", "Python workers"} <= kinds
+    assert all(s["rss"]["JVM"] > 100 * 2**20 for s in samples[3:])
+    assert all(0 < s["pss"] < sum(s["rss"].values()) for s in samples[3:])
+    assert max(s["metrics"].get("state_rows", 0) for s in samples) > 0
+    assert (tmp_path / "soak.png").read_bytes()[:4] == b"\x89PNG"
+    assert "counted in windows" in (tmp_path / "soak.md").read_text()
