@@ -4,6 +4,7 @@ back, without losing what it stores (the embedded broker keeps its records in me
 from __future__ import annotations
 
 import socket
+import struct
 import threading
 
 from dagger.devtools.broker import free_port
@@ -20,6 +21,8 @@ class TcpProxy:
         self._listener: socket.socket | None = None
         self._sockets: set[socket.socket] = set()
         self._thread: threading.Thread | None = None
+        self._reset = 0  # connections still to reset at once (reset_next)
+        self.resets = 0  # connections reset so far
 
     def start(self) -> TcpProxy:
         listener = socket.socket()
@@ -37,6 +40,15 @@ class TcpProxy:
                 client, _ = listener.accept()
             except OSError:
                 return  # cut or stopped
+            with self._lock:
+                reset = self._reset > 0
+                if reset:
+                    self._reset -= 1
+                    self.resets += 1
+            if reset:
+                client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                client.close()
+                continue
             try:
                 upstream = socket.create_connection(self.target, timeout=5)
             except OSError:
@@ -67,13 +79,23 @@ class TcpProxy:
             listener, self._listener = self._listener, None
             sockets, self._sockets = self._sockets, set()
         if listener is not None:
+            try:  # wakes the thread blocked in accept(): until it returns, close() alone leaves the port listening
+                listener.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
             listener.close()
         for s in sockets:
-            try:
-                s.shutdown(socket.SHUT_RDWR)
+            try:  # reset, not a graceful close: no socket lingers on the port, so restore() can listen at once
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             except OSError:
                 pass
             s.close()
+
+    def reset_next(self, connections: int) -> None:
+        """Reset the next ``connections`` new connections as soon as they are made (a flaky service: the clients
+        must retry); ``resets`` counts them."""
+        with self._lock:
+            self._reset = connections
 
     def restore(self) -> None:
         """Accept connections again."""

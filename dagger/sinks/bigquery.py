@@ -27,8 +27,10 @@
 from __future__ import annotations
 
 import base64
+import contextlib
 import logging
 import time
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, Literal
 
 import pyarrow as pa
@@ -400,6 +402,24 @@ def _retry(sink: BigQuerySink) -> Any:
     return retry.Retry(predicate=transient, initial=0.2, maximum=10.0, timeout=sink.retry_deadline_ms / 1000)
 
 
+@contextlib.contextmanager
+def _storage_errors(sink: BigQuerySink, what: str) -> Iterator[None]:
+    """A Storage Write API call's failure as one line naming the endpoint, the table and the setting to change,
+    instead of google-api-core's ``RetryError: Timeout of 2.0s exceeded``."""
+    from google.api_core import exceptions
+
+    try:
+        yield
+    except exceptions.RetryError as exc:
+        endpoint = sink.storage_endpoint or "bigquerystorage.googleapis.com"
+        raise SinkError(
+            f"sink '{sink.display_name}': the BigQuery Storage Write API at {endpoint} did not {what} for"
+            f" {sink.table_path} within SINK_BIGQUERY_RETRY_DEADLINE_MS ({sink.retry_deadline_ms} ms): {exc.cause}"
+        ) from None
+    except exceptions.GoogleAPICallError as exc:
+        raise SinkError(f"sink '{sink.display_name}': {sink.table_path}: cannot {what}: {exc.message}") from None
+
+
 # -- writer -------------------------------------------------------------------------------------------------
 
 _TRANSIENT_CODES = {4, 8, 10, 13, 14}  # DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED, ABORTED, INTERNAL, UNAVAILABLE
@@ -444,12 +464,13 @@ class _BigQueryWriter(SinkWriter):
 
         client = write_client(self.sink)
         if self.stream is None:
-            stream = client.create_write_stream(
-                parent=self.sink.table_path,
-                write_stream=types.WriteStream(type_=types.WriteStream.Type.PENDING),
-                retry=_retry(self.sink),
-                timeout=self.sink.read_timeout_ms / 1000,
-            )
+            with _storage_errors(self.sink, "open a write stream"):
+                stream = client.create_write_stream(
+                    parent=self.sink.table_path,
+                    write_stream=types.WriteStream(type_=types.WriteStream.Type.PENDING),
+                    retry=_retry(self.sink),
+                    timeout=self.sink.read_timeout_ms / 1000,
+                )
             self.stream = stream.name
         request = types.AppendRowsRequest(
             write_stream=self.stream,
@@ -497,9 +518,10 @@ class _BigQueryWriter(SinkWriter):
     def flush(self) -> dict[str, Any]:
         rows = self.offset
         if self.stream is not None:
-            write_client(self.sink).finalize_write_stream(
-                name=self.stream, retry=_retry(self.sink), timeout=self.sink.read_timeout_ms / 1000
-            )
+            with _storage_errors(self.sink, "finalize a write stream"):
+                write_client(self.sink).finalize_write_stream(
+                    name=self.stream, retry=_retry(self.sink), timeout=self.sink.read_timeout_ms / 1000
+                )
         self.sink.count("written", rows)
         return {"stream": self.stream, "rows": rows, "dead_letters": self.rejected.flush()}
 
@@ -700,11 +722,12 @@ class BigQuerySink(Sink):
 
         if not streams:
             return "committed"
-        response = write_client(self).batch_commit_write_streams(
-            request=types.BatchCommitWriteStreamsRequest(parent=self.table_path, write_streams=streams),
-            retry=_retry(self),
-            timeout=self.read_timeout_ms / 1000,
-        )
+        with _storage_errors(self, "commit the micro-batch's write streams"):
+            response = write_client(self).batch_commit_write_streams(
+                request=types.BatchCommitWriteStreamsRequest(parent=self.table_path, write_streams=streams),
+                retry=_retry(self),
+                timeout=self.read_timeout_ms / 1000,
+            )
         errors = list(response.stream_errors)
         if not errors:
             return "committed now"

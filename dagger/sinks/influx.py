@@ -22,7 +22,8 @@ Delivery: every task sends its points before the micro-batch commits (in request
 replaces it, so a re-run micro-batch (after a failure, or a replay) rewrites the same points:
 **idempotent** as long as the rows carry ``window_timestamp``. The partial-write error "points beyond
 retention policy dropped=N" is counted (``dropped``) and tolerated, as in Dagger; any other error fails the
-micro-batch with the server's message.
+micro-batch with the server's message. An unreachable server, a timeout, 429 or 5xx is retried with back-off
+(``SINK_INFLUX_RETRIES``, ``SINK_INFLUX_RETRY_BACKOFF_MS``) before the micro-batch fails: never a silent drop.
 """
 
 from __future__ import annotations
@@ -78,6 +79,16 @@ class InfluxSinkSettings(SinkSettings):
         None, description="2.x bucket. Default: `DB_NAME/RETENTION_POLICY` (or `DB_NAME`), the 1.x mapping."
     )
     SINK_INFLUX_TIMEOUT_MS: int = Field(30000, gt=0, description="Per-request timeout.")
+    SINK_INFLUX_RETRIES: int = Field(
+        6,
+        ge=0,
+        description="Beyond Dagger: retries of a write the server did not answer (refused or broken connection, "
+        "timeout) or answered 429/5xx, with exponential back-off; then the micro-batch fails. Rewriting points is "
+        "idempotent. The defaults ride out about 15 s of outage.",
+    )
+    SINK_INFLUX_RETRY_BACKOFF_MS: int = Field(
+        500, ge=0, description="Beyond Dagger: back-off of the second retry, doubled for each next one (at most 10 s)."
+    )
 
     @model_validator(mode="after")
     def _required(self) -> InfluxSinkSettings:
@@ -192,6 +203,36 @@ def _join_lines(lines: pa.Array) -> str:
     return pc.binary_join(wrapped, "\n")[0].as_py()
 
 
+def _retry(sink: InfluxSink) -> Any:
+    """urllib3's retry policy for the sink's writes: connection errors, timeouts, 429 and 5xx, any verb (a write
+    rewrites the same points), exponential back-off; the last answer is returned rather than raised."""
+    from urllib3.util.retry import Retry
+
+    return Retry(
+        total=sink.retries,
+        backoff_factor=sink.retry_backoff_ms / 2000,  # urllib3 waits factor * 2^(n-1), nothing before the first
+        backoff_max=10,
+        status_forcelist=(429, 500, 502, 503, 504),
+        allowed_methods=None,
+        raise_on_status=False,
+        respect_retry_after_header=True,
+    )
+
+
+def _cause(exc: BaseException) -> str:
+    """The innermost reason of a client error (``Connection refused`` rather than urllib3's pool wrapper)."""
+    seen = exc
+    while True:
+        inner = getattr(seen, "reason", None) or (
+            seen.args[0] if seen.args and isinstance(seen.args[0], BaseException) else None
+        )
+        if not isinstance(inner, BaseException) or inner is seen:
+            break
+        seen = inner
+    text = str(seen)
+    return text.split(": ", 1)[1] if text.startswith("<") and ": " in text else text
+
+
 class _InfluxWriter(SinkWriter):
     def __init__(self, sink: InfluxSink, partition_id: int, batch_id: int):
         self.sink = sink
@@ -252,8 +293,11 @@ class _InfluxWriter(SinkWriter):
                 message = self._post_v1(payload)
         except SinkError:
             raise
-        except Exception as exc:  # noqa: BLE001 - connection errors, timeouts
-            raise SinkError(f"sink '{sink.display_name}': cannot write to InfluxDB at {sink.url}: {exc}") from None
+        except Exception as exc:  # noqa: BLE001 - connection errors, timeouts, after the retries
+            raise SinkError(
+                f"sink '{sink.display_name}': InfluxDB at {sink.url} did not take the points after"
+                f" {sink.retries} retries (SINK_INFLUX_RETRIES): {_cause(exc)}"
+            ) from None
         if message is None:
             self.written += points
             return
@@ -269,7 +313,11 @@ class _InfluxWriter(SinkWriter):
 
         sink = self.sink
         if self._client is None:
+            from requests.adapters import HTTPAdapter
+
             self._client = requests.Session()
+            self._client.mount("http://", HTTPAdapter(max_retries=_retry(sink)))
+            self._client.mount("https://", HTTPAdapter(max_retries=_retry(sink)))
             if sink.username:
                 self._client.auth = (sink.username, sink.password or "")
         params = {"db": sink.database, "precision": "ms"}
@@ -292,7 +340,9 @@ class _InfluxWriter(SinkWriter):
 
         sink = self.sink
         if self._client is None:
-            client = InfluxDBClient(url=sink.url, token=sink.token or "", org=sink.org or "-", timeout=sink.timeout_ms)
+            client = InfluxDBClient(
+                url=sink.url, token=sink.token or "", org=sink.org or "-", timeout=sink.timeout_ms, retries=_retry(sink)
+            )
             self._client = client.write_api(write_options=SYNCHRONOUS)
         try:
             self._client.write(
@@ -333,6 +383,8 @@ class InfluxSink(Sink):
         batch_size: int = 0,
         flush_duration_ms: int = 0,
         timeout_ms: int = 30000,
+        retries: int = 6,
+        retry_backoff_ms: int = 500,
     ):
         self.url = url
         self.measurement = measurement
@@ -347,6 +399,8 @@ class InfluxSink(Sink):
         self.batch_size = batch_size or _DEFAULT_BATCH
         self.flush_duration_ms = flush_duration_ms
         self.timeout_ms = timeout_ms
+        self.retries = retries
+        self.retry_backoff_ms = retry_backoff_ms
 
     @classmethod
     def from_settings(cls, config: InfluxSinkSettings, descriptors: DescriptorSet | None) -> InfluxSink:
@@ -366,6 +420,8 @@ class InfluxSink(Sink):
             batch_size=config.SINK_INFLUX_BATCH_SIZE,
             flush_duration_ms=config.SINK_INFLUX_FLUSH_DURATION_MS,
             timeout_ms=config.SINK_INFLUX_TIMEOUT_MS,
+            retries=config.SINK_INFLUX_RETRIES,
+            retry_backoff_ms=config.SINK_INFLUX_RETRY_BACKOFF_MS,
         )
 
     def describe(self) -> str:
