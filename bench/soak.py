@@ -100,29 +100,26 @@ def process_kind(pid: int) -> str:
     if "dagger" in line and " run " in f" {line} ":
         return "Python driver"
     if "forkserver" in line:
-        return "fork server"
-    if "daemon" in line:
-        return "Python daemon"
-    return "Python workers"
+        return "data source runners"  # the fork server and the source runners it forks
+    if "spark_daemon pyspark.worker" in line:
+        return "Python UDF workers"  # Spark's Python worker daemon and the workers it forks (Arrow UDFs, sinks)
+    if "spark_daemon" in line:
+        return "data source workers"  # planners, readers and writers of the Python data sources and sinks
+    return "other Python"
 
 
 def memory_by_kind(root: int) -> tuple[dict[str, int], int, int]:
-    """Resident bytes of ``root``'s process tree by :func:`process_kind` (a process forked from one of the same
-    kind, such as the daemon's workers, counts as ``Python workers``), the number of processes, and the tree's
-    proportional set size (shared pages counted once, unlike the RSS sum)."""
+    """Resident bytes of ``root``'s process tree by :func:`process_kind`, the number of processes, and the tree's
+    proportional set size (forked workers share pages with their parent: the RSS sum counts those twice)."""
     from dagger.devtools import proctree
 
     by_kind: dict[str, int] = {}
-    kinds: dict[int, str] = {}
     pss = 0
-    pids = proctree.tree(root)  # parents before their children
-    parents = proctree.parents(pids)
+    pids = proctree.tree(root)
     for pid in pids:
-        kind = kinds[pid] = process_kind(pid)
+        kind = process_kind(pid)
         if kind == "gone":
             continue
-        if kind in ("Python daemon", "fork server") and kinds.get(parents.get(pid, 0)) == kind:
-            kind = "Python workers"
         by_kind[kind] = by_kind.get(kind, 0) + proctree.rss_of(pid)
         pss += proctree.pss_of(pid)
     return by_kind, len(pids), pss
@@ -465,7 +462,7 @@ def plot(results: dict, path: Path) -> None:
 
 def main() -> None:
     settings = Settings.from_env()
-    results = run_soak(settings)
+    results = run_soak(settings, log=lambda line: print(line, flush=True))
     print((settings.results / "soak.md").read_text())
     failed = [name for name in ("exact", "memory_flat", "lag_bounded") if not results[name]]
     if failed:

@@ -51,23 +51,75 @@ def test_make_dist_builds_a_packed_environment_executors_can_run(dist, tmp_path)
     assert sys.executable not in ran.stdout
 
 
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    """A standalone cluster as `make cluster-up` starts it: a master and two one-core worker JVMs."""
+    from dagger.devtools.cluster import StandaloneCluster
+
+    with StandaloneCluster(tmp_path_factory.mktemp("cluster")) as running:
+        yield running
+
+
+def _submit_command(cluster, dist, config: str, *args: str) -> tuple[list[str], dict]:
+    """The README's cluster command: spark-submit in client mode, the packed environment through --archives,
+    PYSPARK_PYTHON=./environment/bin/python (a path that exists on the executors only)."""
+    from dagger.devtools.cluster import spark_home
+
+    command = [
+        os.path.join(os.path.dirname(sys.executable), "spark-submit"),
+        "--master",
+        cluster.url,
+        "--archives",
+        f"{dist / 'dagger_env.tar.gz'}#environment",
+        str(ROOT / "dagger" / "entry.py"),
+        config,
+        *args,
+    ]
+    env = {
+        **os.environ,
+        "SPARK_HOME": spark_home(),
+        "PYSPARK_DRIVER_PYTHON": sys.executable,
+        "PYSPARK_PYTHON": "./environment/bin/python",
+    }
+    return command, env
+
+
+def _submit(cluster, dist, work: Path, name: str, data: dict) -> str:
+    """Run ``data`` to the end of its input on ``cluster``; returns what spark-submit printed (the driver's log)."""
+    import json
+
+    (work / f"{name}.json").write_text(json.dumps(data))
+    command, env = _submit_command(cluster, dist, f"{name}.json", "--available-now")
+    result = subprocess.run(command, cwd=work, capture_output=True, text=True, timeout=600, env=env)
+    output = result.stdout + result.stderr  # spark-submit passes the driver's stderr on as stdout
+    assert result.returncode == 0, output[-4000:]
+    return output
+
+
+def _work(tmp_path) -> Path:
+    work = tmp_path / "submit"  # a directory with no ./environment: the driver must find its own
+    work.mkdir()
+    return work
+
+
+class _Files:
+    def url(self, name: str) -> str:
+        from tests.conftest import DESCRIPTORS
+
+        return str(DESCRIPTORS / name)
+
+
 def test_the_readmes_cluster_commands_run_the_stateless_and_the_window_job_on_two_workers(
-    dist, broker, topic, tmp_path
+    dist, cluster, broker, topic, tmp_path
 ):
     """As the README tells cluster users: a standalone cluster (two worker JVMs), spark-submit in client mode with
     the packed environment through --archives and PYSPARK_PYTHON=./environment/bin/python, from a directory
     that has no such environment (the driver's data source planner used to fail on that path)."""
     import datetime as dt
-    import json
 
-    from dagger.devtools.cluster import StandaloneCluster, spark_home
     from dagger.devtools.produce import consume_all, produce, topic_size
     from dagger.devtools.samples import AREAS, bookings, message_class
-    from tests.conftest import DESCRIPTORS, START, job, kafka_sink, kafka_stream
-
-    class Files:
-        def url(self, name: str) -> str:
-            return str(DESCRIPTORS / name)
+    from tests.conftest import START, job, kafka_sink, kafka_stream
 
     total = 1000
     stateless_in, stateless_out = topic("cluster-in", 2), topic("cluster-out")
@@ -76,14 +128,14 @@ def test_the_readmes_cluster_commands_run_the_stateless_and_the_window_job_on_tw
     produce(broker.bootstrap, window_in, ((None, v) for v in bookings(360, START, step_seconds=0.5)), partitions=2)
     jobs = {
         "stateless": job(
-            Files(),
+            _Files(),
             [kafka_stream(broker, stateless_in)],
             "SELECT order_number FROM data_stream_0",
             METRIC_PROMETHEUS_PORT="0",
             **kafka_sink(broker, stateless_out, "dagger.examples.BookingSummaryMessage"),
         ),
         "window": job(
-            Files(),
+            _Files(),
             [kafka_stream(broker, window_in)],
             "SELECT service_area_id, count(1) AS booking_count, TUMBLE_END(rowtime, INTERVAL '1' MINUTE) AS "
             "window_timestamp FROM data_stream_0 GROUP BY service_area_id, TUMBLE(rowtime, INTERVAL '1' MINUTE)",
@@ -91,37 +143,10 @@ def test_the_readmes_cluster_commands_run_the_stateless_and_the_window_job_on_tw
             **kafka_sink(broker, window_out, "dagger.examples.BookingCountMessage"),
         ),
     }
-    work = tmp_path / "submit"
-    work.mkdir()
-    outputs = {}
-    with StandaloneCluster(tmp_path / "cluster") as cluster:
-        for name, data in jobs.items():
-            (work / f"{name}.json").write_text(json.dumps(data))
-            result = subprocess.run(
-                [
-                    os.path.join(os.path.dirname(sys.executable), "spark-submit"),
-                    "--master",
-                    cluster.url,
-                    "--archives",
-                    f"{dist / 'dagger_env.tar.gz'}#environment",
-                    str(ROOT / "dagger" / "entry.py"),
-                    f"{name}.json",
-                    "--available-now",
-                ],
-                cwd=work,
-                capture_output=True,
-                text=True,
-                timeout=600,
-                env={
-                    **os.environ,
-                    "SPARK_HOME": spark_home(),
-                    "PYSPARK_DRIVER_PYTHON": sys.executable,
-                    "PYSPARK_PYTHON": "./environment/bin/python",
-                },
-            )
-            outputs[name] = result.stdout + result.stderr  # spark-submit passes the driver's stderr on as stdout
-            assert result.returncode == 0, outputs[name][-4000:]
-        tasks = cluster.task_counts()
+    work = _work(tmp_path)
+    before = cluster.task_counts()
+    outputs = {name: _submit(cluster, dist, work, name, data) for name, data in jobs.items()}
+    tasks = [after - earlier for after, earlier in zip(cluster.task_counts(), before, strict=True)]
     assert f"{work / 'environment'} now points to the driver's environment" in outputs["stateless"]
     assert f"sinks: kafka written={total}" in outputs["stateless"]
     assert topic_size(broker.bootstrap, stateless_out) == total
@@ -138,6 +163,111 @@ def test_the_readmes_cluster_commands_run_the_stateless_and_the_window_job_on_tw
     assert all(n > 0 for n in tasks), tasks  # both workers ran tasks
 
 
+def test_on_the_cluster_functions_darts_a_lookup_descriptors_over_http_and_every_sink_work(
+    dist, cluster, broker, topic, influx, bigquery, tmp_path
+):
+    """One job with everything a cluster's executors must do without the driver's environment: the built-in
+    Python functions (GeoHash), DARTS over HTTP, an HTTP lookup, descriptors fetched over HTTP, and the Kafka,
+    InfluxDB, BigQuery and log sinks at once; the C Kafka helper is built on the executors from the archive."""
+    import json
+    import shutil
+
+    import pygeohash
+
+    from dagger.devtools.descriptor_server import DescriptorServer
+    from dagger.devtools.lookup_server import LookupServer
+    from dagger.devtools.produce import consume_all, produce, topic_size
+    from dagger.devtools.samples import bookings
+    from tests.conftest import DESCRIPTORS, START, bigquery_keys, bigquery_rows, bigquery_table, job, kafka_stream
+
+    total = 300
+    source, out, table, db = topic("cluster-all", 2), topic("cluster-all-out"), bigquery_table(), "cluster_all"
+    produce(broker.bootstrap, source, ((None, v) for v in bookings(total, START)), partitions=2)
+    influx.query(f'CREATE DATABASE "{db}"')
+    served = tmp_path / "served"
+    (served / "dart-get").mkdir(parents=True)
+    shutil.copy(DESCRIPTORS / "examples.desc", served / "examples.desc")
+    codes = {"jakarta": "JKT", "bandung": "BDO", "surabaya": "SUB"}
+    (served / "dart-get" / "areas.json").write_text(json.dumps(codes))
+    sql = (
+        "SELECT order_number, service_area_id, DartGet('areas.json', service_area_id, 1) AS area_code, "
+        "GeoHash(driver_pickup_location.latitude, driver_pickup_location.longitude, 7) AS geohash, customer_id, "
+        "amount_paid_by_cash, event_timestamp, rowtime AS window_timestamp FROM data_stream_0"
+    )
+    with DescriptorServer(served) as files, LookupServer() as lookup:
+        lookup_config = {
+            "external_source": {
+                "http": [
+                    {
+                        "endpoint": f"{lookup.url}/customers/",
+                        "verb": "get",
+                        "request_pattern": "%s",
+                        "request_variables": "customer_id",
+                        "stream_timeout": "5000",
+                        "connect_timeout": "2000",
+                        "capacity": "10",
+                        "fail_on_errors": "true",
+                        "retain_response_type": "true",
+                        "output_mapping": {"customer_name": {"path": "$.name"}},
+                    }
+                ]
+            },
+            "internal_source": [{"output_field": "*", "value": "*", "type": "sql"}],
+        }
+        data = job(
+            files,
+            [kafka_stream(broker, source)],
+            sql,
+            METRIC_PROMETHEUS_PORT="0",
+            UDF_DART_BASE_URL=files.url("").rstrip("/"),
+            PROCESSOR_POSTPROCESSOR_ENABLE="true",
+            PROCESSOR_POSTPROCESSOR_CONFIG=json.dumps(lookup_config),
+            SINKS=[
+                {
+                    "SINK_TYPE": "kafka",
+                    "SINK_KAFKA_BROKERS": broker.bootstrap,
+                    "SINK_KAFKA_TOPIC": out,
+                    "SINK_KAFKA_DATA_TYPE": "JSON",
+                },
+                {
+                    "SINK_TYPE": "influx",
+                    "SINK_INFLUX_URL": influx.url,
+                    "SINK_INFLUX_DB_NAME": db,
+                    "SINK_INFLUX_MEASUREMENT_NAME": "bookings",
+                },
+                bigquery_keys(bigquery, table, "dagger.examples.BookingSummaryMessage"),
+                {"SINK_TYPE": "log"},
+            ],
+        )
+        data.pop("SINK_TYPE")
+        output = _submit(cluster, dist, _work(tmp_path), "everything", data)
+    assert f"descriptor sets {files.url('examples.desc')} loaded" in output
+
+    def expected(i: int) -> dict:
+        lat = -6.2 + (i % 1000) * 0.001
+        area = ["jakarta", "bandung", "surabaya"][i % 3]
+        return {
+            "order_number": f"order-{i}",
+            "area_code": codes[area],
+            "geohash": pygeohash.encode(lat, 106.8, 7),
+            "customer_name": f"name-c{i % 5}",
+        }
+
+    assert topic_size(broker.bootstrap, out) == total
+    rows = [json.loads(m.value()) for m in consume_all(broker.bootstrap, out, total)]
+    keys = ("order_number", "area_code", "geohash", "customer_name")
+    assert sorted((r[k] for k in keys) for r in rows) == sorted(tuple(expected(i).values()) for i in range(total))
+    points = influx.points(db, "bookings")
+    assert sorted((p["order_number"], p["area_code"], p["customer_name"]) for p in points) == sorted(
+        (e["order_number"], e["area_code"], e["customer_name"]) for e in map(expected, range(total))
+    )
+    assert sorted(r["order_number"] for r in bigquery_rows(bigquery, table)) == sorted(
+        f"order-{i}" for i in range(total)
+    )
+    logged = [line for line in output.splitlines() if "order_number=order-" in line]  # the log sink, on the driver
+    assert len(logged) == total and all(f"order_number=order-{i}," in output for i in range(total))
+
+
 def test_the_executors_interpreter_path_is_made_to_resolve_on_the_driver(tmp_path):
     from dagger.errors import DaggerConfigError
     from dagger.spark import driver_side_python
@@ -151,3 +281,72 @@ def test_the_executors_interpreter_path_is_made_to_resolve_on_the_driver(tmp_pat
     (tmp_path / "other").mkdir()
     with pytest.raises(DaggerConfigError, match="PYSPARK_PYTHON=other/bin/python does not exist on the driver"):
         driver_side_python("other/bin/python", cwd=str(tmp_path))  # a directory of that name is not replaced
+
+
+@pytest.mark.chaos
+def test_an_executor_killed_mid_run_is_replaced_and_nothing_is_lost(dist, cluster, broker, topic, bigquery, tmp_path):
+    """kill -9 of an executor JVM (CoarseGrainedExecutorBackend under a worker) while the job writes: Spark re-runs
+    its tasks elsewhere, the worker starts a new executor, the job goes on. Kafka gets every row (a re-run task's
+    rows may repeat, at most one micro-batch), BigQuery every row exactly once."""
+    import collections
+    import json
+    import signal
+    import time
+
+    from dagger.devtools.produce import consume_all, produce, topic_size
+    from dagger.devtools.samples import bookings, message_class
+    from tests.conftest import START, bigquery_keys, bigquery_rows, bigquery_table, job, kafka_sink, kafka_stream
+
+    total, per_batch = 3000, 100
+    source, out, table = topic("cluster-kill", 2), topic("cluster-kill-out"), bigquery_table()
+    produce(broker.bootstrap, source, ((None, v) for v in bookings(total, START, step_seconds=0.01)), partitions=2)
+    data = job(
+        _Files(),
+        [kafka_stream(broker, source)],
+        "SELECT order_number, service_type, event_timestamp, amount_paid_by_cash FROM data_stream_0",
+        METRIC_PROMETHEUS_PORT="0",
+        SPARK_MAX_RECORDS_PER_TRIGGER=str(per_batch),
+        SINKS=[
+            kafka_sink(broker, out, "dagger.examples.BookingSummaryMessage"),
+            bigquery_keys(bigquery, table, "dagger.examples.BookingSummaryMessage"),
+        ],
+    )
+    data.pop("SINK_TYPE")
+    work = _work(tmp_path)
+    (work / "kill.json").write_text(json.dumps(data))
+    command, env = _submit_command(cluster, dist, "kill.json")
+    log = work / "driver.log"
+
+    def wait_for(condition, what: str, timeout: float = 300) -> None:  # noqa: ANN001
+        deadline = time.monotonic() + timeout
+        while not condition():
+            assert process.poll() is None, f"the job exited while waiting for {what}: {log.read_text()[-4000:]}"
+            assert time.monotonic() < deadline, f"no {what} within {timeout:.0f} s: {log.read_text()[-4000:]}"
+            time.sleep(0.5)
+
+    with log.open("w") as sink:
+        process = subprocess.Popen(command, cwd=work, stdout=sink, stderr=subprocess.STDOUT, env=env)
+    try:
+        wait_for(lambda: topic_size(broker.bootstrap, out) >= 600, "output")
+        executors = cluster.executor_pids()
+        assert len(executors) == 2, executors
+        os.kill(executors[0], signal.SIGKILL)
+        wait_for(lambda: len(set(cluster.executor_pids()) - set(executors)) == 1, "replacement executor")
+        wait_for(lambda: topic_size(broker.bootstrap, out) >= total, "complete output")
+        time.sleep(2)  # the batch in flight, if any, finishes
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(120) == 0, log.read_text()[-4000:]
+    finally:
+        if process.poll() is None:
+            process.kill()
+    output = log.read_text()
+    assert "Lost executor" in output or "lost executor" in output.lower(), output[-4000:]
+    summary = message_class("dagger.examples.BookingSummaryMessage")
+    size = topic_size(broker.bootstrap, out)
+    counts = collections.Counter(
+        summary.FromString(m.value()).order_number for m in consume_all(broker.bootstrap, out, expected=size)
+    )
+    assert set(counts) == {f"order-{i}" for i in range(total)}  # nothing lost
+    assert sum(c - 1 for c in counts.values()) <= per_batch  # at-least-once: a re-run task's rows, at most a batch
+    written = collections.Counter(r["order_number"] for r in bigquery_rows(bigquery, table))
+    assert set(written) == set(counts) and set(written.values()) == {1}  # exactly once

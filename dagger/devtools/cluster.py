@@ -122,6 +122,21 @@ class StandaloneCluster:
             counts.append(sum(p.read_text(errors="replace").count("Running task") for p in logs))
         return counts
 
+    def executor_pids(self) -> list[int]:
+        """Process ids of the executor JVMs (``CoarseGrainedExecutorBackend``) the workers run right now."""
+        pids = []
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                cmdline = (entry / "cmdline").read_bytes()
+                cwd = os.readlink(entry / "cwd")
+            except OSError:
+                continue
+            if b"CoarseGrainedExecutorBackend" in cmdline and cwd.startswith(str(self.root)):
+                pids.append(int(entry.name))
+        return sorted(pids)
+
     def stop(self) -> None:
         for process in reversed(self.processes):
             stop_process(process)

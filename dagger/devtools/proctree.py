@@ -37,16 +37,6 @@ def tree(root: int) -> list[int]:
     return out
 
 
-def parents(pids: list[int]) -> dict[int, int]:
-    """``{pid: parent pid}`` of the processes of ``pids`` that still run."""
-    out = {}
-    for pid in pids:
-        fields = _stat(pid)
-        if fields:
-            out[pid] = int(fields[1])
-    return out
-
-
 def cpu_seconds(root: int) -> float:
     """User + system CPU seconds of ``root``'s tree, including children that have exited and been reaped."""
     total = 0
