@@ -284,6 +284,7 @@ def test_the_executors_interpreter_path_is_made_to_resolve_on_the_driver(tmp_pat
 
 
 @pytest.mark.chaos
+@pytest.mark.long
 def test_an_executor_killed_mid_run_is_replaced_and_nothing_is_lost(dist, cluster, broker, topic, bigquery, tmp_path):
     """kill -9 of an executor JVM (CoarseGrainedExecutorBackend under a worker) while the job writes: Spark re-runs
     its tasks elsewhere, the worker starts a new executor, the job goes on. Kafka gets every row (a re-run task's

@@ -102,6 +102,7 @@ def test_influxdb_gone_is_retried_then_fails_the_batch_and_a_restart_writes_ever
         assert set(counts) == {f"order-{i}" for i in range(600)} and set(counts.values()) == {1}
 
 
+@pytest.mark.long
 def test_bigquery_answering_500_is_retried_then_fails_the_batch_and_a_restart_writes_every_row_once(
     spark, broker, stencil, bigquery, topic, tmp_path
 ):
@@ -148,6 +149,7 @@ def proxied_output():
         yield out_broker, proxy
 
 
+@pytest.mark.long
 def test_the_output_broker_gone_fails_the_batch_after_the_delivery_timeout_and_a_restart_delivers_every_row(
     spark, broker, stencil, topic, tmp_path, proxied_output
 ):
