@@ -15,8 +15,8 @@ from pydantic import Field
 from dagger.config import load_config
 from dagger.config.docs import render_reference
 from dagger.errors import DaggerConfigError
+from dagger.registry import sinks as sink_registry
 from dagger.sinks import SINKS, Sink, SinkSettings, SinkWriter, register_sink, sink_plugins
-from dagger.sinks import registry as sink_registry
 from tests.conftest import START, job, kafka_stream, run_job
 
 STREAM = {

@@ -62,7 +62,7 @@ def _table(model: type[BaseModel], exclude: typing.Iterable[str] = ()) -> str:
 
 
 def _sink_sections() -> list[str]:
-    from dagger.sinks.registry import sink_plugins
+    from dagger.registry.sinks import sink_plugins
 
     parts = []
     for name, plugin in sink_plugins().items():
@@ -94,7 +94,7 @@ def render_reference() -> str:
         '"influx", ...}]`. The SQL runs once per micro-batch and each sink gets every row; a micro-batch '
         "commits only when every sink has written it. Without `SINKS`, these keys sit at the top level.",
         "Every sink takes the keys below, and the keys of its `SINK_TYPE` (one section per registered sink:",
-        "a sink registered by a package or an application is listed the same way, see `dagger/sinks/registry.py`).",
+        "a sink registered by a package or an application is listed the same way, see `dagger/registry/sinks.py`).",
         "",
         _table(SinkConfig),
         "",

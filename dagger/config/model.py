@@ -17,6 +17,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, model_validator
 
+from dagger.config.errors import format_validation_error
+from dagger.registry.sinks import sink_keys, sink_plugins
+from dagger.registry.sources import source_names, source_of
+
 
 def _json_in_string(value: Any) -> Any:
     """Accept Dagger's JSON-in-a-string form for structured values."""
@@ -192,8 +196,6 @@ class StreamConfig(_Strict):
 
     @model_validator(mode="after")
     def _check_source(self) -> StreamConfig:
-        from dagger.sources import source_names, source_of
-
         table = self.INPUT_SCHEMA_TABLE
         if len(self.SOURCE_DETAILS) != 1:
             raise ValueError(
@@ -365,7 +367,7 @@ class SinkConfig(BaseModel):
     """One sink: its ``SINK_TYPE`` and that type's keys (top level of a job, or each element of ``SINKS``).
 
     The keys common to every sink are fields here; the others are the registered sink's own settings model
-    (:mod:`dagger.sinks.registry`), validated against it: :attr:`settings`.
+    (:mod:`dagger.registry.sinks`), validated against it: :attr:`settings`.
     """
 
     model_config = ConfigDict(extra="allow", populate_by_name=True)
@@ -394,8 +396,6 @@ class SinkConfig(BaseModel):
 
         from pydantic import ValidationError
 
-        from dagger.sinks.registry import sink_keys, sink_plugins
-
         plugins = sink_plugins()
         plugin = plugins.get(self.SINK_TYPE)
         if plugin is None:
@@ -416,8 +416,6 @@ class SinkConfig(BaseModel):
         try:
             self._settings = plugin.settings.model_validate(own)
         except ValidationError as exc:
-            from dagger.config.errors import format_validation_error
-
             problems.extend(format_validation_error(exc, plugin.settings))
         if problems:
             raise ValueError("\n  - ".join(problems))

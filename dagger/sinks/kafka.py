@@ -19,8 +19,8 @@ from pydantic import Field, model_validator
 
 from dagger.config.model import Json
 from dagger.errors import SinkError
+from dagger.registry.sinks import SinkSettings
 from dagger.sinks.base import RejectedRows, RowsRefused, Sink, SinkWriter, isolate
-from dagger.sinks.registry import SinkSettings
 from dagger.worker_cache import BuiltCache, content_key
 
 if TYPE_CHECKING:

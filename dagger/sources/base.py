@@ -5,7 +5,7 @@ A source turns one ``STREAMS`` entry into a DataFrame with the table's columns (
 whether it ends, what a bounded run reads (its fingerprint), where it reads from (``dagger validate``), and what
 to do once a live run stops (the Kafka source commits its final offsets). The planner and the CLI ask these
 questions instead of testing which source a stream has. Register a source under each ``SOURCE_NAME`` it
-serves with :func:`register_source`.
+serves with :func:`dagger.registry.sources.register_source`.
 """
 
 from __future__ import annotations
@@ -76,27 +76,3 @@ class Source(ABC):
 
     def finish(self, progress: dict[str, Any], streams: list[StreamConfig], config: JobConfig) -> None:  # noqa: B027
         """Called once when a live run stopped cleanly, with the last query progress and this source's streams."""
-
-
-SOURCES: dict[str, Source] = {}
-
-
-def register_source(source: Source) -> Source:
-    """Register ``source`` under each of its ``names``; returns it."""
-    for name in source.names:
-        SOURCES[name] = source
-    return source
-
-
-def source_of(stream: StreamConfig) -> Source:
-    """The registered source of a stream (its ``SOURCE_NAME``)."""
-    import dagger.sources  # noqa: F401 - registers the built-in sources
-
-    return SOURCES[stream.source_name]
-
-
-def source_names() -> list[tuple[str, str]]:
-    """Every accepted ``(SOURCE_NAME, SOURCE_TYPE)`` pair."""
-    import dagger.sources  # noqa: F401
-
-    return sorted((name, source.source_type) for name, source in SOURCES.items())
