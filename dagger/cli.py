@@ -181,11 +181,11 @@ def _generate(args: argparse.Namespace) -> int:
         stream = config.STREAMS[args.stream]
         if stream.source_name not in KafkaSource.names:
             raise DaggerConfigError(f"--stream {args.stream} of {args.config} is not a Kafka stream")
-        message = message or stream.INPUT_SCHEMA_PROTO_CLASS
-        topic = topic or stream.SOURCE_KAFKA_TOPIC_NAMES.split(",")[0].strip()
-        bootstrap = bootstrap or stream.SOURCE_KAFKA_CONSUMER_CONFIG_BOOTSTRAP_SERVERS
-        if timestamp_field is None and stream.INPUT_SCHEMA_EVENT_TIMESTAMP_FIELD_INDEX is not None:
-            timestamp_field = str(stream.INPUT_SCHEMA_EVENT_TIMESTAMP_FIELD_INDEX)
+        message = message or stream.format.INPUT_SCHEMA_PROTO_CLASS
+        topic = topic or stream.settings.SOURCE_KAFKA_TOPIC_NAMES.split(",")[0].strip()
+        bootstrap = bootstrap or stream.settings.SOURCE_KAFKA_CONSUMER_CONFIG_BOOTSTRAP_SERVERS
+        if timestamp_field is None and stream.format.INPUT_SCHEMA_EVENT_TIMESTAMP_FIELD_INDEX is not None:
+            timestamp_field = str(stream.format.INPUT_SCHEMA_EVENT_TIMESTAMP_FIELD_INDEX)
         if not settings.urls:
             settings = StencilSettings.from_config(config)
     missing = [
@@ -370,7 +370,7 @@ def _validate(config: JobConfig) -> int:
         where = source_of(stream).location(stream)
         out.write(
             f"stream {stream.INPUT_SCHEMA_TABLE}: {stream.source_name} {where} "
-            f"as {stream.INPUT_SCHEMA_PROTO_CLASS}, {len(schema.fields)} columns\n"
+            f"as {stream.format.INPUT_SCHEMA_PROTO_CLASS}, {len(schema.fields)} columns\n"
         )
     out.write("SQL as written:\n  " + config.sql.strip() + "\n")
     out.write("SQL as run by Spark:\n  " + plan.rewritten_sql.strip() + "\n")

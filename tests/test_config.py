@@ -35,7 +35,7 @@ def test_native_json_and_json_in_a_string_load_the_same():
     native = load_config(data=BASE)
     stringly = load_config(data={"SQL_QUERY": BASE["FLINK_SQL_QUERY"], "STREAMS": json.dumps([STREAM])})
     assert native.model_dump() == stringly.model_dump()
-    assert native.STREAMS[0].INPUT_SCHEMA_EVENT_TIMESTAMP_FIELD_INDEX == 5
+    assert native.STREAMS[0].format.INPUT_SCHEMA_EVENT_TIMESTAMP_FIELD_INDEX == 5
     assert native.FLINK_ROWTIME_ATTRIBUTE_NAME == "rowtime"
     assert native.STREAMS[0].SOURCE_DETAILS[0].SOURCE_NAME == "KAFKA_CONSUMER"
 
@@ -71,7 +71,7 @@ def test_set_overrides_top_level_and_stream_keys():
         ],
     )
     assert config.single_sink.SINK_TYPE == "kafka"
-    assert config.STREAMS[0].SOURCE_KAFKA_TOPIC_NAMES == "other"
+    assert config.STREAMS[0].settings.SOURCE_KAFKA_TOPIC_NAMES == "other"
     with pytest.raises(DaggerConfigError, match="must look like KEY=VALUE"):
         load_config(data=BASE, overrides=["SINK_TYPE"])
 

@@ -92,8 +92,8 @@ def test_a_registered_sink_is_a_sink_type_with_its_keys_validated_and_documented
     )
     # in SINKS too, each problem named with its entry
     message = error_of(SINKS=[{"SINK_TYPE": "log"}, {"SINK_TYPE": "jsonl", "SINK_JSONL_EVERY": "x"}])
-    assert "SINKS[1]: SINK_JSONL_PATH: is required" in message
-    assert "SINKS[1]: SINK_JSONL_EVERY: 'x' is not an integer" in message
+    assert "SINKS[1].SINK_JSONL_PATH: is required" in message
+    assert "SINKS[1].SINK_JSONL_EVERY: 'x' is not an integer" in message
     reference = render_reference()
     assert "### `SINK_TYPE=jsonl`" in reference and "| `SINK_JSONL_EVERY` | integer | `1` | Keep one" in reference
     assert "jsonl" in error_of(SINK_TYPE="nope")  # listed among the accepted types

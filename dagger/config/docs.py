@@ -14,6 +14,9 @@ from dagger.config.model import (
     SinkConfig,
     StreamConfig,
 )
+from dagger.registry.formats import format_plugins
+from dagger.registry.sinks import sink_plugins
+from dagger.registry.sources import source_plugins
 
 
 def _type_name(annotation: typing.Any) -> str:
@@ -61,9 +64,28 @@ def _table(model: type[BaseModel], exclude: typing.Iterable[str] = ()) -> str:
     return "\n".join(rows)
 
 
-def _sink_sections() -> list[str]:
-    from dagger.registry.sinks import sink_plugins
+def _source_sections() -> list[str]:
+    parts = []
+    by_source: dict[int, list[str]] = {}
+    for name, source in source_plugins().items():
+        by_source.setdefault(id(source), []).append(name)
+    for names in by_source.values():
+        source = source_plugins()[names[0]]
+        title = " / ".join(f"`SOURCE_NAME={n}`" for n in names)
+        parts += [f"### {title} (`SOURCE_TYPE={source.source_type}`)", ""]
+        summary = (source.settings.__doc__ or "").strip().splitlines()
+        if summary:
+            parts += [summary[0], ""]
+        parts += [_table(source.settings) if source.settings.model_fields else "No keys of its own.", ""]
+    for name, plugin in format_plugins().items():
+        parts += [f"### `INPUT_DATATYPE={name}`", ""]
+        if plugin.summary:
+            parts += [plugin.summary, ""]
+        parts += [_table(plugin.settings), ""]
+    return parts
 
+
+def _sink_sections() -> list[str]:
     parts = []
     for name, plugin in sink_plugins().items():
         parts += [f"### `SINK_TYPE={name}`", ""]
@@ -101,8 +123,14 @@ def render_reference() -> str:
         *_sink_sections(),
         "## Stream keys (each element of `STREAMS`)",
         "",
+        "A stream entry is flat, as in Dagger: the keys below, the keys of its source (`SOURCE_DETAILS`'",
+        "`SOURCE_NAME`) and those of its `INPUT_DATATYPE`, one section each (a source registered by a package or an",
+        "application is listed the same way, see `dagger/registry/sources.py`). Another source's keys are accepted",
+        "and ignored.",
+        "",
         _table(StreamConfig),
         "",
+        *_source_sections(),
         "## `PROCESSOR_PREPROCESSOR_CONFIG`",
         "",
         _table(PreProcessorConfig),

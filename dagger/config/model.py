@@ -11,15 +11,17 @@ The markdown config reference (``docs/config.md``) is generated from this module
 
 from __future__ import annotations
 
+import difflib
 import json
 import typing
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
 from dagger.config.errors import format_validation_error
+from dagger.registry.formats import format_keys, format_plugins
 from dagger.registry.sinks import sink_keys, sink_plugins
-from dagger.registry.sources import source_names, source_of
+from dagger.registry.sources import source_keys, source_names, source_of
 
 
 def _json_in_string(value: Any) -> Any:
@@ -54,7 +56,6 @@ class _Strict(BaseModel):
 # --------------------------------------------------------------------------------------------------
 
 SourceType = Literal["BOUNDED", "UNBOUNDED"]
-StoreType = Literal["JKS", "PKCS12", "PEM"]
 
 
 class SourceDetail(_Strict):
@@ -68,131 +69,29 @@ class SourceDetail(_Strict):
 
 
 class StreamConfig(_Strict):
-    """One entry of ``STREAMS``: a source, its schema and the SQL table it becomes."""
+    """One entry of ``STREAMS``: a source, its schema and the SQL table it becomes.
+
+    The entry is flat, as in Dagger: besides the keys below it holds the keys of its source (``SOURCE_NAME``) and of
+    its input data type (``INPUT_DATATYPE``), each validated by the settings model registered with them
+    (:mod:`dagger.registry.sources`, :mod:`dagger.registry.formats`) and read through :attr:`settings` and
+    :attr:`format`.
+    """
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
 
     INPUT_SCHEMA_TABLE: str = Field(description="Name of the SQL view this stream is registered as.")
-    INPUT_SCHEMA_PROTO_CLASS: str | None = Field(
-        None, description="Fully qualified protobuf message name of the records, e.g. `pkg.BookingLogMessage`."
-    )
-    INPUT_SCHEMA_EVENT_TIMESTAMP_FIELD_INDEX: int | None = Field(
-        None,
-        description="Proto field *number* (not position) of the `google.protobuf.Timestamp` field that "
-        "becomes the rowtime column.",
-    )
-    INPUT_DATATYPE: Literal["PROTO", "JSON"] = Field(
-        "PROTO", description="Record encoding. Only PROTO is implemented so far; JSON is rejected at start."
-    )
-    INPUT_SCHEMA_JSON_SCHEMA: str | None = Field(None, description="JSON Schema of JSON records (JSON input).")
-    INPUT_SCHEMA_JSON_EVENT_TIMESTAMP_FIELD_NAME: str | None = Field(
-        None, description="Field used as rowtime for JSON input."
+    INPUT_DATATYPE: str = Field(
+        "PROTO",
+        description="Record encoding: a registered input data type (built in: `PROTO`; `JSON` is refused at start "
+        "for now), whose keys are listed below.",
     )
     SOURCE_DETAILS: Annotated[list[SourceDetail], Json] = Field(
         default_factory=lambda: [SourceDetail(SOURCE_NAME="KAFKA_CONSUMER", SOURCE_TYPE="UNBOUNDED")],
         description="Exactly one `{SOURCE_NAME, SOURCE_TYPE}`; valid pairs are KAFKA_SOURCE/UNBOUNDED, "
         "KAFKA_CONSUMER/UNBOUNDED and PARQUET_SOURCE/BOUNDED. Both Kafka names use the same Spark source.",
     )
-    SOURCE_KAFKA_TOPIC_NAMES: str | None = Field(
-        None,
-        description="Regular expression matched against whole topic names (`a|b`, `events-.*`). Topics "
-        "and partitions that appear while the job runs are picked up.",
-    )
-    SOURCE_KAFKA_NAME: str | None = Field(None, description="Logical cluster name, used in telemetry.")
-    SOURCE_KAFKA_CONSUMER_CONFIG_BOOTSTRAP_SERVERS: str | None = Field(
-        None, description="Kafka `bootstrap.servers` of this stream."
-    )
-    SOURCE_KAFKA_CONSUMER_CONFIG_GROUP_ID: str | None = Field(
-        None,
-        description="Consumer group. The job starts from this group's committed offsets and commits the "
-        "offsets of every finished micro-batch to it, so lag tools see the job. Default: "
-        "`dagger-<FLINK_JOB_ID>-<INPUT_SCHEMA_TABLE>`.",
-    )
-    SOURCE_KAFKA_CONSUMER_CONFIG_AUTO_OFFSET_RESET: Literal["latest", "earliest"] = Field(
-        "latest", description="Where to start when the group has no committed offset."
-    )
-    SOURCE_KAFKA_CONSUMER_CONFIG_AUTO_COMMIT_ENABLE: bool | None = Field(
-        None, description="Accepted for compatibility; offsets are committed after each micro-batch anyway."
-    )
-    SOURCE_KAFKA_CONSUMER_CONFIG_SECURITY_PROTOCOL: Literal["SASL_PLAINTEXT", "SASL_SSL", "SSL", "PLAINTEXT"] | None = (
-        Field(None, description="`security.protocol`.")
-    )
-    SOURCE_KAFKA_CONSUMER_CONFIG_SASL_MECHANISM: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] | None = Field(
-        None, description="`sasl.mechanism`."
-    )
-    SOURCE_KAFKA_CONSUMER_CONFIG_SASL_JAAS_CONFIG: str | None = Field(
-        None,
-        description="Java JAAS line; its `username` and `password` become librdkafka's `sasl.username` and "
-        "`sasl.password`.",
-    )
-    SOURCE_KAFKA_CONSUMER_CONFIG_SSL_PROTOCOL: (
-        Literal["TLS", "TLSv1.1", "TLSv1.2", "TLSv1.3", "SSL", "SSLv2", "SSLv3"] | None
-    ) = Field(None, description="Accepted for compatibility; librdkafka negotiates the TLS version itself.")
-    SOURCE_KAFKA_CONSUMER_CONFIG_SSL_KEY_PASSWORD: str | None = Field(None, description="`ssl.key.password`.")
-    SOURCE_KAFKA_CONSUMER_CONFIG_SSL_KEYSTORE_LOCATION: str | None = Field(
-        None, description="Client certificate store (PKCS12 or PEM; JKS must be converted)."
-    )
-    SOURCE_KAFKA_CONSUMER_CONFIG_SSL_KEYSTORE_PASSWORD: str | None = Field(None, description="Keystore password.")
-    SOURCE_KAFKA_CONSUMER_CONFIG_SSL_KEYSTORE_TYPE: StoreType | None = Field(None, description="Keystore format.")
-    SOURCE_KAFKA_CONSUMER_CONFIG_SSL_TRUSTSTORE_LOCATION: str | None = Field(
-        None, description="CA certificates (PEM) that `ssl.ca.location` points to."
-    )
-    SOURCE_KAFKA_CONSUMER_CONFIG_SSL_TRUSTSTORE_PASSWORD: str | None = Field(None, description="Truststore password.")
-    SOURCE_KAFKA_CONSUMER_CONFIG_SSL_TRUSTSTORE_TYPE: StoreType | None = Field(None, description="Truststore format.")
-    SOURCE_KAFKA_CONSUMER_ADDITIONAL_CONFIGURATIONS: Annotated[dict[str, str], Json] = Field(
-        default_factory=dict,
-        description="Extra librdkafka consumer properties, passed as they are (as in the GoTo fork).",
-    )
-    SOURCE_KAFKA_INVALID_RECORD_POLICY: Literal["fail", "drop", "dead-letter"] = Field(
-        "fail",
-        description="What happens to a record that cannot be decoded: `fail` stops the query with an error "
-        "naming topic, partition and offset (Dagger's behaviour); `drop` skips and counts it; `dead-letter` "
-        "writes its raw bytes with the reason and coordinates to `SOURCE_KAFKA_DEAD_LETTER_TOPIC`.",
-    )
-    SOURCE_KAFKA_DEAD_LETTER_TOPIC: str | None = Field(
-        None, description="Topic that receives undecodable records under the `dead-letter` policy."
-    )
-    SOURCE_KAFKA_UNREACHABLE_TIMEOUT_MS: int = Field(
-        300_000,
-        gt=0,
-        description="How long a running job waits for the stream's brokers when they stop answering (one log "
-        "line, then the job goes on where it was); past it the job fails naming the brokers, and a restart resumes. "
-        "Brokers unreachable at start fail the job after 30 s.",
-    )
-    SOURCE_KAFKA_DEAD_LETTER_BROKERS: str | None = Field(
-        None, description="Bootstrap servers of the dead-letter topic. Default: the stream's own."
-    )
-    SOURCE_KAFKA_STARTING_OFFSETS: str = Field(
-        "group",
-        description="Where a new job (no checkpoint) starts: `group` (the consumer group's committed offsets, "
-        "else `AUTO_OFFSET_RESET`), `earliest`, `latest`, or JSON offsets "
-        '`{"topic": {"0": 42, "1": -2}}` (-2 earliest, -1 latest; partitions left out start at earliest).',
-    )
-    SOURCE_KAFKA_STARTING_TIMESTAMP: str | None = Field(
-        None,
-        description="Start at the first record at or after this instant (ISO-8601 such as "
-        "`2026-11-01T00:00:00Z`, or epoch ms), per partition. Excludes `SOURCE_KAFKA_STARTING_OFFSETS`.",
-    )
-    SOURCE_KAFKA_ENDING_OFFSETS: str | None = Field(
-        None,
-        description="Makes the stream bounded: `latest` (the end offsets when the job starts) or JSON offsets "
-        "per partition (exclusive). The job then reads its range and exits; see docs/sources.md.",
-    )
-    SOURCE_KAFKA_ENDING_TIMESTAMP: str | None = Field(
-        None,
-        description="Makes the stream bounded: stop before the first record at or after this instant "
-        "(exclusive). Excludes `SOURCE_KAFKA_ENDING_OFFSETS`.",
-    )
-    SOURCE_PARQUET_FILE_PATHS: Annotated[list[str], Json] | None = Field(
-        None, description="Parquet files or directories (searched recursively)."
-    )
-    SOURCE_PARQUET_READ_ORDER_STRATEGY: Literal["EARLIEST_TIME_URL_FIRST", "EARLIEST_INDEX_FIRST"] = Field(
-        "EARLIEST_TIME_URL_FIRST", description="Order in which Parquet files are read."
-    )
-    SOURCE_PARQUET_FILE_DATE_RANGE: str | None = Field(
-        None, description="`start,end;start,end` inclusive UTC ranges of `dt=`/`hr=` partitions to read."
-    )
-    SOURCE_PARQUET_SCHEMA_MATCH_STRATEGY: (
-        Literal["SAME_SCHEMA_WITH_FAIL_ON_MISMATCH", "BACKWARD_COMPATIBLE_SCHEMA_WITH_FAIL_ON_TYPE_MISMATCH"] | None
-    ) = Field(None, description="Accepted for compatibility (unused by Dagger too).")
+    _settings: Any = PrivateAttr(None)
+    _format: Any = PrivateAttr(None)
 
     @model_validator(mode="after")
     def _check_source(self) -> StreamConfig:
@@ -209,13 +108,50 @@ class StreamConfig(_Strict):
                 f"SOURCE_DETAILS of stream '{table}' combines SOURCE_NAME={pair[0]} with SOURCE_TYPE={pair[1]}, "
                 f"which no source supports; accepted: {', '.join(f'{n}+{t}' for n, t in accepted)}"
             )
-        source_of(self).check(self)
+        formats = format_plugins()
+        if self.INPUT_DATATYPE not in formats:
+            raise ValueError(
+                f"INPUT_DATATYPE of stream '{table}': {self.INPUT_DATATYPE!r} is not accepted; accepted: "
+                + ", ".join(sorted(formats))
+            )
+        source = source_of(self)
+        known = {**source_keys(), **format_keys()}
+        extra = self.model_extra or {}
+        problems = []
+        for key in extra:
+            if key not in known:
+                close = difflib.get_close_matches(key, [*known, *type(self).model_fields], n=1, cutoff=0.6)
+                problems.append(f"{key}: unknown key" + (f"; did you mean {close[0]}?" if close else ""))
+        for model, attribute in ((source.settings, "_settings"), (formats[self.INPUT_DATATYPE].settings, "_format")):
+            own = {k: v for k, v in extra.items() if k in model.model_fields}
+            try:
+                setattr(self, attribute, model.model_validate(own))
+            except ValidationError as exc:
+                problems.extend(format_validation_error(exc, model))
+        if problems:
+            raise ValueError("\n  - ".join(problems))
+        source.check(self)
         return self
 
     @property
     def source_name(self) -> str:
         """The ``SOURCE_NAME`` users wrote; the key of the source registry."""
         return self.SOURCE_DETAILS[0].SOURCE_NAME
+
+    @property
+    def settings(self) -> Any:
+        """This stream's source keys, validated by its source's registered settings model."""
+        return self._settings
+
+    @property
+    def format(self) -> Any:
+        """This stream's input data type keys (``INPUT_SCHEMA_PROTO_CLASS`` ...), validated by its model."""
+        return self._format
+
+    @property
+    def keys_set(self) -> list[str]:
+        """The keys this entry sets (common, its source's and its input data type's)."""
+        return sorted({*self.model_fields_set, *(self.model_extra or {})})
 
 
 # --------------------------------------------------------------------------------------------------
@@ -392,10 +328,6 @@ class SinkConfig(BaseModel):
 
     @model_validator(mode="after")
     def _check_sink(self) -> SinkConfig:
-        import difflib
-
-        from pydantic import ValidationError
-
         plugins = sink_plugins()
         plugin = plugins.get(self.SINK_TYPE)
         if plugin is None:
@@ -691,8 +623,8 @@ class JobConfig(_Strict):
             raise ValueError("DEAD_LETTER_KAFKA_BROKERS is required with DEAD_LETTER_KAFKA_TOPIC")
         for stream in self.STREAMS:
             if (
-                stream.SOURCE_KAFKA_INVALID_RECORD_POLICY == "dead-letter"
-                and not stream.SOURCE_KAFKA_DEAD_LETTER_TOPIC
+                source_of(stream).invalid_record_policy(stream) == "dead-letter"
+                and not source_of(stream).dead_letter_topic(stream)
                 and not self.has_dead_letter
             ):
                 raise ValueError(

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
     from dagger.config.model import JobConfig, StreamConfig
+    from dagger.registry.sources import SourceSettings
     from dagger.schema.registry import DescriptorSet
 
 
@@ -40,6 +41,8 @@ class Source(ABC):
     names: ClassVar[tuple[str, ...]]
     #: the ``SOURCE_TYPE`` it goes with (``UNBOUNDED`` or ``BOUNDED``)
     source_type: ClassVar[str]
+    #: its settings model: the ``SOURCE_*`` keys of its streams, read through ``stream.settings``
+    settings: ClassVar[type[SourceSettings]]
     #: whether ``dagger run --from/--to`` can replay it
     replayable: ClassVar[bool] = False
     #: whether its reader decodes only the fields the SQL names (:class:`SourceOptions` ``fields``); sources
@@ -73,6 +76,14 @@ class Source(ABC):
         self, spark: SparkSession, stream: StreamConfig, from_ms: int | None, to_ms: int | None
     ) -> dict[str, Any]:
         """What a bounded run of the stream reads (part of the run's fingerprint: same input, same batch id)."""
+
+    def invalid_record_policy(self, stream: StreamConfig) -> str:
+        """What the stream's reader does with a record it cannot decode: ``fail``, ``drop`` or ``dead-letter``."""
+        return "fail"
+
+    def dead_letter_topic(self, stream: StreamConfig) -> str | None:
+        """The stream's own dead-letter topic under the ``dead-letter`` policy (None: the job's output)."""
+        return None
 
     def finish(self, progress: dict[str, Any], streams: list[StreamConfig], config: JobConfig) -> None:  # noqa: B027
         """Called once when a live run stopped cleanly, with the last query progress and this source's streams."""

@@ -70,17 +70,18 @@ _FIRST_CONTACT_SECONDS = 30.0  # brokers unreachable at start: the job fails aft
 def client_config(stream: StreamConfig, job_slug: str, large_messages: bool = False) -> dict[str, str]:
     """librdkafka consumer settings from a stream's ``SOURCE_KAFKA_CONSUMER_CONFIG_*`` keys."""
     conf: dict[str, str] = {
-        "bootstrap.servers": stream.SOURCE_KAFKA_CONSUMER_CONFIG_BOOTSTRAP_SERVERS,
-        "group.id": stream.SOURCE_KAFKA_CONSUMER_CONFIG_GROUP_ID or f"dagger-{job_slug}-{stream.INPUT_SCHEMA_TABLE}",
-        "auto.offset.reset": stream.SOURCE_KAFKA_CONSUMER_CONFIG_AUTO_OFFSET_RESET,
+        "bootstrap.servers": stream.settings.SOURCE_KAFKA_CONSUMER_CONFIG_BOOTSTRAP_SERVERS,
+        "group.id": stream.settings.SOURCE_KAFKA_CONSUMER_CONFIG_GROUP_ID
+        or f"dagger-{job_slug}-{stream.INPUT_SCHEMA_TABLE}",
+        "auto.offset.reset": stream.settings.SOURCE_KAFKA_CONSUMER_CONFIG_AUTO_OFFSET_RESET,
     }
     table = stream.INPUT_SCHEMA_TABLE
-    if stream.SOURCE_KAFKA_CONSUMER_CONFIG_SECURITY_PROTOCOL:
-        conf["security.protocol"] = stream.SOURCE_KAFKA_CONSUMER_CONFIG_SECURITY_PROTOCOL
-    if stream.SOURCE_KAFKA_CONSUMER_CONFIG_SASL_MECHANISM:
-        conf["sasl.mechanism"] = stream.SOURCE_KAFKA_CONSUMER_CONFIG_SASL_MECHANISM
-    if stream.SOURCE_KAFKA_CONSUMER_CONFIG_SASL_JAAS_CONFIG:
-        found = dict(_JAAS.findall(stream.SOURCE_KAFKA_CONSUMER_CONFIG_SASL_JAAS_CONFIG))
+    if stream.settings.SOURCE_KAFKA_CONSUMER_CONFIG_SECURITY_PROTOCOL:
+        conf["security.protocol"] = stream.settings.SOURCE_KAFKA_CONSUMER_CONFIG_SECURITY_PROTOCOL
+    if stream.settings.SOURCE_KAFKA_CONSUMER_CONFIG_SASL_MECHANISM:
+        conf["sasl.mechanism"] = stream.settings.SOURCE_KAFKA_CONSUMER_CONFIG_SASL_MECHANISM
+    if stream.settings.SOURCE_KAFKA_CONSUMER_CONFIG_SASL_JAAS_CONFIG:
+        found = dict(_JAAS.findall(stream.settings.SOURCE_KAFKA_CONSUMER_CONFIG_SASL_JAAS_CONFIG))
         if "username" not in found or "password" not in found:
             raise DaggerConfigError(
                 f"STREAMS[{table}].SOURCE_KAFKA_CONSUMER_CONFIG_SASL_JAAS_CONFIG must contain "
@@ -89,11 +90,11 @@ def client_config(stream: StreamConfig, job_slug: str, large_messages: bool = Fa
             )
         conf["sasl.username"] = found["username"]
         conf["sasl.password"] = found["password"]
-    if stream.SOURCE_KAFKA_CONSUMER_CONFIG_SSL_KEY_PASSWORD:
-        conf["ssl.key.password"] = stream.SOURCE_KAFKA_CONSUMER_CONFIG_SSL_KEY_PASSWORD
-    keystore = stream.SOURCE_KAFKA_CONSUMER_CONFIG_SSL_KEYSTORE_LOCATION
+    if stream.settings.SOURCE_KAFKA_CONSUMER_CONFIG_SSL_KEY_PASSWORD:
+        conf["ssl.key.password"] = stream.settings.SOURCE_KAFKA_CONSUMER_CONFIG_SSL_KEY_PASSWORD
+    keystore = stream.settings.SOURCE_KAFKA_CONSUMER_CONFIG_SSL_KEYSTORE_LOCATION
     if keystore:
-        kind = stream.SOURCE_KAFKA_CONSUMER_CONFIG_SSL_KEYSTORE_TYPE or "PKCS12"
+        kind = stream.settings.SOURCE_KAFKA_CONSUMER_CONFIG_SSL_KEYSTORE_TYPE or "PKCS12"
         if kind == "JKS":
             raise DaggerConfigError(
                 f"STREAMS[{table}].SOURCE_KAFKA_CONSUMER_CONFIG_SSL_KEYSTORE_TYPE: JKS is a Java format that "
@@ -102,14 +103,14 @@ def client_config(stream: StreamConfig, job_slug: str, large_messages: bool = Fa
             )
         if kind == "PKCS12":
             conf["ssl.keystore.location"] = keystore
-            if stream.SOURCE_KAFKA_CONSUMER_CONFIG_SSL_KEYSTORE_PASSWORD:
-                conf["ssl.keystore.password"] = stream.SOURCE_KAFKA_CONSUMER_CONFIG_SSL_KEYSTORE_PASSWORD
+            if stream.settings.SOURCE_KAFKA_CONSUMER_CONFIG_SSL_KEYSTORE_PASSWORD:
+                conf["ssl.keystore.password"] = stream.settings.SOURCE_KAFKA_CONSUMER_CONFIG_SSL_KEYSTORE_PASSWORD
         else:
             conf["ssl.certificate.location"] = keystore
             conf["ssl.key.location"] = keystore
-    truststore = stream.SOURCE_KAFKA_CONSUMER_CONFIG_SSL_TRUSTSTORE_LOCATION
+    truststore = stream.settings.SOURCE_KAFKA_CONSUMER_CONFIG_SSL_TRUSTSTORE_LOCATION
     if truststore:
-        kind = stream.SOURCE_KAFKA_CONSUMER_CONFIG_SSL_TRUSTSTORE_TYPE or "PEM"
+        kind = stream.settings.SOURCE_KAFKA_CONSUMER_CONFIG_SSL_TRUSTSTORE_TYPE or "PEM"
         if kind != "PEM":
             raise DaggerConfigError(
                 f"STREAMS[{table}].SOURCE_KAFKA_CONSUMER_CONFIG_SSL_TRUSTSTORE_TYPE: librdkafka reads CA "
@@ -118,7 +119,7 @@ def client_config(stream: StreamConfig, job_slug: str, large_messages: bool = Fa
         conf["ssl.ca.location"] = truststore
     if large_messages:
         conf["max.partition.fetch.bytes"] = "5242880"
-    conf.update({k: str(v) for k, v in stream.SOURCE_KAFKA_CONSUMER_ADDITIONAL_CONFIGURATIONS.items()})
+    conf.update({k: str(v) for k, v in stream.settings.SOURCE_KAFKA_CONSUMER_ADDITIONAL_CONFIGURATIONS.items()})
     return conf
 
 
