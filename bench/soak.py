@@ -230,9 +230,11 @@ def _close_windows(bootstrap: str, topic: str, booking) -> dt.datetime:  # noqa:
 
 
 def _output(bootstrap: str, topic: str) -> list[dict]:
-    from dagger.devtools.produce import consume_all
+    """Every row of the output topic: exactly as many as its partitions hold (fetch-path high watermarks)."""
+    from dagger.devtools.produce import consume_all, topic_size
 
-    return [json.loads(m.value()) for m in consume_all(bootstrap, topic, idle_seconds=3)]
+    size = topic_size(bootstrap, topic)
+    return [json.loads(m.value()) for m in consume_all(bootstrap, topic, expected=size)]
 
 
 def run_soak(settings: Settings, log=print) -> dict:  # noqa: ANN001, C901 - one sequence, read top to bottom
