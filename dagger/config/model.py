@@ -68,7 +68,38 @@ class SourceDetail(_Strict):
     SOURCE_TYPE: SourceType = Field(description="BOUNDED (Parquet) or UNBOUNDED (Kafka).")
 
 
-class StreamConfig(_Strict):
+class _PluginEntry(BaseModel):
+    """A config entry whose keys beyond its own fields belong to plugins (a stream's source and input data type, a
+    sink): each plugin's keys are validated by the settings model registered with it."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+    def _unknown_keys(self, known: typing.Iterable[str]) -> list[str]:
+        """A problem line for each key no plugin knows, with the closest known key."""
+        known = [*known, *type(self).model_fields]
+        problems = []
+        for key in self.model_extra or {}:
+            if key not in known:
+                close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+                problems.append(f"{key}: unknown key" + (f"; did you mean {close[0]}?" if close else ""))
+        return problems
+
+    def _own(self, model: type[BaseModel], problems: list[str]) -> Any:
+        """This entry's keys of ``model``, validated by it (None, with its problems added, when they do not hold)."""
+        own = {k: v for k, v in (self.model_extra or {}).items() if k in model.model_fields}
+        try:
+            return model.model_validate(own)
+        except ValidationError as exc:
+            problems.extend(format_validation_error(exc, model))
+            return None
+
+    @property
+    def keys_set(self) -> list[str]:
+        """The keys this entry sets (its own fields and its plugins')."""
+        return sorted({*self.model_fields_set, *(self.model_extra or {})})
+
+
+class StreamConfig(_PluginEntry):
     """One entry of ``STREAMS``: a source, its schema and the SQL table it becomes.
 
     The entry is flat, as in Dagger: besides the keys below it holds the keys of its source (``SOURCE_NAME``) and of
@@ -76,8 +107,6 @@ class StreamConfig(_Strict):
     (:mod:`dagger.registry.sources`, :mod:`dagger.registry.formats`) and read through :attr:`settings` and
     :attr:`format`.
     """
-
-    model_config = ConfigDict(extra="allow", populate_by_name=True)
 
     INPUT_SCHEMA_TABLE: str = Field(description="Name of the SQL view this stream is registered as.")
     INPUT_DATATYPE: str = Field(
@@ -115,19 +144,9 @@ class StreamConfig(_Strict):
                 + ", ".join(sorted(formats))
             )
         source = source_of(self)
-        known = {**source_keys(), **format_keys()}
-        extra = self.model_extra or {}
-        problems = []
-        for key in extra:
-            if key not in known:
-                close = difflib.get_close_matches(key, [*known, *type(self).model_fields], n=1, cutoff=0.6)
-                problems.append(f"{key}: unknown key" + (f"; did you mean {close[0]}?" if close else ""))
-        for model, attribute in ((source.settings, "_settings"), (formats[self.INPUT_DATATYPE].settings, "_format")):
-            own = {k: v for k, v in extra.items() if k in model.model_fields}
-            try:
-                setattr(self, attribute, model.model_validate(own))
-            except ValidationError as exc:
-                problems.extend(format_validation_error(exc, model))
+        problems = self._unknown_keys({**source_keys(), **format_keys()})
+        self._settings = self._own(source.settings, problems)
+        self._format = self._own(formats[self.INPUT_DATATYPE].settings, problems)
         if problems:
             raise ValueError("\n  - ".join(problems))
         source.check(self)
@@ -147,11 +166,6 @@ class StreamConfig(_Strict):
     def format(self) -> Any:
         """This stream's input data type keys (``INPUT_SCHEMA_PROTO_CLASS`` ...), validated by its model."""
         return self._format
-
-    @property
-    def keys_set(self) -> list[str]:
-        """The keys this entry sets (common, its source's and its input data type's)."""
-        return sorted({*self.model_fields_set, *(self.model_extra or {})})
 
 
 # --------------------------------------------------------------------------------------------------
@@ -299,14 +313,12 @@ class PythonUdfConfig(_Strict):
 # --------------------------------------------------------------------------------------------------
 
 
-class SinkConfig(BaseModel):
+class SinkConfig(_PluginEntry):
     """One sink: its ``SINK_TYPE`` and that type's keys (top level of a job, or each element of ``SINKS``).
 
     The keys common to every sink are fields here; the others are the registered sink's own settings model
     (:mod:`dagger.registry.sinks`), validated against it: :attr:`settings`.
     """
-
-    model_config = ConfigDict(extra="allow", populate_by_name=True)
 
     SINK_TYPE: str = Field(
         "log",
@@ -332,23 +344,14 @@ class SinkConfig(BaseModel):
         plugin = plugins.get(self.SINK_TYPE)
         if plugin is None:
             raise ValueError(f"SINK_TYPE: {self.SINK_TYPE!r} is not accepted; accepted: {', '.join(sorted(plugins))}")
-        known = sink_keys()
-        problems = []
-        for key in self.model_extra or {}:
-            if key not in known:
-                close = difflib.get_close_matches(key, [*known, *type(self).model_fields], n=1, cutoff=0.6)
-                problems.append(f"{key}: unknown key" + (f"; did you mean {close[0]}?" if close else ""))
+        problems = self._unknown_keys(sink_keys())
         bad = [t for t in self.SINK_ERROR_TYPES_FOR_FAILURE if t not in SINK_ERROR_TYPES]
         if bad:
             problems.append(
                 f"SINK_ERROR_TYPES_FOR_FAILURE: unknown error type {', '.join(bad)}; accepted: "
                 + ", ".join(SINK_ERROR_TYPES)
             )
-        own = {k: v for k, v in (self.model_extra or {}).items() if k in plugin.settings.model_fields}
-        try:
-            self._settings = plugin.settings.model_validate(own)
-        except ValidationError as exc:
-            problems.extend(format_validation_error(exc, plugin.settings))
+        self._settings = self._own(plugin.settings, problems)
         if problems:
             raise ValueError("\n  - ".join(problems))
         return self
@@ -357,11 +360,6 @@ class SinkConfig(BaseModel):
     def settings(self) -> Any:
         """This sink's own keys, validated by its registered settings model."""
         return self._settings
-
-    @property
-    def keys_set(self) -> list[str]:
-        """The keys this entry sets (common and the sink's own)."""
-        return sorted({*self.model_fields_set, *(self.model_extra or {})})
 
 
 class NamedSink(typing.NamedTuple):

@@ -59,6 +59,23 @@ class LookupServer:
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(10)
 
+    def customers_lookup(self, variable: str, output_mapping: dict[str, str], **extra: str) -> dict[str, Any]:
+        """A post-processor's ``http`` external source that GETs ``/customers/<variable's value>`` and maps
+        ``output_mapping`` (column -> JSONPath) from the answer, failing the batch on errors, typed as JSON."""
+        return {
+            "endpoint": f"{self.url}/customers/",
+            "verb": "get",
+            "request_pattern": "%s",
+            "request_variables": variable,
+            "stream_timeout": "5000",
+            "connect_timeout": "2000",
+            "capacity": "20",
+            "fail_on_errors": "true",
+            "retain_response_type": "true",
+            "output_mapping": {column: {"path": path} for column, path in output_mapping.items()},
+            **extra,
+        }
+
     def __enter__(self) -> LookupServer:
         return self.start()
 
