@@ -465,12 +465,21 @@ class JobConfig(_Strict):
     # --- schema registry --------------------------------------------------------------------------
     SCHEMA_REGISTRY_STENCIL_ENABLE: bool = Field(
         True,
-        description="Fetch descriptors from `SCHEMA_REGISTRY_STENCIL_URLS`. (Dagger's `false` meant compiled "
-        "Java classes; here descriptors always come from descriptor sets.)",
+        description="`true`: descriptors come from `SCHEMA_REGISTRY_STENCIL_URLS`. `false` (Dagger: compiled Java "
+        "classes): from the generated Python modules of `SCHEMA_REGISTRY_PYTHON_MODULES`; messages are still "
+        "named by their protobuf full name.",
     )
     SCHEMA_REGISTRY_STENCIL_URLS: Annotated[list[str], CommaList] = Field(
         default_factory=list,
-        description="Comma-separated FileDescriptorSet locations: http(s) URLs, `file://` URLs or paths.",
+        description="Comma-separated FileDescriptorSet locations: http(s) URLs, `file://` URLs or paths, or "
+        "`python:<module>` for a generated `*_pb2` module the driver can import.",
+    )
+    SCHEMA_REGISTRY_PYTHON_MODULES: Annotated[list[str], CommaList] = Field(
+        default_factory=list,
+        description="Beyond Dagger: comma-separated generated protobuf modules (`mypackage.booking_pb2`, importable "
+        "on the driver) whose messages the job reads and writes, with `SCHEMA_REGISTRY_STENCIL_ENABLE=false`, as "
+        "Dagger took compiled classes. Their descriptors (with their imports) go to the executors as descriptor "
+        "sets do.",
     )
     SCHEMA_REGISTRY_STENCIL_FETCH_TIMEOUT_MS: int = Field(10000, gt=0, description="Per-request timeout.")
     SCHEMA_REGISTRY_STENCIL_FETCH_HEADERS: str | None = Field(None, description="`Key:Value,Key2:Value2` headers.")
