@@ -13,27 +13,62 @@ from __future__ import annotations
 
 import difflib
 import json
+import logging
 import typing
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
+import chompjs
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    ValidationInfo,
+    model_validator,
+)
 
 from dagger.config.errors import format_validation_error
 from dagger.registry.formats import format_keys, format_plugins
 from dagger.registry.sinks import sink_keys, sink_plugins
 from dagger.registry.sources import source_keys, source_names, source_of
 
+log = logging.getLogger(__name__)
 
-def _json_in_string(value: Any) -> Any:
-    """Accept Dagger's JSON-in-a-string form for structured values."""
+
+def lenient_json(text: str, where: str) -> Any:
+    """Parse ``text`` as JSON, or as leniently as Dagger's Gson does: unquoted keys and values (``"host":
+    localhost``), single quotes, trailing commas; a lenient read logs one warning naming ``where`` and the position
+    strict JSON stopped at. Raises ``ValueError`` naming the position when even a lenient read fails."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        strict = exc
+    if text[:1] in "{[" and text[-1:] in "}]":  # an object or array, whole: never a prefix of the text
+        try:
+            value = chompjs.parse_js_object(text)
+        except ValueError:
+            value = None
+        if value is not None:
+            # the position only: the text may hold passwords
+            log.warning(
+                "%s is not strict JSON (%s at character %d); read leniently, as Dagger does",
+                where,
+                strict.msg,
+                strict.pos,
+            )
+            return value
+    raise ValueError(f"is not valid JSON ({strict.msg} at character {strict.pos})") from None
+
+
+def _json_in_string(value: Any, info: ValidationInfo) -> Any:
+    """Accept Dagger's JSON-in-a-string form for structured values (leniently, as Dagger's Gson reads them)."""
     if isinstance(value, str):
         text = value.strip()
         if text == "":
             return None
-        try:
-            return json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"is not valid JSON ({exc.msg} at character {exc.pos})") from None
+        return lenient_json(text, info.field_name or "a config value")
     return value
 
 

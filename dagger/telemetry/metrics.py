@@ -134,7 +134,7 @@ METRICS: tuple[Metric, ...] = (
         "counter",
         ("source", "outcome"),
         "Calls of each external lookup (HTTP.0, PG.0 ...) by outcome: success, 404, 4xx, 5xx, timeout, "
-        "empty_input (no call made), other, invalid_configuration.",
+        "empty_input (no call made), other, invalid_configuration, invalid_response (a body that is not JSON or lacks a mapped path, passed on with fail_on_errors false).",
         "total_external_calls, success_response, failures_code404|4XX|5XX, timeouts, empty_input, ...",
     ),
     Metric(
@@ -194,6 +194,7 @@ LOOKUP_OUTCOMES = {
     "empty_input": "empty_input",
     "failures_other": "other",
     "invalid_configuration": "invalid_configuration",
+    "invalid_response": "invalid_response",
 }
 SINK_OUTCOMES = {"written": "written", "dead_letters": "dead_letter", "dropped": "dropped"}
 
