@@ -15,6 +15,7 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
+from dagger.config.ignored import ignored_keys_set
 from dagger.errors import DaggerConfigError
 
 if TYPE_CHECKING:
@@ -364,6 +365,9 @@ def _validate(config: JobConfig) -> int:
     out = sys.stdout
     sinks = ", ".join(f"{name} ({c.SINK_TYPE})" for name, c in config.sink_configs)
     out.write(f"config: OK ({len(config.STREAMS)} stream(s), sink(s): {sinks})\n")
+    ignored = ignored_keys_set(config)
+    if ignored:
+        out.write("accepted and ignored:\n  - " + "\n  - ".join(f"{key}: {why}" for key, why in ignored) + "\n")
     out.write(f"descriptors: {', '.join(manager.descriptors.sources)} (sha256 {manager.descriptors.sha256})\n")
     for stream in config.STREAMS:
         schema = plan.tables[stream.INPUT_SCHEMA_TABLE]

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from dagger.config.ignored import ignored_keys_set
 from dagger.config.model import JobConfig
 from dagger.errors import DaggerConfigError, DescriptorFetchError, SqlError
 from dagger.serde.types import VALIDITY_COLUMN
@@ -421,6 +422,8 @@ class StreamManager:
         tune(self.spark, self.config, self.store.local, self._processor_settings)
         for note in plan.notes:
             log.info("SQL rewrite: %s", note)
+        for key, reason in ignored_keys_set(self.config):
+            log.warning("%s is accepted and ignored: %s", key, reason)
         if self.bounded:
             return self._start_bounded(plan)
         check_and_record(

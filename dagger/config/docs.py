@@ -6,6 +6,7 @@ import typing
 
 from pydantic import BaseModel
 
+from dagger.config.ignored import markdown_table as ignored_table
 from dagger.config.model import (
     JobConfig,
     PostProcessorConfig,
@@ -131,6 +132,13 @@ def render_reference() -> str:
         _table(StreamConfig),
         "",
         *_source_sections(),
+        "## Accepted and ignored keys",
+        "",
+        "A Dagger config may set these; they load and do nothing here, for the reason given. `dagger validate` and",
+        "the start of a run name each one a config sets.",
+        "",
+        ignored_table(),
+        "",
         "## `PROCESSOR_PREPROCESSOR_CONFIG`",
         "",
         _table(PreProcessorConfig),

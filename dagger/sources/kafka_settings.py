@@ -20,7 +20,9 @@ class KafkaSourceSettings(SourceSettings):
         description="Regular expression matched against whole topic names (`a|b`, `events-.*`). Topics "
         "and partitions that appear while the job runs are picked up.",
     )
-    SOURCE_KAFKA_NAME: str | None = Field(None, description="Logical cluster name, used in telemetry.")
+    SOURCE_KAFKA_NAME: str | None = Field(
+        None, description="Logical cluster name (Dagger's telemetry tag; accepted and ignored)."
+    )
     SOURCE_KAFKA_CONSUMER_CONFIG_BOOTSTRAP_SERVERS: str | None = Field(
         None, description="Kafka `bootstrap.servers` of this stream."
     )
