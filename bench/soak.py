@@ -34,6 +34,7 @@ import urllib.request
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -151,55 +152,27 @@ def scrape(port: int) -> dict[str, float]:
     return out
 
 
-def job_config(bootstrap: str, descriptors: str, source: str, sink: str, lookup_url: str, port: int) -> dict:
-    """The soak's job: the window, the lookup of each window row's service area, a JSON Kafka sink."""
-    return {
-        "FLINK_JOB_ID": f"soak-{uuid.uuid4().hex[:6]}",
-        "FLINK_SQL_QUERY": SQL,
-        "FLINK_WATERMARK_DELAY_MS": "1000",
-        "FLINK_ROWTIME_ATTRIBUTE_NAME": "rowtime",
-        "STREAMS": [
-            {
-                "SOURCE_KAFKA_TOPIC_NAMES": source,
-                "INPUT_SCHEMA_TABLE": "data_stream_0",
-                "INPUT_SCHEMA_PROTO_CLASS": "dagger.examples.BookingLogMessage",
-                "INPUT_SCHEMA_EVENT_TIMESTAMP_FIELD_INDEX": "5",
-                "SOURCE_KAFKA_CONSUMER_CONFIG_BOOTSTRAP_SERVERS": bootstrap,
-                "SOURCE_KAFKA_CONSUMER_CONFIG_AUTO_OFFSET_RESET": "earliest",
-                "SOURCE_KAFKA_CONSUMER_CONFIG_GROUP_ID": f"soak-{uuid.uuid4().hex[:6]}",
-                "SOURCE_DETAILS": [{"SOURCE_TYPE": "UNBOUNDED", "SOURCE_NAME": "KAFKA_CONSUMER"}],
-            }
-        ],
-        "PROCESSOR_POSTPROCESSOR_ENABLE": "true",
-        "PROCESSOR_POSTPROCESSOR_CONFIG": json.dumps(
-            {
-                "external_source": {
-                    "http": [
-                        {
-                            "endpoint": f"{lookup_url}/customers/",
-                            "verb": "get",
-                            "request_pattern": "%s",
-                            "request_variables": "service_area_id",
-                            "stream_timeout": "5000",
-                            "connect_timeout": "2000",
-                            "fail_on_errors": "true",
-                            "retain_response_type": "true",
-                            "capacity": "20",
-                            "output_mapping": {"area_name": {"path": "$.name"}},
-                        }
-                    ]
-                },
-                "internal_source": [{"output_field": "*", "value": "*", "type": "sql"}],
-            }
-        ),
-        "SINK_TYPE": "kafka",
-        "SINK_KAFKA_BROKERS": bootstrap,
-        "SINK_KAFKA_TOPIC": sink,
-        "SINK_KAFKA_DATA_TYPE": "JSON",
-        "SCHEMA_REGISTRY_STENCIL_URLS": descriptors,
-        "SPARK_MASTER": "local[2]",
-        "METRIC_PROMETHEUS_PORT": str(port),
+def job_config(bootstrap: str, descriptors: str, source: str, sink: str, lookup: Any, port: int) -> dict:
+    """The soak's job: the benchmark's job (:func:`bench.streaming.job_config`) with the window, the lookup of
+    each window row's service area, a JSON Kafka sink and the job's metrics on ``port``."""
+    from bench.streaming import job_config as bench_job
+
+    data = bench_job(bootstrap, descriptors, source, sink, SQL, "")
+    del data["SINK_KAFKA_PROTO_MESSAGE"]
+    post = {
+        "external_source": {"http": [lookup.customers_lookup("service_area_id", {"area_name": "$.name"})]},
+        "internal_source": [{"output_field": "*", "value": "*", "type": "sql"}],
     }
+    data.update(
+        FLINK_JOB_ID=f"soak-{uuid.uuid4().hex[:6]}",
+        FLINK_WATERMARK_DELAY_MS="1000",
+        PROCESSOR_POSTPROCESSOR_ENABLE="true",
+        PROCESSOR_POSTPROCESSOR_CONFIG=json.dumps(post),
+        SINK_KAFKA_DATA_TYPE="JSON",
+        METRIC_TELEMETRY_ENABLE="true",
+        METRIC_PROMETHEUS_PORT=str(port),
+    )
+    return data
 
 
 def _feed(bootstrap: str, topic: str, booking, rate: float, stop: threading.Event, produced: list[int]) -> None:  # noqa: ANN001
@@ -260,7 +233,7 @@ def run_soak(settings: Settings, log=print) -> dict:  # noqa: ANN001, C901 - one
         port = free_port()
         job = work / "job.json"
         job.write_text(
-            json.dumps(job_config(broker.bootstrap, stencil.url("examples.desc"), source, out, lookup.url, port))
+            json.dumps(job_config(broker.bootstrap, stencil.url("examples.desc"), source, out, lookup, port))
         )
         log_path = work / "job.log"
         log(f"[soak] {settings.seconds:.0f} s at {settings.rate:,.0f} records/s; the job logs to {log_path}")

@@ -15,6 +15,7 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
+from dagger.config.ignored import ignored_keys_set
 from dagger.errors import DaggerConfigError
 
 if TYPE_CHECKING:
@@ -181,11 +182,11 @@ def _generate(args: argparse.Namespace) -> int:
         stream = config.STREAMS[args.stream]
         if stream.source_name not in KafkaSource.names:
             raise DaggerConfigError(f"--stream {args.stream} of {args.config} is not a Kafka stream")
-        message = message or stream.INPUT_SCHEMA_PROTO_CLASS
-        topic = topic or stream.SOURCE_KAFKA_TOPIC_NAMES.split(",")[0].strip()
-        bootstrap = bootstrap or stream.SOURCE_KAFKA_CONSUMER_CONFIG_BOOTSTRAP_SERVERS
-        if timestamp_field is None and stream.INPUT_SCHEMA_EVENT_TIMESTAMP_FIELD_INDEX is not None:
-            timestamp_field = str(stream.INPUT_SCHEMA_EVENT_TIMESTAMP_FIELD_INDEX)
+        message = message or stream.format.INPUT_SCHEMA_PROTO_CLASS
+        topic = topic or stream.settings.SOURCE_KAFKA_TOPIC_NAMES.split(",")[0].strip()
+        bootstrap = bootstrap or stream.settings.SOURCE_KAFKA_CONSUMER_CONFIG_BOOTSTRAP_SERVERS
+        if timestamp_field is None and stream.format.INPUT_SCHEMA_EVENT_TIMESTAMP_FIELD_INDEX is not None:
+            timestamp_field = str(stream.format.INPUT_SCHEMA_EVENT_TIMESTAMP_FIELD_INDEX)
         if not settings.urls:
             settings = StencilSettings.from_config(config)
     missing = [
@@ -364,13 +365,16 @@ def _validate(config: JobConfig) -> int:
     out = sys.stdout
     sinks = ", ".join(f"{name} ({c.SINK_TYPE})" for name, c in config.sink_configs)
     out.write(f"config: OK ({len(config.STREAMS)} stream(s), sink(s): {sinks})\n")
+    ignored = ignored_keys_set(config)
+    if ignored:
+        out.write("accepted and ignored:\n  - " + "\n  - ".join(f"{key}: {why}" for key, why in ignored) + "\n")
     out.write(f"descriptors: {', '.join(manager.descriptors.sources)} (sha256 {manager.descriptors.sha256})\n")
     for stream in config.STREAMS:
         schema = plan.tables[stream.INPUT_SCHEMA_TABLE]
         where = source_of(stream).location(stream)
         out.write(
             f"stream {stream.INPUT_SCHEMA_TABLE}: {stream.source_name} {where} "
-            f"as {stream.INPUT_SCHEMA_PROTO_CLASS}, {len(schema.fields)} columns\n"
+            f"as {stream.format.INPUT_SCHEMA_PROTO_CLASS}, {len(schema.fields)} columns\n"
         )
     out.write("SQL as written:\n  " + config.sql.strip() + "\n")
     out.write("SQL as run by Spark:\n  " + plan.rewritten_sql.strip() + "\n")

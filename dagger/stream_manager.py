@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from dagger.config.ignored import ignored_keys_set
 from dagger.config.model import JobConfig
 from dagger.errors import DaggerConfigError, DescriptorFetchError, SqlError
 from dagger.serde.types import VALIDITY_COLUMN
@@ -179,12 +180,12 @@ class StreamManager:
                     f"STREAMS[{stream.INPUT_SCHEMA_TABLE}].INPUT_DATATYPE: JSON input is not available in this "
                     "version; accepted: PROTO"
                 )
-            if stream.INPUT_SCHEMA_PROTO_CLASS:
-                d = self.descriptors.find_message(stream.INPUT_SCHEMA_PROTO_CLASS)
-                if stream.INPUT_SCHEMA_EVENT_TIMESTAMP_FIELD_INDEX is not None:
+            if stream.format.INPUT_SCHEMA_PROTO_CLASS:
+                d = self.descriptors.find_message(stream.format.INPUT_SCHEMA_PROTO_CLASS)
+                if stream.format.INPUT_SCHEMA_EVENT_TIMESTAMP_FIELD_INDEX is not None:
                     timestamp_field(
                         d,
-                        stream.INPUT_SCHEMA_EVENT_TIMESTAMP_FIELD_INDEX,
+                        stream.format.INPUT_SCHEMA_EVENT_TIMESTAMP_FIELD_INDEX,
                         f"STREAMS[{stream.INPUT_SCHEMA_TABLE}].INPUT_SCHEMA_EVENT_TIMESTAMP_FIELD_INDEX",
                     )
         from dagger.sinks import build_sinks
@@ -226,7 +227,7 @@ class StreamManager:
             if stream.INPUT_SCHEMA_TABLE in options.fields:
                 from dagger.serde.types import table_schema
 
-                descriptor = self.descriptors.find_message(stream.INPUT_SCHEMA_PROTO_CLASS)
+                descriptor = self.descriptors.find_message(stream.format.INPUT_SCHEMA_PROTO_CLASS)
                 tables[stream.INPUT_SCHEMA_TABLE] = table_schema(descriptor, rowtime)
             invalid = F.count(F.when(~F.col(VALIDITY_COLUMN), 1)).alias("count")
             if self.bounded:  # a batch query reports through Observation objects
@@ -236,7 +237,7 @@ class StreamManager:
                 self._observations[stream.INPUT_SCHEMA_TABLE] = observation
                 df = df.observe(observation, F.count(F.lit(1)).alias("rows"), invalid)
                 self._inputs.append(source_of(stream).input_description(self.spark, stream, self.from_ms, self.to_ms))
-            if stream.SOURCE_KAFKA_INVALID_RECORD_POLICY in ("drop", "dead-letter") and not filtered_later:
+            if source_of(stream).invalid_record_policy(stream) in ("drop", "dead-letter") and not filtered_later:
                 if not self.bounded:
                     df = df.observe(f"invalid_records_{stream.INPUT_SCHEMA_TABLE}", invalid)
                 df = df.where(F.col(VALIDITY_COLUMN))
@@ -290,8 +291,8 @@ class StreamManager:
             table = stream.INPUT_SCHEMA_TABLE
             if not source_of(stream).decodes_named_fields or table_transformers(self.config, table):
                 continue  # pre-processors may read any column
-            descriptor = self.descriptors.find_message(stream.INPUT_SCHEMA_PROTO_CLASS)
-            fields = source_fields(descriptor, used, stream.INPUT_SCHEMA_EVENT_TIMESTAMP_FIELD_INDEX)
+            descriptor = self.descriptors.find_message(stream.format.INPUT_SCHEMA_PROTO_CLASS)
+            fields = source_fields(descriptor, used, stream.format.INPUT_SCHEMA_EVENT_TIMESTAMP_FIELD_INDEX)
             if fields is not None:
                 pruned[table] = fields
                 log.info(
@@ -381,9 +382,11 @@ class StreamManager:
 
         rowtime = self.config.FLINK_ROWTIME_ATTRIBUTE_NAME
         return {
-            s.INPUT_SCHEMA_TABLE: table_schema(self.descriptors.find_message(s.INPUT_SCHEMA_PROTO_CLASS), rowtime)
+            s.INPUT_SCHEMA_TABLE: table_schema(
+                self.descriptors.find_message(s.format.INPUT_SCHEMA_PROTO_CLASS), rowtime
+            )
             for s in self.config.STREAMS
-            if s.INPUT_SCHEMA_PROTO_CLASS
+            if s.format.INPUT_SCHEMA_PROTO_CLASS
         }
 
     def _output_mode(self, df: DataFrame) -> str:
@@ -419,6 +422,8 @@ class StreamManager:
         tune(self.spark, self.config, self.store.local, self._processor_settings)
         for note in plan.notes:
             log.info("SQL rewrite: %s", note)
+        for key, reason in ignored_keys_set(self.config):
+            log.warning("%s is accepted and ignored: %s", key, reason)
         if self.bounded:
             return self._start_bounded(plan)
         check_and_record(

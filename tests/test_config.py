@@ -35,7 +35,7 @@ def test_native_json_and_json_in_a_string_load_the_same():
     native = load_config(data=BASE)
     stringly = load_config(data={"SQL_QUERY": BASE["FLINK_SQL_QUERY"], "STREAMS": json.dumps([STREAM])})
     assert native.model_dump() == stringly.model_dump()
-    assert native.STREAMS[0].INPUT_SCHEMA_EVENT_TIMESTAMP_FIELD_INDEX == 5
+    assert native.STREAMS[0].format.INPUT_SCHEMA_EVENT_TIMESTAMP_FIELD_INDEX == 5
     assert native.FLINK_ROWTIME_ATTRIBUTE_NAME == "rowtime"
     assert native.STREAMS[0].SOURCE_DETAILS[0].SOURCE_NAME == "KAFKA_CONSUMER"
 
@@ -71,7 +71,7 @@ def test_set_overrides_top_level_and_stream_keys():
         ],
     )
     assert config.single_sink.SINK_TYPE == "kafka"
-    assert config.STREAMS[0].SOURCE_KAFKA_TOPIC_NAMES == "other"
+    assert config.STREAMS[0].settings.SOURCE_KAFKA_TOPIC_NAMES == "other"
     with pytest.raises(DaggerConfigError, match="must look like KEY=VALUE"):
         load_config(data=BASE, overrides=["SINK_TYPE"])
 
@@ -201,3 +201,29 @@ def test_dead_letter_destination_keys():
     assert load_config(data={**BASE, "STREAMS": [stream], "DEAD_LETTER_PATH": "/tmp/dl"}).has_dead_letter
     unknown = error_of(SINK_ERROR_TYPES_FOR_FAILURE="SINK_4XX_ERROR,OOPS")
     assert "unknown error type OOPS; accepted: DESERIALIZATION_ERROR" in unknown
+
+
+def test_json_in_a_string_is_read_as_leniently_as_daggers_gson_with_one_warning(caplog):
+    lenient = (
+        '{"external_source": {"pg": [{"host":localhost, "port": 5432, user: dagger, "password": \'secret\', '
+        '"database": "d", "query_pattern": "SELECT 1", "stream_timeout": 5000, "capacity": 10, '
+        '"connect_timeout": 1000, "idle_timeout": 1000, "output_mapping": {"x": "y"},}]}}'
+    )
+    with caplog.at_level("WARNING", logger="dagger.config.model"):
+        config = load_config(
+            data={**BASE, "PROCESSOR_POSTPROCESSOR_ENABLE": "true", "PROCESSOR_POSTPROCESSOR_CONFIG": lenient}
+        )
+    pg = config.PROCESSOR_POSTPROCESSOR_CONFIG.external_source.pg[0]
+    assert (pg.host, pg.port, pg.user, pg.password) == ("localhost", 5432, "dagger", "secret")
+    warnings = [r.getMessage() for r in caplog.records]
+    assert len(warnings) == 1, warnings
+    assert warnings[0] == (
+        "PROCESSOR_POSTPROCESSOR_CONFIG is not strict JSON (Expecting value at character 36); read leniently, as "
+        "Dagger does"
+    )
+    # what even a lenient reader cannot read is still an error naming the key and the position
+    message = error_of(PROCESSOR_POSTPROCESSOR_ENABLE="true", PROCESSOR_POSTPROCESSOR_CONFIG='{"external_source": {')
+    assert (
+        "PROCESSOR_POSTPROCESSOR_CONFIG: is not valid JSON (Expecting property name enclosed in double quotes at character 21)"
+        in message
+    )

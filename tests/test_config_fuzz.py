@@ -12,6 +12,8 @@ import pytest
 
 from dagger.cli import main
 from dagger.config.model import JobConfig, StreamConfig
+from dagger.registry.formats import format_keys, format_plugins
+from dagger.registry.sources import source_keys, source_plugins
 from tests.test_config import BASE, STREAM
 
 _STRICT_TYPES = (int, bool, float)
@@ -54,12 +56,19 @@ def _cases() -> list[tuple[str, dict, str]]:
         typo = _typo(alias, rng)
         if typo not in JobConfig.model_fields:
             cases.append((f"{alias}-typo", {**BASE, typo: "1"}, typo))
-    for name, field in StreamConfig.model_fields.items():
+    # a Kafka stream of protobuf records: the stream's own keys, its source's and its input data type's
+    stream_fields = {
+        **StreamConfig.model_fields,
+        **source_plugins()["KAFKA_CONSUMER"].settings.model_fields,
+        **format_plugins()["PROTO"].settings.model_fields,
+    }
+    known = {*stream_fields, *source_keys(), *format_keys()}
+    for name, field in stream_fields.items():
         alias = field.alias or name
         for i, value in enumerate(_bad_values(field)):
             cases.append((f"STREAMS.{alias}-bad{i}", {**BASE, "STREAMS": [{**STREAM, alias: value}]}, alias))
         typo = _typo(alias, rng)
-        if typo not in StreamConfig.model_fields:
+        if typo not in known:
             cases.append((f"STREAMS.{alias}-typo", {**BASE, "STREAMS": [{**STREAM, typo: "x"}]}, typo))
     for key in ("FLINK_SQL_QUERY", "STREAMS"):
         cases.append((f"{key}-missing", {k: v for k, v in BASE.items() if k != key}, key))

@@ -244,7 +244,10 @@ def test_the_rendered_job_json_is_the_given_config_and_loads():
     rendered = json.loads(one(docs, "ConfigMap", "-config")["data"]["job.json"])
     assert rendered == values["job"]["config"]
     config = load_config(data=rendered)
-    assert config.FLINK_JOB_ID == "bookings-per-minute" and config.STREAMS[0].SOURCE_KAFKA_TOPIC_NAMES == "bookings"
+    assert (
+        config.FLINK_JOB_ID == "bookings-per-minute"
+        and config.STREAMS[0].settings.SOURCE_KAFKA_TOPIC_NAMES == "bookings"
+    )
 
 
 def test_an_existing_config_map_is_mounted_under_its_key():

@@ -161,10 +161,47 @@ def test_rate_limit_spaces_the_calls_of_a_task(spark, broker, stencil, topic, tm
     assert lookup.arrivals[-1] - lookup.arrivals[0] >= 9 / 20 * 0.9
 
 
-def test_a_mapped_path_missing_from_the_answer_always_fails(spark, broker, stencil, topic, tmp_path, lookup):
-    post = _post(_http(lookup, output_mapping={"name": {"path": "$.nickname"}}))
-    error = failing_run(spark, broker, stencil, topic, tmp_path, post, count=2)
-    assert "output_mapping.name path $.nickname finds nothing in the response" in error
+def test_a_mapped_path_missing_from_the_answer_fails_only_with_fail_on_errors(
+    spark, broker, stencil, topic, tmp_path, lookup
+):
+    mapping = {"name": {"path": "$.name"}, "age": {"path": "$.nickname"}}
+    post = _post(_http(lookup, output_mapping=mapping, fail_on_errors="true"))
+    error = failing_run(spark, broker, stencil, topic, tmp_path / "failing", post, count=2)
+    assert "output_mapping.age path $.nickname finds nothing in the response" in error
+    assert "(fail_on_errors is true)" in error
+    # as in Dagger, fail_on_errors false makes it a counted outcome: the row passes on, unenriched
+    manager, rows = run_processed(
+        spark, broker, stencil, topic, tmp_path, post=_post(_http(lookup, output_mapping=mapping)), count=4
+    )
+    assert len(rows) == 4 and all(r.get("name") is None and r.get("age") is None for r in rows)
+    metrics = manager.lookup_metrics["HTTP.0"].values()
+    assert (metrics["success"], metrics["invalid_response"]) == (4, 4)
+
+
+# rows 1 and 2 get answers strict JSON cannot read: unquoted keys and values (json-smart reads them), and HTML
+ODD_SQL = (
+    "SELECT order_number, CASE amount_paid_by_cash WHEN 10 THEN 'lenient' WHEN 20 THEN 'html' ELSE customer_id "
+    "END AS customer_id, amount_paid_by_cash, rowtime FROM data_stream_0"
+)
+
+
+def test_answers_dagger_reads_leniently_are_read_and_a_body_that_is_no_json_passes_the_row_on(
+    spark, broker, stencil, topic, tmp_path, lookup, caplog
+):
+    mapping = {"name": {"path": "$.name"}, "age": {"path": "$.tier"}}
+    manager, rows = run_processed(
+        spark, broker, stencil, topic, tmp_path, sql=ODD_SQL, post=_post(_http(lookup, output_mapping=mapping)), count=5
+    )
+    by_id = {r["customer_id"]: r for r in rows}
+    assert len(rows) == 5
+    assert (by_id["lenient"]["name"], by_id["lenient"]["age"]) == ("name-lenient", 7)  # read as Dagger reads it
+    assert by_id["html"].get("name") is None  # not JSON at all: passed on unenriched, counted
+    assert all(by_id[f"c{i}"]["name"] == f"name-c{i}" for i in (0, 3, 4))
+    metrics = manager.lookup_metrics["HTTP.0"].values()
+    assert (metrics["success"], metrics["invalid_response"]) == (5, 1)
+    failing = _post(_http(lookup, output_mapping=mapping, fail_on_errors="true"))
+    error = failing_run(spark, broker, stencil, topic, tmp_path / "failing", failing, sql=ODD_SQL)
+    assert "answered 200 with a body that is not JSON: b'<html>maintenance</html>' (fail_on_errors is true)" in error
 
 
 def test_http_source_configs_are_checked_before_anything_runs(spark, broker, stencil, lookup):

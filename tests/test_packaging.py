@@ -196,22 +196,7 @@ def test_on_the_cluster_functions_darts_a_lookup_descriptors_over_http_and_every
     )
     with DescriptorServer(served) as files, LookupServer() as lookup:
         lookup_config = {
-            "external_source": {
-                "http": [
-                    {
-                        "endpoint": f"{lookup.url}/customers/",
-                        "verb": "get",
-                        "request_pattern": "%s",
-                        "request_variables": "customer_id",
-                        "stream_timeout": "5000",
-                        "connect_timeout": "2000",
-                        "capacity": "10",
-                        "fail_on_errors": "true",
-                        "retain_response_type": "true",
-                        "output_mapping": {"customer_name": {"path": "$.name"}},
-                    }
-                ]
-            },
+            "external_source": {"http": [lookup.customers_lookup("customer_id", {"customer_name": "$.name"})]},
             "internal_source": [{"output_field": "*", "value": "*", "type": "sql"}],
         }
         data = job(

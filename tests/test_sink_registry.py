@@ -15,8 +15,8 @@ from pydantic import Field
 from dagger.config import load_config
 from dagger.config.docs import render_reference
 from dagger.errors import DaggerConfigError
+from dagger.registry import sinks as sink_registry
 from dagger.sinks import SINKS, Sink, SinkSettings, SinkWriter, register_sink, sink_plugins
-from dagger.sinks import registry as sink_registry
 from tests.conftest import START, job, kafka_stream, run_job
 
 STREAM = {
@@ -92,8 +92,8 @@ def test_a_registered_sink_is_a_sink_type_with_its_keys_validated_and_documented
     )
     # in SINKS too, each problem named with its entry
     message = error_of(SINKS=[{"SINK_TYPE": "log"}, {"SINK_TYPE": "jsonl", "SINK_JSONL_EVERY": "x"}])
-    assert "SINKS[1]: SINK_JSONL_PATH: is required" in message
-    assert "SINKS[1]: SINK_JSONL_EVERY: 'x' is not an integer" in message
+    assert "SINKS[1].SINK_JSONL_PATH: is required" in message
+    assert "SINKS[1].SINK_JSONL_EVERY: 'x' is not an integer" in message
     reference = render_reference()
     assert "### `SINK_TYPE=jsonl`" in reference and "| `SINK_JSONL_EVERY` | integer | `1` | Keep one" in reference
     assert "jsonl" in error_of(SINK_TYPE="nope")  # listed among the accepted types

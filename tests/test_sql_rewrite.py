@@ -220,3 +220,64 @@ def test_which_queries_read_event_time():
         "SELECT row_number() OVER (PARTITION BY a ORDER BY rowtime) FROM t",
     ):
         assert reads_event_time(sql), sql
+
+
+def _timestamp_schemas():  # noqa: ANN202
+    from pyspark.sql.types import LongType, StructField, StructType, TimestampType
+
+    location = StructType([StructField("time", TimestampType()), StructField("seconds", LongType())])
+    return {
+        "data_stream_0": StructType(
+            [
+                StructField("event_timestamp", TimestampType()),
+                StructField("pickup", location),
+                StructField("n", LongType()),
+            ]
+        )
+    }
+
+
+def test_dagger_reads_a_timestamps_seconds_and_nanos_and_so_can_it_here():
+    out = rewrite_sql(
+        "SELECT event_timestamp.seconds, t.event_timestamp.nanos AS n2, pickup.time.seconds, pickup.seconds "
+        "FROM data_stream_0 AS t WHERE event_timestamp.seconds > 5",
+        schemas=_timestamp_schemas(),
+    )
+    assert out == (
+        "SELECT CAST(FLOOR(UNIX_MICROS(event_timestamp) / 1000000) AS BIGINT) AS seconds, "
+        "CAST(PMOD(UNIX_MICROS(t.event_timestamp), 1000000) * 1000 AS INT) AS n2, "
+        "CAST(FLOOR(UNIX_MICROS(pickup.time) / 1000000) AS BIGINT) AS seconds, pickup.seconds "  # a BIGINT field
+        "FROM data_stream_0 AS t WHERE CAST(FLOOR(UNIX_MICROS(event_timestamp) / 1000000) AS BIGINT) > 5"
+    )
+    # without the schemas (or for a column of another type) nothing is guessed
+    assert rewrite_sql("SELECT event_timestamp.seconds FROM data_stream_0") == (
+        "SELECT event_timestamp.seconds FROM data_stream_0"
+    )
+    assert rewrite_sql("SELECT n.seconds FROM data_stream_0", schemas=_timestamp_schemas()) == (
+        "SELECT n.seconds FROM data_stream_0"
+    )
+
+
+def test_a_timestamps_seconds_and_nanos_are_protobufs_own(spark):
+    """Before 1970 too: protobuf rounds seconds down and keeps nanos positive."""
+    import datetime as dt
+
+    from google.protobuf.timestamp_pb2 import Timestamp
+    from pyspark.sql.types import StructField, StructType, TimestampType
+
+    instants = [
+        dt.datetime(2026, 11, 25, 7, 19, 21, 123456, tzinfo=dt.UTC),
+        dt.datetime(1969, 12, 31, 23, 59, 59, 250000, tzinfo=dt.UTC),
+        dt.datetime(1970, 1, 1, tzinfo=dt.UTC),
+    ]
+    schema = StructType([StructField("event_timestamp", TimestampType())])
+    spark.createDataFrame([(i,) for i in instants], schema).createOrReplaceTempView("stamps")
+    sql = rewrite_sql("SELECT event_timestamp.seconds, event_timestamp.nanos FROM stamps", schemas={"stamps": schema})
+    got = [(r["seconds"], r["nanos"]) for r in spark.sql(sql).collect()]
+    expected = []
+    for instant in instants:
+        stamp = Timestamp()
+        stamp.FromDatetime(instant)
+        expected.append((stamp.seconds, stamp.nanos))
+    assert got == expected
+    assert expected[1] == (-1, 250_000_000)

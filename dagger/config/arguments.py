@@ -129,7 +129,7 @@ def _value(queue: list[str], key: str) -> str:
 def environment_config(environ: Mapping[str, str]) -> dict[str, str]:
     """Every known config key set in ``environ`` (job keys, ``SQL_QUERY``, registered sinks' keys)."""
     from dagger.config.model import JobConfig, SinkConfig
-    from dagger.sinks.registry import sink_keys
+    from dagger.registry.sinks import sink_keys
 
     known = {*JobConfig.model_fields, "SQL_QUERY", *SinkConfig.model_fields, *sink_keys()} - {"single_sink"}
     return {key: value for key, value in environ.items() if key in known}

@@ -6,6 +6,7 @@ import typing
 
 from pydantic import BaseModel
 
+from dagger.config.ignored import markdown_table as ignored_table
 from dagger.config.model import (
     JobConfig,
     PostProcessorConfig,
@@ -14,6 +15,9 @@ from dagger.config.model import (
     SinkConfig,
     StreamConfig,
 )
+from dagger.registry.formats import format_plugins
+from dagger.registry.sinks import sink_plugins
+from dagger.registry.sources import source_plugins
 
 
 def _type_name(annotation: typing.Any) -> str:
@@ -61,9 +65,28 @@ def _table(model: type[BaseModel], exclude: typing.Iterable[str] = ()) -> str:
     return "\n".join(rows)
 
 
-def _sink_sections() -> list[str]:
-    from dagger.sinks.registry import sink_plugins
+def _source_sections() -> list[str]:
+    parts = []
+    by_source: dict[int, list[str]] = {}
+    for name, source in source_plugins().items():
+        by_source.setdefault(id(source), []).append(name)
+    for names in by_source.values():
+        source = source_plugins()[names[0]]
+        title = " / ".join(f"`SOURCE_NAME={n}`" for n in names)
+        parts += [f"### {title} (`SOURCE_TYPE={source.source_type}`)", ""]
+        summary = (source.settings.__doc__ or "").strip().splitlines()
+        if summary:
+            parts += [summary[0], ""]
+        parts += [_table(source.settings) if source.settings.model_fields else "No keys of its own.", ""]
+    for name, plugin in format_plugins().items():
+        parts += [f"### `INPUT_DATATYPE={name}`", ""]
+        if plugin.summary:
+            parts += [plugin.summary, ""]
+        parts += [_table(plugin.settings), ""]
+    return parts
 
+
+def _sink_sections() -> list[str]:
     parts = []
     for name, plugin in sink_plugins().items():
         parts += [f"### `SINK_TYPE={name}`", ""]
@@ -94,14 +117,27 @@ def render_reference() -> str:
         '"influx", ...}]`. The SQL runs once per micro-batch and each sink gets every row; a micro-batch '
         "commits only when every sink has written it. Without `SINKS`, these keys sit at the top level.",
         "Every sink takes the keys below, and the keys of its `SINK_TYPE` (one section per registered sink:",
-        "a sink registered by a package or an application is listed the same way, see `dagger/sinks/registry.py`).",
+        "a sink registered by a package or an application is listed the same way, see `dagger/registry/sinks.py`).",
         "",
         _table(SinkConfig),
         "",
         *_sink_sections(),
         "## Stream keys (each element of `STREAMS`)",
         "",
+        "A stream entry is flat, as in Dagger: the keys below, the keys of its source (`SOURCE_DETAILS`'",
+        "`SOURCE_NAME`) and those of its `INPUT_DATATYPE`, one section each (a source registered by a package or an",
+        "application is listed the same way, see `dagger/registry/sources.py`). Another source's keys are accepted",
+        "and ignored.",
+        "",
         _table(StreamConfig),
+        "",
+        *_source_sections(),
+        "## Accepted and ignored keys",
+        "",
+        "A Dagger config may set these; they load and do nothing here, for the reason given. `dagger validate` and",
+        "the start of a run name each one a config sets.",
+        "",
+        ignored_table(),
         "",
         "## `PROCESSOR_PREPROCESSOR_CONFIG`",
         "",

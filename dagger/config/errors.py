@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
 #: fields that hold a group of keys users write at the level above (the single sink's keys sit at the top level)
 _FLATTENED = ("single_sink",)
+
+
+_KEYED = re.compile(r"^[A-Z][A-Z0-9_]*(\[\d+\])?(\.[A-Za-z0-9_\[\]]+)*: ")
 
 
 def format_validation_error(exc: ValidationError, root: type[BaseModel]) -> list[str]:
@@ -91,6 +95,9 @@ def _format_error(err: dict[str, Any], root: type[BaseModel]) -> str:
         message = str(err.get("msg", "")).removeprefix("Value error, ")
         if message.startswith("is not valid JSON"):
             return f"{where}: {message}"
-        # a model validator may report several problems, one per line (a sink entry's keys)
-        return "\n  - ".join(f"{where}: {m}" if where else m for m in message.split("\n  - "))
+        # a model validator may report several problems, one per line (a sink entry's keys); a problem that
+        # starts with the key it is about (``KEY: ...``) hangs that key on the entry's path
+        return "\n  - ".join(
+            m if not where else f"{where}.{m}" if _KEYED.match(m) else f"{where}: {m}" for m in message.split("\n  - ")
+        )
     return f"{where}: {err.get('msg')} (got {json.dumps(value, default=str)[:80]})"

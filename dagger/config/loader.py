@@ -21,7 +21,7 @@ from pydantic import ValidationError
 
 from dagger.config.arguments import ConfigArguments, environment_config
 from dagger.config.errors import format_validation_error
-from dagger.config.model import JobConfig
+from dagger.config.model import JobConfig, lenient_json
 from dagger.errors import DaggerConfigError
 
 _ENV_PATTERN = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
@@ -78,7 +78,7 @@ def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any
             index, stream_key = int(match.group(1)), match.group(2)
             streams = data.get("STREAMS")
             if isinstance(streams, str):
-                streams = json.loads(streams)
+                streams = lenient_json(streams, "STREAMS")
             if not isinstance(streams, list) or index >= len(streams):
                 raise DaggerConfigError(f"--set {key}: the config has no stream number {index}")
             streams = [dict(s) for s in streams]

@@ -11,23 +11,64 @@ The markdown config reference (``docs/config.md``) is generated from this module
 
 from __future__ import annotations
 
+import difflib
 import json
+import logging
 import typing
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, model_validator
+import chompjs
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    ValidationInfo,
+    model_validator,
+)
+
+from dagger.config.errors import format_validation_error
+from dagger.registry.formats import format_keys, format_plugins
+from dagger.registry.sinks import sink_keys, sink_plugins
+from dagger.registry.sources import source_keys, source_names, source_of
+
+log = logging.getLogger(__name__)
 
 
-def _json_in_string(value: Any) -> Any:
-    """Accept Dagger's JSON-in-a-string form for structured values."""
+def lenient_json(text: str, where: str) -> Any:
+    """Parse ``text`` as JSON, or as leniently as Dagger's Gson does: unquoted keys and values (``"host":
+    localhost``), single quotes, trailing commas; a lenient read logs one warning naming ``where`` and the position
+    strict JSON stopped at. Raises ``ValueError`` naming the position when even a lenient read fails."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        strict = exc
+    if text[:1] in "{[" and text[-1:] in "}]":  # an object or array, whole: never a prefix of the text
+        try:
+            value = chompjs.parse_js_object(text)
+        except ValueError:
+            value = None
+        if value is not None:
+            # the position only: the text may hold passwords
+            log.warning(
+                "%s is not strict JSON (%s at character %d); read leniently, as Dagger does",
+                where,
+                strict.msg,
+                strict.pos,
+            )
+            return value
+    raise ValueError(f"is not valid JSON ({strict.msg} at character {strict.pos})") from None
+
+
+def _json_in_string(value: Any, info: ValidationInfo) -> Any:
+    """Accept Dagger's JSON-in-a-string form for structured values (leniently, as Dagger's Gson reads them)."""
     if isinstance(value, str):
         text = value.strip()
         if text == "":
             return None
-        try:
-            return json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"is not valid JSON ({exc.msg} at character {exc.pos})") from None
+        return lenient_json(text, info.field_name or "a config value")
     return value
 
 
@@ -50,7 +91,6 @@ class _Strict(BaseModel):
 # --------------------------------------------------------------------------------------------------
 
 SourceType = Literal["BOUNDED", "UNBOUNDED"]
-StoreType = Literal["JKS", "PKCS12", "PEM"]
 
 
 class SourceDetail(_Strict):
@@ -63,137 +103,62 @@ class SourceDetail(_Strict):
     SOURCE_TYPE: SourceType = Field(description="BOUNDED (Parquet) or UNBOUNDED (Kafka).")
 
 
-class StreamConfig(_Strict):
-    """One entry of ``STREAMS``: a source, its schema and the SQL table it becomes."""
+class _PluginEntry(BaseModel):
+    """A config entry whose keys beyond its own fields belong to plugins (a stream's source and input data type, a
+    sink): each plugin's keys are validated by the settings model registered with it."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+    def _unknown_keys(self, known: typing.Iterable[str]) -> list[str]:
+        """A problem line for each key no plugin knows, with the closest known key."""
+        known = [*known, *type(self).model_fields]
+        problems = []
+        for key in self.model_extra or {}:
+            if key not in known:
+                close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+                problems.append(f"{key}: unknown key" + (f"; did you mean {close[0]}?" if close else ""))
+        return problems
+
+    def _own(self, model: type[BaseModel], problems: list[str]) -> Any:
+        """This entry's keys of ``model``, validated by it (None, with its problems added, when they do not hold)."""
+        own = {k: v for k, v in (self.model_extra or {}).items() if k in model.model_fields}
+        try:
+            return model.model_validate(own)
+        except ValidationError as exc:
+            problems.extend(format_validation_error(exc, model))
+            return None
+
+    @property
+    def keys_set(self) -> list[str]:
+        """The keys this entry sets (its own fields and its plugins')."""
+        return sorted({*self.model_fields_set, *(self.model_extra or {})})
+
+
+class StreamConfig(_PluginEntry):
+    """One entry of ``STREAMS``: a source, its schema and the SQL table it becomes.
+
+    The entry is flat, as in Dagger: besides the keys below it holds the keys of its source (``SOURCE_NAME``) and of
+    its input data type (``INPUT_DATATYPE``), each validated by the settings model registered with them
+    (:mod:`dagger.registry.sources`, :mod:`dagger.registry.formats`) and read through :attr:`settings` and
+    :attr:`format`.
+    """
 
     INPUT_SCHEMA_TABLE: str = Field(description="Name of the SQL view this stream is registered as.")
-    INPUT_SCHEMA_PROTO_CLASS: str | None = Field(
-        None, description="Fully qualified protobuf message name of the records, e.g. `pkg.BookingLogMessage`."
-    )
-    INPUT_SCHEMA_EVENT_TIMESTAMP_FIELD_INDEX: int | None = Field(
-        None,
-        description="Proto field *number* (not position) of the `google.protobuf.Timestamp` field that "
-        "becomes the rowtime column.",
-    )
-    INPUT_DATATYPE: Literal["PROTO", "JSON"] = Field(
-        "PROTO", description="Record encoding. Only PROTO is implemented so far; JSON is rejected at start."
-    )
-    INPUT_SCHEMA_JSON_SCHEMA: str | None = Field(None, description="JSON Schema of JSON records (JSON input).")
-    INPUT_SCHEMA_JSON_EVENT_TIMESTAMP_FIELD_NAME: str | None = Field(
-        None, description="Field used as rowtime for JSON input."
+    INPUT_DATATYPE: str = Field(
+        "PROTO",
+        description="Record encoding: a registered input data type (built in: `PROTO`; `JSON` is refused at start "
+        "for now), whose keys are listed below.",
     )
     SOURCE_DETAILS: Annotated[list[SourceDetail], Json] = Field(
         default_factory=lambda: [SourceDetail(SOURCE_NAME="KAFKA_CONSUMER", SOURCE_TYPE="UNBOUNDED")],
         description="Exactly one `{SOURCE_NAME, SOURCE_TYPE}`; valid pairs are KAFKA_SOURCE/UNBOUNDED, "
         "KAFKA_CONSUMER/UNBOUNDED and PARQUET_SOURCE/BOUNDED. Both Kafka names use the same Spark source.",
     )
-    SOURCE_KAFKA_TOPIC_NAMES: str | None = Field(
-        None,
-        description="Regular expression matched against whole topic names (`a|b`, `events-.*`). Topics "
-        "and partitions that appear while the job runs are picked up.",
-    )
-    SOURCE_KAFKA_NAME: str | None = Field(None, description="Logical cluster name, used in telemetry.")
-    SOURCE_KAFKA_CONSUMER_CONFIG_BOOTSTRAP_SERVERS: str | None = Field(
-        None, description="Kafka `bootstrap.servers` of this stream."
-    )
-    SOURCE_KAFKA_CONSUMER_CONFIG_GROUP_ID: str | None = Field(
-        None,
-        description="Consumer group. The job starts from this group's committed offsets and commits the "
-        "offsets of every finished micro-batch to it, so lag tools see the job. Default: "
-        "`dagger-<FLINK_JOB_ID>-<INPUT_SCHEMA_TABLE>`.",
-    )
-    SOURCE_KAFKA_CONSUMER_CONFIG_AUTO_OFFSET_RESET: Literal["latest", "earliest"] = Field(
-        "latest", description="Where to start when the group has no committed offset."
-    )
-    SOURCE_KAFKA_CONSUMER_CONFIG_AUTO_COMMIT_ENABLE: bool | None = Field(
-        None, description="Accepted for compatibility; offsets are committed after each micro-batch anyway."
-    )
-    SOURCE_KAFKA_CONSUMER_CONFIG_SECURITY_PROTOCOL: Literal["SASL_PLAINTEXT", "SASL_SSL", "SSL", "PLAINTEXT"] | None = (
-        Field(None, description="`security.protocol`.")
-    )
-    SOURCE_KAFKA_CONSUMER_CONFIG_SASL_MECHANISM: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] | None = Field(
-        None, description="`sasl.mechanism`."
-    )
-    SOURCE_KAFKA_CONSUMER_CONFIG_SASL_JAAS_CONFIG: str | None = Field(
-        None,
-        description="Java JAAS line; its `username` and `password` become librdkafka's `sasl.username` and "
-        "`sasl.password`.",
-    )
-    SOURCE_KAFKA_CONSUMER_CONFIG_SSL_PROTOCOL: (
-        Literal["TLS", "TLSv1.1", "TLSv1.2", "TLSv1.3", "SSL", "SSLv2", "SSLv3"] | None
-    ) = Field(None, description="Accepted for compatibility; librdkafka negotiates the TLS version itself.")
-    SOURCE_KAFKA_CONSUMER_CONFIG_SSL_KEY_PASSWORD: str | None = Field(None, description="`ssl.key.password`.")
-    SOURCE_KAFKA_CONSUMER_CONFIG_SSL_KEYSTORE_LOCATION: str | None = Field(
-        None, description="Client certificate store (PKCS12 or PEM; JKS must be converted)."
-    )
-    SOURCE_KAFKA_CONSUMER_CONFIG_SSL_KEYSTORE_PASSWORD: str | None = Field(None, description="Keystore password.")
-    SOURCE_KAFKA_CONSUMER_CONFIG_SSL_KEYSTORE_TYPE: StoreType | None = Field(None, description="Keystore format.")
-    SOURCE_KAFKA_CONSUMER_CONFIG_SSL_TRUSTSTORE_LOCATION: str | None = Field(
-        None, description="CA certificates (PEM) that `ssl.ca.location` points to."
-    )
-    SOURCE_KAFKA_CONSUMER_CONFIG_SSL_TRUSTSTORE_PASSWORD: str | None = Field(None, description="Truststore password.")
-    SOURCE_KAFKA_CONSUMER_CONFIG_SSL_TRUSTSTORE_TYPE: StoreType | None = Field(None, description="Truststore format.")
-    SOURCE_KAFKA_CONSUMER_ADDITIONAL_CONFIGURATIONS: Annotated[dict[str, str], Json] = Field(
-        default_factory=dict,
-        description="Extra librdkafka consumer properties, passed as they are (as in the GoTo fork).",
-    )
-    SOURCE_KAFKA_INVALID_RECORD_POLICY: Literal["fail", "drop", "dead-letter"] = Field(
-        "fail",
-        description="What happens to a record that cannot be decoded: `fail` stops the query with an error "
-        "naming topic, partition and offset (Dagger's behaviour); `drop` skips and counts it; `dead-letter` "
-        "writes its raw bytes with the reason and coordinates to `SOURCE_KAFKA_DEAD_LETTER_TOPIC`.",
-    )
-    SOURCE_KAFKA_DEAD_LETTER_TOPIC: str | None = Field(
-        None, description="Topic that receives undecodable records under the `dead-letter` policy."
-    )
-    SOURCE_KAFKA_UNREACHABLE_TIMEOUT_MS: int = Field(
-        300_000,
-        gt=0,
-        description="How long a running job waits for the stream's brokers when they stop answering (one log "
-        "line, then the job goes on where it was); past it the job fails naming the brokers, and a restart resumes. "
-        "Brokers unreachable at start fail the job after 30 s.",
-    )
-    SOURCE_KAFKA_DEAD_LETTER_BROKERS: str | None = Field(
-        None, description="Bootstrap servers of the dead-letter topic. Default: the stream's own."
-    )
-    SOURCE_KAFKA_STARTING_OFFSETS: str = Field(
-        "group",
-        description="Where a new job (no checkpoint) starts: `group` (the consumer group's committed offsets, "
-        "else `AUTO_OFFSET_RESET`), `earliest`, `latest`, or JSON offsets "
-        '`{"topic": {"0": 42, "1": -2}}` (-2 earliest, -1 latest; partitions left out start at earliest).',
-    )
-    SOURCE_KAFKA_STARTING_TIMESTAMP: str | None = Field(
-        None,
-        description="Start at the first record at or after this instant (ISO-8601 such as "
-        "`2026-11-01T00:00:00Z`, or epoch ms), per partition. Excludes `SOURCE_KAFKA_STARTING_OFFSETS`.",
-    )
-    SOURCE_KAFKA_ENDING_OFFSETS: str | None = Field(
-        None,
-        description="Makes the stream bounded: `latest` (the end offsets when the job starts) or JSON offsets "
-        "per partition (exclusive). The job then reads its range and exits; see docs/sources.md.",
-    )
-    SOURCE_KAFKA_ENDING_TIMESTAMP: str | None = Field(
-        None,
-        description="Makes the stream bounded: stop before the first record at or after this instant "
-        "(exclusive). Excludes `SOURCE_KAFKA_ENDING_OFFSETS`.",
-    )
-    SOURCE_PARQUET_FILE_PATHS: Annotated[list[str], Json] | None = Field(
-        None, description="Parquet files or directories (searched recursively)."
-    )
-    SOURCE_PARQUET_READ_ORDER_STRATEGY: Literal["EARLIEST_TIME_URL_FIRST", "EARLIEST_INDEX_FIRST"] = Field(
-        "EARLIEST_TIME_URL_FIRST", description="Order in which Parquet files are read."
-    )
-    SOURCE_PARQUET_FILE_DATE_RANGE: str | None = Field(
-        None, description="`start,end;start,end` inclusive UTC ranges of `dt=`/`hr=` partitions to read."
-    )
-    SOURCE_PARQUET_SCHEMA_MATCH_STRATEGY: (
-        Literal["SAME_SCHEMA_WITH_FAIL_ON_MISMATCH", "BACKWARD_COMPATIBLE_SCHEMA_WITH_FAIL_ON_TYPE_MISMATCH"] | None
-    ) = Field(None, description="Accepted for compatibility (unused by Dagger too).")
+    _settings: Any = PrivateAttr(None)
+    _format: Any = PrivateAttr(None)
 
     @model_validator(mode="after")
     def _check_source(self) -> StreamConfig:
-        from dagger.sources import source_names, source_of
-
         table = self.INPUT_SCHEMA_TABLE
         if len(self.SOURCE_DETAILS) != 1:
             raise ValueError(
@@ -207,13 +172,35 @@ class StreamConfig(_Strict):
                 f"SOURCE_DETAILS of stream '{table}' combines SOURCE_NAME={pair[0]} with SOURCE_TYPE={pair[1]}, "
                 f"which no source supports; accepted: {', '.join(f'{n}+{t}' for n, t in accepted)}"
             )
-        source_of(self).check(self)
+        formats = format_plugins()
+        if self.INPUT_DATATYPE not in formats:
+            raise ValueError(
+                f"INPUT_DATATYPE of stream '{table}': {self.INPUT_DATATYPE!r} is not accepted; accepted: "
+                + ", ".join(sorted(formats))
+            )
+        source = source_of(self)
+        problems = self._unknown_keys({**source_keys(), **format_keys()})
+        self._settings = self._own(source.settings, problems)
+        self._format = self._own(formats[self.INPUT_DATATYPE].settings, problems)
+        if problems:
+            raise ValueError("\n  - ".join(problems))
+        source.check(self)
         return self
 
     @property
     def source_name(self) -> str:
         """The ``SOURCE_NAME`` users wrote; the key of the source registry."""
         return self.SOURCE_DETAILS[0].SOURCE_NAME
+
+    @property
+    def settings(self) -> Any:
+        """This stream's source keys, validated by its source's registered settings model."""
+        return self._settings
+
+    @property
+    def format(self) -> Any:
+        """This stream's input data type keys (``INPUT_SCHEMA_PROTO_CLASS`` ...), validated by its model."""
+        return self._format
 
 
 # --------------------------------------------------------------------------------------------------
@@ -361,14 +348,12 @@ class PythonUdfConfig(_Strict):
 # --------------------------------------------------------------------------------------------------
 
 
-class SinkConfig(BaseModel):
+class SinkConfig(_PluginEntry):
     """One sink: its ``SINK_TYPE`` and that type's keys (top level of a job, or each element of ``SINKS``).
 
     The keys common to every sink are fields here; the others are the registered sink's own settings model
-    (:mod:`dagger.sinks.registry`), validated against it: :attr:`settings`.
+    (:mod:`dagger.registry.sinks`), validated against it: :attr:`settings`.
     """
-
-    model_config = ConfigDict(extra="allow", populate_by_name=True)
 
     SINK_TYPE: str = Field(
         "log",
@@ -390,35 +375,18 @@ class SinkConfig(BaseModel):
 
     @model_validator(mode="after")
     def _check_sink(self) -> SinkConfig:
-        import difflib
-
-        from pydantic import ValidationError
-
-        from dagger.sinks.registry import sink_keys, sink_plugins
-
         plugins = sink_plugins()
         plugin = plugins.get(self.SINK_TYPE)
         if plugin is None:
             raise ValueError(f"SINK_TYPE: {self.SINK_TYPE!r} is not accepted; accepted: {', '.join(sorted(plugins))}")
-        known = sink_keys()
-        problems = []
-        for key in self.model_extra or {}:
-            if key not in known:
-                close = difflib.get_close_matches(key, [*known, *type(self).model_fields], n=1, cutoff=0.6)
-                problems.append(f"{key}: unknown key" + (f"; did you mean {close[0]}?" if close else ""))
+        problems = self._unknown_keys(sink_keys())
         bad = [t for t in self.SINK_ERROR_TYPES_FOR_FAILURE if t not in SINK_ERROR_TYPES]
         if bad:
             problems.append(
                 f"SINK_ERROR_TYPES_FOR_FAILURE: unknown error type {', '.join(bad)}; accepted: "
                 + ", ".join(SINK_ERROR_TYPES)
             )
-        own = {k: v for k, v in (self.model_extra or {}).items() if k in plugin.settings.model_fields}
-        try:
-            self._settings = plugin.settings.model_validate(own)
-        except ValidationError as exc:
-            from dagger.config.errors import format_validation_error
-
-            problems.extend(format_validation_error(exc, plugin.settings))
+        self._settings = self._own(plugin.settings, problems)
         if problems:
             raise ValueError("\n  - ".join(problems))
         return self
@@ -427,11 +395,6 @@ class SinkConfig(BaseModel):
     def settings(self) -> Any:
         """This sink's own keys, validated by its registered settings model."""
         return self._settings
-
-    @property
-    def keys_set(self) -> list[str]:
-        """The keys this entry sets (common and the sink's own)."""
-        return sorted({*self.model_fields_set, *(self.model_extra or {})})
 
 
 class NamedSink(typing.NamedTuple):
@@ -537,12 +500,21 @@ class JobConfig(_Strict):
     # --- schema registry --------------------------------------------------------------------------
     SCHEMA_REGISTRY_STENCIL_ENABLE: bool = Field(
         True,
-        description="Fetch descriptors from `SCHEMA_REGISTRY_STENCIL_URLS`. (Dagger's `false` meant compiled "
-        "Java classes; here descriptors always come from descriptor sets.)",
+        description="`true`: descriptors come from `SCHEMA_REGISTRY_STENCIL_URLS`. `false` (Dagger: compiled Java "
+        "classes): from the generated Python modules of `SCHEMA_REGISTRY_PYTHON_MODULES`; messages are still "
+        "named by their protobuf full name.",
     )
     SCHEMA_REGISTRY_STENCIL_URLS: Annotated[list[str], CommaList] = Field(
         default_factory=list,
-        description="Comma-separated FileDescriptorSet locations: http(s) URLs, `file://` URLs or paths.",
+        description="Comma-separated FileDescriptorSet locations: http(s) URLs, `file://` URLs or paths, or "
+        "`python:<module>` for a generated `*_pb2` module the driver can import.",
+    )
+    SCHEMA_REGISTRY_PYTHON_MODULES: Annotated[list[str], CommaList] = Field(
+        default_factory=list,
+        description="Beyond Dagger: comma-separated generated protobuf modules (`mypackage.booking_pb2`, importable "
+        "on the driver) whose messages the job reads and writes, with `SCHEMA_REGISTRY_STENCIL_ENABLE=false`, as "
+        "Dagger took compiled classes. Their descriptors (with their imports) go to the executors as descriptor "
+        "sets do.",
     )
     SCHEMA_REGISTRY_STENCIL_FETCH_TIMEOUT_MS: int = Field(10000, gt=0, description="Per-request timeout.")
     SCHEMA_REGISTRY_STENCIL_FETCH_HEADERS: str | None = Field(None, description="`Key:Value,Key2:Value2` headers.")
@@ -693,8 +665,8 @@ class JobConfig(_Strict):
             raise ValueError("DEAD_LETTER_KAFKA_BROKERS is required with DEAD_LETTER_KAFKA_TOPIC")
         for stream in self.STREAMS:
             if (
-                stream.SOURCE_KAFKA_INVALID_RECORD_POLICY == "dead-letter"
-                and not stream.SOURCE_KAFKA_DEAD_LETTER_TOPIC
+                source_of(stream).invalid_record_policy(stream) == "dead-letter"
+                and not source_of(stream).dead_letter_topic(stream)
                 and not self.has_dead_letter
             ):
                 raise ValueError(

@@ -4,7 +4,8 @@ Routes (JSON answers):
 
 * ``GET /customers/<id>``: ``{"id", "name": "name-<id>", "tier": len(id), "since": ISO timestamp, "address":
   {"city"}, "tags": [..]}``; ids ``missing`` → 404, ``boom`` → 500, ``slow`` → answers after 2 s, ``bad`` → 400,
-  ``flaky-*`` → 503 for the first two calls of that id, then 200.
+  ``flaky-*`` → 503 for the first two calls of that id, then 200; ``lenient`` → 200 with JSON that is not
+  strict (``{id: lenient, name: 'name-lenient', tier: 7}``); ``html`` → 200 with an HTML body.
 * ``POST``/``PUT /score``: ``{"score": <length of the body>, "method", "body": <the parsed body>}``.
 
 ``delay_ms`` delays every answer; ``calls`` counts requests per path; ``headers`` keeps the last request's
@@ -59,6 +60,23 @@ class LookupServer:
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(10)
 
+    def customers_lookup(self, variable: str, output_mapping: dict[str, str], **extra: str) -> dict[str, Any]:
+        """A post-processor's ``http`` external source that GETs ``/customers/<variable's value>`` and maps
+        ``output_mapping`` (column -> JSONPath) from the answer, failing the batch on errors, typed as JSON."""
+        return {
+            "endpoint": f"{self.url}/customers/",
+            "verb": "get",
+            "request_pattern": "%s",
+            "request_variables": variable,
+            "stream_timeout": "5000",
+            "connect_timeout": "2000",
+            "capacity": "20",
+            "fail_on_errors": "true",
+            "retain_response_type": "true",
+            "output_mapping": {column: {"path": path} for column, path in output_mapping.items()},
+            **extra,
+        }
+
     def __enter__(self) -> LookupServer:
         return self.start()
 
@@ -89,6 +107,10 @@ class LookupServer:
             await asyncio.sleep(2)
         if customer.startswith("flaky-") and self.calls[request.path] <= 2:
             return web.json_response({"error": "try again"}, status=503)
+        if customer == "lenient":  # what json-smart reads and strict JSON does not: unquoted keys and a value
+            return web.Response(text=f"{{id: {customer}, name: 'name-{customer}', tier: 7}}", content_type="text/plain")
+        if customer == "html":
+            return web.Response(text="<html>maintenance</html>", content_type="text/html")
         return web.json_response(
             {
                 "id": customer,

@@ -1,4 +1,4 @@
-"""Sinks, registered by the name users write in ``SINK_TYPE`` (:mod:`dagger.sinks.registry`).
+"""Sinks, registered by the name users write in ``SINK_TYPE`` (:mod:`dagger.registry.sinks`).
 
 A built-in sink is its module and one line below; any other sink registers the same way (see the registry).
 """
@@ -7,12 +7,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from dagger.registry.sinks import SINKS, SinkPlugin, SinkSettings, register_sink, sink_plugins
 from dagger.sinks.base import RejectedRows, Sink, SinkWriter
 from dagger.sinks.bigquery import BigQuerySink, BigQuerySinkSettings
 from dagger.sinks.influx import InfluxSink, InfluxSinkSettings
 from dagger.sinks.kafka import KafkaSink, KafkaSinkSettings
 from dagger.sinks.log import LogSink, LogSinkSettings
-from dagger.sinks.registry import SINKS, SinkPlugin, SinkSettings, register_sink, sink_plugins
 
 if TYPE_CHECKING:
     from dagger.config.model import JobConfig, SinkConfig

@@ -1,6 +1,6 @@
 """The sink plugin contract.
 
-A sink is registered with its settings model (:mod:`dagger.sinks.registry`), built on the driver from its
+A sink is registered with its settings model (:mod:`dagger.registry.sinks`), built on the driver from its
 validated settings (:meth:`Sink.from_settings`), checked against the SQL
 output schema before anything runs (:meth:`Sink.check`), shipped to executors by pickling, and asked there
 for a :class:`SinkWriter` per Spark task. Writers receive Arrow record batches (no per-row Python objects
@@ -86,7 +86,7 @@ class Sink(ABC):
     @classmethod
     @abstractmethod
     def from_settings(cls, settings: Any, descriptors: DescriptorSet | None) -> Sink:
-        """Build the sink from its validated settings (its registered :class:`~dagger.sinks.registry.SinkSettings`
+        """Build the sink from its validated settings (its registered :class:`~dagger.registry.sinks.SinkSettings`
         model) and the job's descriptors; raise :class:`~dagger.errors.DaggerConfigError` on a setting that
         cannot work (a message the descriptors lack)."""
 

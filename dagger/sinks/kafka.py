@@ -19,8 +19,8 @@ from pydantic import Field, model_validator
 
 from dagger.config.model import Json
 from dagger.errors import SinkError
+from dagger.registry.sinks import SinkSettings
 from dagger.sinks.base import RejectedRows, RowsRefused, Sink, SinkWriter, isolate
-from dagger.sinks.registry import SinkSettings
 from dagger.worker_cache import BuiltCache, content_key
 
 if TYPE_CHECKING:
@@ -36,7 +36,9 @@ class KafkaSinkSettings(SinkSettings):
     SINK_KAFKA_TOPIC: str | None = Field(None, description="Output topic.")
     SINK_KAFKA_PROTO_MESSAGE: str | None = Field(None, description="Output value message (fully qualified name).")
     SINK_KAFKA_PROTO_KEY: str | None = Field(None, description="Output key message; no key when unset.")
-    SINK_KAFKA_STREAM: str | None = Field(None, description="Logical output cluster name (telemetry).")
+    SINK_KAFKA_STREAM: str | None = Field(
+        None, description="Logical output cluster name (Dagger's telemetry tag; accepted and ignored)."
+    )
     SINK_KAFKA_DATA_TYPE: Literal["PROTO", "JSON"] = Field("PROTO", description="PROTO, or JSON (one object per row).")
     SINK_KAFKA_JSON_SCHEMA: str | None = Field(None, description="Accepted for compatibility with JSON mode.")
     SINK_KAFKA_PRODUCE_LARGE_MESSAGE_ENABLE: bool = Field(

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from dagger.registry.sinks import SinkSettings
 from dagger.sinks.base import Sink, SinkWriter
-from dagger.sinks.registry import SinkSettings
 
 if TYPE_CHECKING:
     from dagger.schema.registry import DescriptorSet

@@ -1,13 +1,15 @@
 """Sources, registered by the ``SOURCE_NAME`` users write in a stream's ``SOURCE_DETAILS``.
 
-The contract and the registry are :mod:`dagger.sources.base`; a built-in source is its module and one line below.
+The contract is :mod:`dagger.sources.base`, the registry :mod:`dagger.registry.sources`; a built-in source is its
+module and one line below.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from dagger.sources.base import SOURCES, Source, SourceOptions, register_source, source_names, source_of
+from dagger.registry.sources import SOURCES, register_source, source_names, source_of
+from dagger.sources.base import Source, SourceOptions
 from dagger.sources.kafka_stream import KafkaSource
 from dagger.sources.parquet import ParquetSource
 

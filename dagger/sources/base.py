@@ -5,7 +5,7 @@ A source turns one ``STREAMS`` entry into a DataFrame with the table's columns (
 whether it ends, what a bounded run reads (its fingerprint), where it reads from (``dagger validate``), and what
 to do once a live run stops (the Kafka source commits its final offsets). The planner and the CLI ask these
 questions instead of testing which source a stream has. Register a source under each ``SOURCE_NAME`` it
-serves with :func:`register_source`.
+serves with :func:`dagger.registry.sources.register_source`.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
     from dagger.config.model import JobConfig, StreamConfig
+    from dagger.registry.sources import SourceSettings
     from dagger.schema.registry import DescriptorSet
 
 
@@ -40,6 +41,8 @@ class Source(ABC):
     names: ClassVar[tuple[str, ...]]
     #: the ``SOURCE_TYPE`` it goes with (``UNBOUNDED`` or ``BOUNDED``)
     source_type: ClassVar[str]
+    #: its settings model: the ``SOURCE_*`` keys of its streams, read through ``stream.settings``
+    settings: ClassVar[type[SourceSettings]]
     #: whether ``dagger run --from/--to`` can replay it
     replayable: ClassVar[bool] = False
     #: whether its reader decodes only the fields the SQL names (:class:`SourceOptions` ``fields``); sources
@@ -74,29 +77,13 @@ class Source(ABC):
     ) -> dict[str, Any]:
         """What a bounded run of the stream reads (part of the run's fingerprint: same input, same batch id)."""
 
+    def invalid_record_policy(self, stream: StreamConfig) -> str:
+        """What the stream's reader does with a record it cannot decode: ``fail``, ``drop`` or ``dead-letter``."""
+        return "fail"
+
+    def dead_letter_topic(self, stream: StreamConfig) -> str | None:
+        """The stream's own dead-letter topic under the ``dead-letter`` policy (None: the job's output)."""
+        return None
+
     def finish(self, progress: dict[str, Any], streams: list[StreamConfig], config: JobConfig) -> None:  # noqa: B027
         """Called once when a live run stopped cleanly, with the last query progress and this source's streams."""
-
-
-SOURCES: dict[str, Source] = {}
-
-
-def register_source(source: Source) -> Source:
-    """Register ``source`` under each of its ``names``; returns it."""
-    for name in source.names:
-        SOURCES[name] = source
-    return source
-
-
-def source_of(stream: StreamConfig) -> Source:
-    """The registered source of a stream (its ``SOURCE_NAME``)."""
-    import dagger.sources  # noqa: F401 - registers the built-in sources
-
-    return SOURCES[stream.source_name]
-
-
-def source_names() -> list[tuple[str, str]]:
-    """Every accepted ``(SOURCE_NAME, SOURCE_TYPE)`` pair."""
-    import dagger.sources  # noqa: F401
-
-    return sorted((name, source.source_type) for name, source in SOURCES.items())

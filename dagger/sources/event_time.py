@@ -29,6 +29,7 @@ from collections import OrderedDict
 from typing import Any
 
 from dagger.kafka_logging import quiet
+from dagger.sources.kafka_spec import _decoder, _split, rowtime_field_name
 
 log = logging.getLogger(__name__)
 
@@ -69,8 +70,6 @@ class EventTimeProbe:
         if self._decoder is None:
             from dataclasses import replace
 
-            from dagger.sources.kafka import _decoder, rowtime_field_name
-
             only_rowtime = replace(self.spec, fields=[rowtime_field_name(self.spec)])
             self._decoder = _decoder(only_rowtime)
         result = self._decoder.decode(values)
@@ -82,8 +81,6 @@ class EventTimeProbe:
         """The event time of the record at each ``{"topic:partition": offset}`` (the first record at or after it,
         when the offset holds none); ``None`` when it cannot be read."""
         from confluent_kafka import KafkaError, TopicPartition
-
-        from dagger.sources.kafka import _split
 
         out: dict[str, int | None] = {}
         todo = {}

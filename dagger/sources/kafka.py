@@ -31,13 +31,11 @@ Spark cannot load its JVM Kafka connector here, so the source is a
 
 from __future__ import annotations
 
-import base64
 import json
 import logging
 import re
 import time
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -47,8 +45,17 @@ from pyspark.sql.types import StructType
 
 from dagger.errors import DaggerConfigError, InvalidRecordError, SourceError
 from dagger.kafka_logging import quiet
+from dagger.sources.event_time import EventTimeAligner, EventTimeProbe
 from dagger.sources.kafka_embedded import GAP_RETRIES, HighWatermarkProbe, contiguous_prefix, gap_wait, is_embedded
-from dagger.worker_cache import BuiltCache, content_key
+from dagger.sources.kafka_positions import Position, resolve
+from dagger.sources.kafka_spec import (
+    STREAM_KEY,
+    KafkaSourceSpec,
+    _decoder,
+    _key,
+    _split,
+    positions,
+)
 
 if TYPE_CHECKING:
     from dagger.config.model import StreamConfig
@@ -60,62 +67,21 @@ _JAAS = re.compile(r'(username|password)\s*=\s*"([^"]*)"')
 _FIRST_CONTACT_SECONDS = 30.0  # brokers unreachable at start: the job fails after this long
 
 
-@dataclass
-class KafkaSourceSpec:
-    """Everything a reader needs, serialisable to the single ``spec`` option of the data source."""
-
-    table: str
-    topic_pattern: str
-    client_config: dict[str, str]
-    descriptor_set_b64: str
-    message_name: str
-    rowtime_field_number: int | None
-    rowtime: str = "rowtime"
-    invalid_policy: str = "fail"
-    dead_letter: dict[str, Any] | None = None  # a DeadLetterSpec's fields
-    max_records_per_trigger: int | None = None
-    read_batch_size: int = 50_000
-    aligned_delay_ms: int | None = None  # event-time alignment (dagger.sources.event_time); None: by offsets only
-    idle_timeout_ms: int = 30_000
-    unreachable_timeout_ms: int = 300_000  # SOURCE_KAFKA_UNREACHABLE_TIMEOUT_MS
-    commit_offsets: bool = True
-    start: dict[str, Any] | None = None  # a Position's fields; None: the group's offsets
-    end: dict[str, Any] | None = None  # a Position's fields; None: unbounded
-    time_range: list[int | None] | None = None  # [from_ms, to_ms): records outside are left out
-    fields: list[str] | None = None  # the message fields to decode (dagger.schema.projection); None: all
-
-    def to_option(self) -> str:
-        return json.dumps(asdict(self))
-
-    @classmethod
-    def from_option(cls, text: str) -> KafkaSourceSpec:
-        return cls(**json.loads(text))
-
-    @property
-    def group_id(self) -> str:
-        return self.client_config["group.id"]
-
-    def position(self, which: str) -> Any:
-        from dagger.sources.kafka_positions import Position
-
-        data = getattr(self, which)
-        return Position(**data) if data else None
-
-
 def client_config(stream: StreamConfig, job_slug: str, large_messages: bool = False) -> dict[str, str]:
     """librdkafka consumer settings from a stream's ``SOURCE_KAFKA_CONSUMER_CONFIG_*`` keys."""
     conf: dict[str, str] = {
-        "bootstrap.servers": stream.SOURCE_KAFKA_CONSUMER_CONFIG_BOOTSTRAP_SERVERS,
-        "group.id": stream.SOURCE_KAFKA_CONSUMER_CONFIG_GROUP_ID or f"dagger-{job_slug}-{stream.INPUT_SCHEMA_TABLE}",
-        "auto.offset.reset": stream.SOURCE_KAFKA_CONSUMER_CONFIG_AUTO_OFFSET_RESET,
+        "bootstrap.servers": stream.settings.SOURCE_KAFKA_CONSUMER_CONFIG_BOOTSTRAP_SERVERS,
+        "group.id": stream.settings.SOURCE_KAFKA_CONSUMER_CONFIG_GROUP_ID
+        or f"dagger-{job_slug}-{stream.INPUT_SCHEMA_TABLE}",
+        "auto.offset.reset": stream.settings.SOURCE_KAFKA_CONSUMER_CONFIG_AUTO_OFFSET_RESET,
     }
     table = stream.INPUT_SCHEMA_TABLE
-    if stream.SOURCE_KAFKA_CONSUMER_CONFIG_SECURITY_PROTOCOL:
-        conf["security.protocol"] = stream.SOURCE_KAFKA_CONSUMER_CONFIG_SECURITY_PROTOCOL
-    if stream.SOURCE_KAFKA_CONSUMER_CONFIG_SASL_MECHANISM:
-        conf["sasl.mechanism"] = stream.SOURCE_KAFKA_CONSUMER_CONFIG_SASL_MECHANISM
-    if stream.SOURCE_KAFKA_CONSUMER_CONFIG_SASL_JAAS_CONFIG:
-        found = dict(_JAAS.findall(stream.SOURCE_KAFKA_CONSUMER_CONFIG_SASL_JAAS_CONFIG))
+    if stream.settings.SOURCE_KAFKA_CONSUMER_CONFIG_SECURITY_PROTOCOL:
+        conf["security.protocol"] = stream.settings.SOURCE_KAFKA_CONSUMER_CONFIG_SECURITY_PROTOCOL
+    if stream.settings.SOURCE_KAFKA_CONSUMER_CONFIG_SASL_MECHANISM:
+        conf["sasl.mechanism"] = stream.settings.SOURCE_KAFKA_CONSUMER_CONFIG_SASL_MECHANISM
+    if stream.settings.SOURCE_KAFKA_CONSUMER_CONFIG_SASL_JAAS_CONFIG:
+        found = dict(_JAAS.findall(stream.settings.SOURCE_KAFKA_CONSUMER_CONFIG_SASL_JAAS_CONFIG))
         if "username" not in found or "password" not in found:
             raise DaggerConfigError(
                 f"STREAMS[{table}].SOURCE_KAFKA_CONSUMER_CONFIG_SASL_JAAS_CONFIG must contain "
@@ -124,11 +90,11 @@ def client_config(stream: StreamConfig, job_slug: str, large_messages: bool = Fa
             )
         conf["sasl.username"] = found["username"]
         conf["sasl.password"] = found["password"]
-    if stream.SOURCE_KAFKA_CONSUMER_CONFIG_SSL_KEY_PASSWORD:
-        conf["ssl.key.password"] = stream.SOURCE_KAFKA_CONSUMER_CONFIG_SSL_KEY_PASSWORD
-    keystore = stream.SOURCE_KAFKA_CONSUMER_CONFIG_SSL_KEYSTORE_LOCATION
+    if stream.settings.SOURCE_KAFKA_CONSUMER_CONFIG_SSL_KEY_PASSWORD:
+        conf["ssl.key.password"] = stream.settings.SOURCE_KAFKA_CONSUMER_CONFIG_SSL_KEY_PASSWORD
+    keystore = stream.settings.SOURCE_KAFKA_CONSUMER_CONFIG_SSL_KEYSTORE_LOCATION
     if keystore:
-        kind = stream.SOURCE_KAFKA_CONSUMER_CONFIG_SSL_KEYSTORE_TYPE or "PKCS12"
+        kind = stream.settings.SOURCE_KAFKA_CONSUMER_CONFIG_SSL_KEYSTORE_TYPE or "PKCS12"
         if kind == "JKS":
             raise DaggerConfigError(
                 f"STREAMS[{table}].SOURCE_KAFKA_CONSUMER_CONFIG_SSL_KEYSTORE_TYPE: JKS is a Java format that "
@@ -137,14 +103,14 @@ def client_config(stream: StreamConfig, job_slug: str, large_messages: bool = Fa
             )
         if kind == "PKCS12":
             conf["ssl.keystore.location"] = keystore
-            if stream.SOURCE_KAFKA_CONSUMER_CONFIG_SSL_KEYSTORE_PASSWORD:
-                conf["ssl.keystore.password"] = stream.SOURCE_KAFKA_CONSUMER_CONFIG_SSL_KEYSTORE_PASSWORD
+            if stream.settings.SOURCE_KAFKA_CONSUMER_CONFIG_SSL_KEYSTORE_PASSWORD:
+                conf["ssl.keystore.password"] = stream.settings.SOURCE_KAFKA_CONSUMER_CONFIG_SSL_KEYSTORE_PASSWORD
         else:
             conf["ssl.certificate.location"] = keystore
             conf["ssl.key.location"] = keystore
-    truststore = stream.SOURCE_KAFKA_CONSUMER_CONFIG_SSL_TRUSTSTORE_LOCATION
+    truststore = stream.settings.SOURCE_KAFKA_CONSUMER_CONFIG_SSL_TRUSTSTORE_LOCATION
     if truststore:
-        kind = stream.SOURCE_KAFKA_CONSUMER_CONFIG_SSL_TRUSTSTORE_TYPE or "PEM"
+        kind = stream.settings.SOURCE_KAFKA_CONSUMER_CONFIG_SSL_TRUSTSTORE_TYPE or "PEM"
         if kind != "PEM":
             raise DaggerConfigError(
                 f"STREAMS[{table}].SOURCE_KAFKA_CONSUMER_CONFIG_SSL_TRUSTSTORE_TYPE: librdkafka reads CA "
@@ -153,26 +119,8 @@ def client_config(stream: StreamConfig, job_slug: str, large_messages: bool = Fa
         conf["ssl.ca.location"] = truststore
     if large_messages:
         conf["max.partition.fetch.bytes"] = "5242880"
-    conf.update({k: str(v) for k, v in stream.SOURCE_KAFKA_CONSUMER_ADDITIONAL_CONFIGURATIONS.items()})
+    conf.update({k: str(v) for k, v in stream.settings.SOURCE_KAFKA_CONSUMER_ADDITIONAL_CONFIGURATIONS.items()})
     return conf
-
-
-#: the offsets' key naming their stream (every other key is "<topic>:<partition>")
-STREAM_KEY = "@table"
-
-
-def positions(offsets: dict | None) -> dict[str, int]:
-    """The ``"<topic>:<partition>": offset`` entries of a source's offsets (without its stream tag)."""
-    return {k: v for k, v in (offsets or {}).items() if k != STREAM_KEY}
-
-
-def _key(topic: str, partition: int) -> str:
-    return f"{topic}:{partition}"
-
-
-def _split(key: str) -> tuple[str, int]:
-    topic, _, partition = key.rpartition(":")
-    return topic, int(partition)
 
 
 class KafkaPartition(InputPartition):
@@ -319,8 +267,6 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return {STREAM_KEY: self.spec.table, **offsets}
 
     def _resolve(self, which: str, marks: dict[str, tuple[int, int]]) -> dict[str, int]:
-        from dagger.sources.kafka_positions import Position, resolve
-
         position = self.spec.position(which) or Position("group")
         reset = self.spec.client_config.get("auto.offset.reset", "latest")
         return resolve(self._admin(), position, marks, self.spec.table, reset, self.spec.client_config)
@@ -401,8 +347,6 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def _aligned(self) -> Any:
         if self._aligner is None:
-            from dagger.sources.event_time import EventTimeAligner, EventTimeProbe
-
             self._aligner = EventTimeAligner(
                 EventTimeProbe(self.spec), self.spec.aligned_delay_ms, self.spec.idle_timeout_ms, self.spec.table
             )
@@ -519,34 +463,6 @@ def _cap(start: dict[str, int], end: dict[str, int], max_rows: int) -> dict[str,
             capped[k] += extra
             remaining -= extra
     return capped
-
-
-_DECODERS = BuiltCache(32)
-
-
-def _decoder(spec: KafkaSourceSpec):  # noqa: ANN202
-    """One decoder per (descriptor set, message, fields) per Python worker; workers are reused across tasks."""
-    key = content_key(spec.message_name, spec.rowtime_field_number, spec.rowtime, spec.fields, spec.descriptor_set_b64)
-    return _DECODERS.get(key, lambda: _build_decoder(spec))
-
-
-def _build_decoder(spec: KafkaSourceSpec):  # noqa: ANN202
-    from google.protobuf import descriptor_pb2
-
-    from dagger.schema.projection import prune_message
-    from dagger.schema.registry import build_pool
-    from dagger.serde.decode import ProtoDecoder
-
-    fds = descriptor_pb2.FileDescriptorSet.FromString(base64.b64decode(spec.descriptor_set_b64))
-    if spec.fields is not None:
-        fds = prune_message(fds, spec.message_name, spec.fields)
-    descriptor = build_pool(fds).FindMessageTypeByName(spec.message_name)
-    return ProtoDecoder(descriptor, spec.rowtime_field_number, spec.rowtime)
-
-
-def rowtime_field_name(spec: KafkaSourceSpec) -> str:
-    """The message field that becomes ``rowtime``."""
-    return _decoder(spec).rowtime_source
 
 
 def read_partition(spec: KafkaSourceSpec, part: KafkaPartition) -> Iterator[Any]:

@@ -84,12 +84,12 @@ def start_position(stream: StreamConfig, from_ms: int | None = None) -> Position
     """The stream's start; ``from_ms`` (``dagger run --from``) overrides its keys."""
     if from_ms is not None:
         return Position("timestamp", timestamp_ms=from_ms)
-    if stream.SOURCE_KAFKA_STARTING_TIMESTAMP:
+    if stream.settings.SOURCE_KAFKA_STARTING_TIMESTAMP:
         return Position(
-            "timestamp", timestamp_ms=_instant_ms(stream.SOURCE_KAFKA_STARTING_TIMESTAMP, stream, "STARTING")
+            "timestamp", timestamp_ms=_instant_ms(stream.settings.SOURCE_KAFKA_STARTING_TIMESTAMP, stream, "STARTING")
         )
     return parse_offsets(
-        stream.SOURCE_KAFKA_STARTING_OFFSETS,
+        stream.settings.SOURCE_KAFKA_STARTING_OFFSETS,
         f"STREAMS[{stream.INPUT_SCHEMA_TABLE}].SOURCE_KAFKA_STARTING_OFFSETS",
         ("group", "earliest", "latest"),
     )
@@ -99,11 +99,13 @@ def end_position(stream: StreamConfig, to_ms: int | None = None) -> Position | N
     """The stream's end (None: unbounded); ``to_ms`` (``dagger run --to``) overrides its keys."""
     if to_ms is not None:
         return Position("timestamp", timestamp_ms=to_ms)
-    if stream.SOURCE_KAFKA_ENDING_TIMESTAMP:
-        return Position("timestamp", timestamp_ms=_instant_ms(stream.SOURCE_KAFKA_ENDING_TIMESTAMP, stream, "ENDING"))
-    if stream.SOURCE_KAFKA_ENDING_OFFSETS:
+    if stream.settings.SOURCE_KAFKA_ENDING_TIMESTAMP:
+        return Position(
+            "timestamp", timestamp_ms=_instant_ms(stream.settings.SOURCE_KAFKA_ENDING_TIMESTAMP, stream, "ENDING")
+        )
+    if stream.settings.SOURCE_KAFKA_ENDING_OFFSETS:
         return parse_offsets(
-            stream.SOURCE_KAFKA_ENDING_OFFSETS,
+            stream.settings.SOURCE_KAFKA_ENDING_OFFSETS,
             f"STREAMS[{stream.INPUT_SCHEMA_TABLE}].SOURCE_KAFKA_ENDING_OFFSETS",
             ("latest",),
         )

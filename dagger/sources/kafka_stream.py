@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from dagger.errors import DaggerConfigError
 from dagger.sources.base import Source, SourceOptions
+from dagger.sources.kafka_settings import KafkaSourceSettings
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -22,32 +23,36 @@ class KafkaSource(Source):
 
     names = ("KAFKA_SOURCE", "KAFKA_CONSUMER")
     source_type = "UNBOUNDED"
+    settings = KafkaSourceSettings
     replayable = True
     decodes_named_fields = True
 
     def check(self, stream: StreamConfig) -> None:
-        table = stream.INPUT_SCHEMA_TABLE
-        for key in (
-            "SOURCE_KAFKA_TOPIC_NAMES",
-            "SOURCE_KAFKA_CONSUMER_CONFIG_BOOTSTRAP_SERVERS",
-            "INPUT_SCHEMA_PROTO_CLASS",
-            "INPUT_SCHEMA_EVENT_TIMESTAMP_FIELD_INDEX",
-        ):
-            if getattr(stream, key) in (None, ""):
-                raise ValueError(f"{key} is required for Kafka stream '{table}'")
+        what = f"Kafka stream '{stream.INPUT_SCHEMA_TABLE}'"
+        stream.settings.require(what, "SOURCE_KAFKA_TOPIC_NAMES", "SOURCE_KAFKA_CONSUMER_CONFIG_BOOTSTRAP_SERVERS")
+        if stream.INPUT_DATATYPE == "PROTO":
+            for key in ("INPUT_SCHEMA_PROTO_CLASS", "INPUT_SCHEMA_EVENT_TIMESTAMP_FIELD_INDEX"):
+                if getattr(stream.format, key) in (None, ""):
+                    raise ValueError(f"{key} is required for {what}")
         self._check_positions(stream)
+
+    def invalid_record_policy(self, stream: StreamConfig) -> str:
+        return stream.settings.SOURCE_KAFKA_INVALID_RECORD_POLICY
+
+    def dead_letter_topic(self, stream: StreamConfig) -> str | None:
+        return stream.settings.SOURCE_KAFKA_DEAD_LETTER_TOPIC
 
     @staticmethod
     def _check_positions(stream: StreamConfig) -> None:
         from dagger.sources.kafka_positions import end_position, start_position
 
         table = stream.INPUT_SCHEMA_TABLE
-        if stream.SOURCE_KAFKA_STARTING_TIMESTAMP and stream.SOURCE_KAFKA_STARTING_OFFSETS != "group":
+        if stream.settings.SOURCE_KAFKA_STARTING_TIMESTAMP and stream.settings.SOURCE_KAFKA_STARTING_OFFSETS != "group":
             raise ValueError(
                 f"stream '{table}' sets both SOURCE_KAFKA_STARTING_TIMESTAMP and SOURCE_KAFKA_STARTING_OFFSETS; "
                 "keep one"
             )
-        if stream.SOURCE_KAFKA_ENDING_TIMESTAMP and stream.SOURCE_KAFKA_ENDING_OFFSETS:
+        if stream.settings.SOURCE_KAFKA_ENDING_TIMESTAMP and stream.settings.SOURCE_KAFKA_ENDING_OFFSETS:
             raise ValueError(
                 f"stream '{table}' sets both SOURCE_KAFKA_ENDING_TIMESTAMP and SOURCE_KAFKA_ENDING_OFFSETS; keep one"
             )
@@ -63,10 +68,14 @@ class KafkaSource(Source):
                 )
 
     def is_bounded(self, stream: StreamConfig, to_ms: int | None = None) -> bool:
-        return bool(stream.SOURCE_KAFKA_ENDING_OFFSETS or stream.SOURCE_KAFKA_ENDING_TIMESTAMP or to_ms is not None)
+        return bool(
+            stream.settings.SOURCE_KAFKA_ENDING_OFFSETS
+            or stream.settings.SOURCE_KAFKA_ENDING_TIMESTAMP
+            or to_ms is not None
+        )
 
     def location(self, stream: StreamConfig) -> str:
-        return f"topics /{stream.SOURCE_KAFKA_TOPIC_NAMES}/"
+        return f"topics /{stream.settings.SOURCE_KAFKA_TOPIC_NAMES}/"
 
     def input_description(
         self, spark: SparkSession, stream: StreamConfig, from_ms: int | None, to_ms: int | None
@@ -76,7 +85,7 @@ class KafkaSource(Source):
         start, end = start_position(stream, from_ms), end_position(stream, to_ms)
         return {
             "table": stream.INPUT_SCHEMA_TABLE,
-            "topics": stream.SOURCE_KAFKA_TOPIC_NAMES,
+            "topics": stream.settings.SOURCE_KAFKA_TOPIC_NAMES,
             "start": start.describe(),
             "end": end.describe() if end else None,
         }
@@ -92,20 +101,20 @@ class KafkaSource(Source):
         from dagger.sources.kafka import SOURCE_FORMAT, KafkaSourceSpec, client_config
         from dagger.sources.kafka_positions import end_position, start_position
 
-        descriptors.find_message(stream.INPUT_SCHEMA_PROTO_CLASS)
+        descriptors.find_message(stream.format.INPUT_SCHEMA_PROTO_CLASS)
         conf = client_config(stream, config.job_slug, config.SOURCE_KAFKA_CONSUME_LARGE_MESSAGE_ENABLE)
         dead_letter = None
-        if stream.SOURCE_KAFKA_INVALID_RECORD_POLICY == "dead-letter":
+        if stream.settings.SOURCE_KAFKA_INVALID_RECORD_POLICY == "dead-letter":
             dead_letter = stream_dead_letter(stream, conf, config)
         spec = KafkaSourceSpec(
             table=stream.INPUT_SCHEMA_TABLE,
-            topic_pattern=stream.SOURCE_KAFKA_TOPIC_NAMES,
+            topic_pattern=stream.settings.SOURCE_KAFKA_TOPIC_NAMES,
             client_config=conf,
             descriptor_set_b64=base64.b64encode(descriptors.serialized).decode(),
-            message_name=stream.INPUT_SCHEMA_PROTO_CLASS,
-            rowtime_field_number=stream.INPUT_SCHEMA_EVENT_TIMESTAMP_FIELD_INDEX,
+            message_name=stream.format.INPUT_SCHEMA_PROTO_CLASS,
+            rowtime_field_number=stream.format.INPUT_SCHEMA_EVENT_TIMESTAMP_FIELD_INDEX,
             rowtime=config.FLINK_ROWTIME_ATTRIBUTE_NAME,
-            invalid_policy=stream.SOURCE_KAFKA_INVALID_RECORD_POLICY,
+            invalid_policy=stream.settings.SOURCE_KAFKA_INVALID_RECORD_POLICY,
             dead_letter=asdict(dead_letter) if dead_letter else None,
             max_records_per_trigger=config.SPARK_MAX_RECORDS_PER_TRIGGER,
             read_batch_size=config.SPARK_KAFKA_READ_BATCH_SIZE,
@@ -113,7 +122,7 @@ class KafkaSource(Source):
                 config.FLINK_WATERMARK_DELAY_MS if config.SPARK_EVENT_TIME_ALIGNMENT and options.event_time else None
             ),
             idle_timeout_ms=config.SPARK_PARTITION_IDLE_TIMEOUT_MS,
-            unreachable_timeout_ms=stream.SOURCE_KAFKA_UNREACHABLE_TIMEOUT_MS,
+            unreachable_timeout_ms=stream.settings.SOURCE_KAFKA_UNREACHABLE_TIMEOUT_MS,
             commit_offsets=options.commit_offsets and not options.bounded,
             fields=(options.fields or {}).get(stream.INPUT_SCHEMA_TABLE),
         )
@@ -144,10 +153,12 @@ def stream_dead_letter(stream: StreamConfig, consumer_config: dict[str, str], co
     """The stream's own dead-letter topic (on its own cluster, with its security settings), else the job's."""
     from dagger.dead_letter import DeadLetterSpec
 
-    if stream.SOURCE_KAFKA_DEAD_LETTER_TOPIC:
+    if stream.settings.SOURCE_KAFKA_DEAD_LETTER_TOPIC:
         producer = {k: v for k, v in consumer_config.items() if k.startswith(("security.", "sasl.", "ssl."))}
-        producer["bootstrap.servers"] = stream.SOURCE_KAFKA_DEAD_LETTER_BROKERS or consumer_config["bootstrap.servers"]
+        producer["bootstrap.servers"] = (
+            stream.settings.SOURCE_KAFKA_DEAD_LETTER_BROKERS or consumer_config["bootstrap.servers"]
+        )
         return DeadLetterSpec(
-            config.job_slug, kafka_topic=stream.SOURCE_KAFKA_DEAD_LETTER_TOPIC, producer_config=producer
+            config.job_slug, kafka_topic=stream.settings.SOURCE_KAFKA_DEAD_LETTER_TOPIC, producer_config=producer
         )
     return DeadLetterSpec.from_config(config)

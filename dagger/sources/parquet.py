@@ -25,11 +25,14 @@ from __future__ import annotations
 
 import logging
 from functools import reduce
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
+from pydantic import Field
 
+from dagger.config.model import Json
 from dagger.errors import DaggerConfigError
+from dagger.registry.sources import SourceSettings
 from dagger.serde.types import (
     DURATION,
     JSON_TYPES,
@@ -104,17 +107,34 @@ def _is_marker(relative: str) -> bool:
     return hidden or name.endswith((".crc", "._COPYING_"))
 
 
+class ParquetSourceSettings(SourceSettings):
+    """Parquet files in the `dt=/hr=` layout, read in time order by Spark's Parquet reader."""
+
+    SOURCE_PARQUET_FILE_PATHS: Annotated[list[str], Json] | None = Field(
+        None, description="Parquet files or directories (searched recursively)."
+    )
+    SOURCE_PARQUET_READ_ORDER_STRATEGY: Literal["EARLIEST_TIME_URL_FIRST", "EARLIEST_INDEX_FIRST"] = Field(
+        "EARLIEST_TIME_URL_FIRST", description="Order in which Parquet files are read."
+    )
+    SOURCE_PARQUET_FILE_DATE_RANGE: str | None = Field(
+        None, description="`start,end;start,end` inclusive UTC ranges of `dt=`/`hr=` partitions to read."
+    )
+    SOURCE_PARQUET_SCHEMA_MATCH_STRATEGY: (
+        Literal["SAME_SCHEMA_WITH_FAIL_ON_MISMATCH", "BACKWARD_COMPATIBLE_SCHEMA_WITH_FAIL_ON_TYPE_MISMATCH"] | None
+    ) = Field(None, description="Accepted for compatibility (unused by Dagger too).")
+
+
 class ParquetSource(Source):
     """History in Parquet files (``SOURCE_PARQUET_FILE_PATHS``), always bounded."""
 
     names = ("PARQUET_SOURCE",)
     source_type = "BOUNDED"
+    settings = ParquetSourceSettings
 
     def check(self, stream: StreamConfig) -> None:
-        if not stream.SOURCE_PARQUET_FILE_PATHS:
-            raise ValueError(f"SOURCE_PARQUET_FILE_PATHS is required for Parquet stream '{stream.INPUT_SCHEMA_TABLE}'")
+        stream.settings.require(f"Parquet stream '{stream.INPUT_SCHEMA_TABLE}'", "SOURCE_PARQUET_FILE_PATHS")
         try:
-            parse_date_ranges(stream.SOURCE_PARQUET_FILE_DATE_RANGE, "SOURCE_PARQUET_FILE_DATE_RANGE")
+            parse_date_ranges(stream.settings.SOURCE_PARQUET_FILE_DATE_RANGE, "SOURCE_PARQUET_FILE_DATE_RANGE")
         except DaggerConfigError as exc:
             raise ValueError(str(exc)) from None
 
@@ -122,13 +142,17 @@ class ParquetSource(Source):
         return True
 
     def location(self, stream: StreamConfig) -> str:
-        return f"files {', '.join(stream.SOURCE_PARQUET_FILE_PATHS or [])}"
+        return f"files {', '.join(stream.settings.SOURCE_PARQUET_FILE_PATHS or [])}"
 
     def input_description(
         self, spark: SparkSession, stream: StreamConfig, from_ms: int | None, to_ms: int | None
     ) -> dict[str, Any]:
-        files = list_files(spark, stream.SOURCE_PARQUET_FILE_PATHS, stream.INPUT_SCHEMA_TABLE)
-        return {"table": stream.INPUT_SCHEMA_TABLE, "files": files, "range": stream.SOURCE_PARQUET_FILE_DATE_RANGE}
+        files = list_files(spark, stream.settings.SOURCE_PARQUET_FILE_PATHS, stream.INPUT_SCHEMA_TABLE)
+        return {
+            "table": stream.INPUT_SCHEMA_TABLE,
+            "files": files,
+            "range": stream.settings.SOURCE_PARQUET_FILE_DATE_RANGE,
+        }
 
     def build(
         self,
@@ -147,15 +171,15 @@ def parquet_stream(
     """A PARQUET_SOURCE stream as a (bounded) DataFrame with the table's columns."""
     table = stream.INPUT_SCHEMA_TABLE
     where = f"STREAMS[{table}].SOURCE_PARQUET_FILE_PATHS"
-    descriptor = descriptors.find_message(stream.INPUT_SCHEMA_PROTO_CLASS)
+    descriptor = descriptors.find_message(stream.format.INPUT_SCHEMA_PROTO_CLASS)
     ranges = parse_date_ranges(
-        stream.SOURCE_PARQUET_FILE_DATE_RANGE, f"STREAMS[{table}].SOURCE_PARQUET_FILE_DATE_RANGE"
+        stream.settings.SOURCE_PARQUET_FILE_DATE_RANGE, f"STREAMS[{table}].SOURCE_PARQUET_FILE_DATE_RANGE"
     )
-    files = list_files(spark, stream.SOURCE_PARQUET_FILE_PATHS, where)
-    ordered = order_files(files, stream.SOURCE_PARQUET_READ_ORDER_STRATEGY, ranges, where)
+    files = list_files(spark, stream.settings.SOURCE_PARQUET_FILE_PATHS, where)
+    ordered = order_files(files, stream.settings.SOURCE_PARQUET_READ_ORDER_STRATEGY, ranges, where)
     rowtime_field = None
-    if stream.INPUT_SCHEMA_EVENT_TIMESTAMP_FIELD_INDEX is not None:
-        rowtime_field = timestamp_field(descriptor, stream.INPUT_SCHEMA_EVENT_TIMESTAMP_FIELD_INDEX).name
+    if stream.format.INPUT_SCHEMA_EVENT_TIMESTAMP_FIELD_INDEX is not None:
+        rowtime_field = timestamp_field(descriptor, stream.format.INPUT_SCHEMA_EVENT_TIMESTAMP_FIELD_INDEX).name
     rowtime = config.FLINK_ROWTIME_ATTRIBUTE_NAME
     if not ordered:
         log.warning("stream '%s': no Parquet file in %s matches the date range", table, where)

@@ -10,6 +10,7 @@ joins without an equality              :mod:`dagger.sql.joins` (a constant key o
 ``SimpleDateFormat`` patterns          :mod:`dagger.sql.datetime_patterns` (``hh:mm aa`` → ``hh:mm a``)
 ``FLOOR(ts TO MINUTE)``, ``CEIL(…)``   ``date_trunc('MINUTE', ts)`` (and the next unit up, for CEIL)
 ``LATERAL TABLE(f(x))``                ``LATERAL f(x)``
+``ts.seconds``, ``ts.nanos``           :mod:`dagger.sql.timestamps` (computed from the TIMESTAMP column)
 function library calls                 expanded in place (macros of :mod:`dagger.functions`)
 =====================================  ===============================================================
 
@@ -35,6 +36,7 @@ from dagger.errors import SqlError
 from dagger.sql.datetime_patterns import PATTERN_ARGUMENT, spark_pattern
 from dagger.sql.flink_functions import FLINK_FUNCTIONS
 from dagger.sql.joins import add_join_keys
+from dagger.sql.timestamps import rewrite_timestamp_fields
 from dagger.sql.unnest import rewrite_unnests
 from dagger.sql.windows import SESSION_PLACEHOLDER, lift_rowtimes, rewrite_window
 
@@ -67,7 +69,8 @@ def rewrite_query(sql: str, macros: dict | None = None, schemas: dict[str, Any] 
     macros:
         Upper-cased function name → rewrite of a call (the job's function library, :mod:`dagger.functions`).
     schemas:
-        Input table → Spark schema, used to tell arrays of rows, arrays and maps apart in ``UNNEST``.
+        Input table → Spark schema, used to tell arrays of rows, arrays and maps apart in ``UNNEST`` and to find
+        the Timestamp fields whose ``seconds``/``nanos`` a query reads.
     """
     macros = macros or {}
     protected, renamed = _protect(sql, set(macros))
@@ -78,6 +81,10 @@ def rewrite_query(sql: str, macros: dict | None = None, schemas: dict[str, Any] 
     unnest_notes = rewrite_unnests(tree, schemas or {})
     notes += unnest_notes
     changed |= bool(unnest_notes)
+
+    timestamp_notes = rewrite_timestamp_fields(tree, schemas or {})
+    notes += timestamp_notes
+    changed |= bool(timestamp_notes)
 
     tree, rowtime_notes = lift_rowtimes(tree)
     notes += rowtime_notes

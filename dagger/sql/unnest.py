@@ -23,6 +23,7 @@ from typing import Any
 from sqlglot import exp
 
 from dagger.errors import SqlError
+from dagger.sql.columns import column_type
 
 
 def rewrite_unnests(tree: exp.Expression, schemas: dict[str, Any]) -> list[str]:
@@ -94,34 +95,9 @@ def _kind(select: exp.Select, value: exp.Expression, schemas: dict[str, Any]) ->
 
     if not isinstance(value, exp.Column):
         return None
-    parts = [p.name for p in value.parts]
-    sources = _sources(select)
-    candidates = []
-    if len(parts) > 1 and parts[0].lower() in sources:
-        candidates = [(sources[parts[0].lower()], parts[1:])]
-    else:
-        candidates = [(table, parts) for table in sources.values()]
-    for table, path in candidates:
-        data_type = schemas.get(table)
-        for part in path:
-            if not isinstance(data_type, StructType):
-                data_type = None
-                break
-            data_type = next((f.dataType for f in data_type.fields if f.name.lower() == part.lower()), None)
-        if isinstance(data_type, MapType):
-            return "map"
-        if isinstance(data_type, ArrayType):
-            return "array_of_rows" if isinstance(data_type.elementType, StructType) else "array"
+    data_type = column_type(select, [p.name for p in value.parts], schemas)
+    if isinstance(data_type, MapType):
+        return "map"
+    if isinstance(data_type, ArrayType):
+        return "array_of_rows" if isinstance(data_type.elementType, StructType) else "array"
     return None
-
-
-def _sources(select: exp.Select) -> dict[str, str]:
-    """Alias (or name), lower-cased → table name, for the plain tables the select reads."""
-    out = {}
-    from_ = select.args.get("from_") or select.args.get("from")
-    tables = [from_.this] if from_ is not None else []
-    tables += [j.this for j in select.args.get("joins") or []]
-    for table in tables:
-        if isinstance(table, exp.Table):
-            out[(table.alias_or_name).lower()] = table.name
-    return out

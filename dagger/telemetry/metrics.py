@@ -17,6 +17,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from dagger.registry.sources import source_of
+
 if TYPE_CHECKING:
     from dagger.config.model import JobConfig
 
@@ -132,7 +134,7 @@ METRICS: tuple[Metric, ...] = (
         "counter",
         ("source", "outcome"),
         "Calls of each external lookup (HTTP.0, PG.0 ...) by outcome: success, 404, 4xx, 5xx, timeout, "
-        "empty_input (no call made), other, invalid_configuration.",
+        "empty_input (no call made), other, invalid_configuration, invalid_response (a body that is not JSON or lacks a mapped path, passed on with fail_on_errors false).",
         "total_external_calls, success_response, failures_code404|4XX|5XX, timeouts, empty_input, ...",
     ),
     Metric(
@@ -192,6 +194,7 @@ LOOKUP_OUTCOMES = {
     "empty_input": "empty_input",
     "failures_other": "other",
     "invalid_configuration": "invalid_configuration",
+    "invalid_response": "invalid_response",
 }
 SINK_OUTCOMES = {"written": "written", "dead_letters": "dead_letter", "dropped": "dropped"}
 
@@ -309,7 +312,7 @@ class JobMetrics:
     def _policy(self, table: str) -> str:
         for stream in self.job.config.STREAMS:
             if stream.INPUT_SCHEMA_TABLE == table:
-                return stream.SOURCE_KAFKA_INVALID_RECORD_POLICY
+                return source_of(stream).invalid_record_policy(stream)
         return "drop"
 
     def record_start(self) -> None:
@@ -421,8 +424,8 @@ class JobMetrics:
             BY_NAME["dagger_job_info"],
             {
                 "sink_type": ",".join(entry.SINK_TYPE for _, entry in sinks),
-                "input_topics": ",".join(s.SOURCE_KAFKA_TOPIC_NAMES or "" for s in streams),
-                "input_protos": ",".join(s.INPUT_SCHEMA_PROTO_CLASS or "" for s in streams),
+                "input_topics": ",".join(getattr(s.settings, "SOURCE_KAFKA_TOPIC_NAMES", None) or "" for s in streams),
+                "input_protos": ",".join(getattr(s.format, "INPUT_SCHEMA_PROTO_CLASS", None) or "" for s in streams),
                 "output_topic": getattr(first, "SINK_KAFKA_TOPIC", None) or "",
                 "output_proto": getattr(first, "SINK_KAFKA_PROTO_MESSAGE", None)
                 or getattr(first, "SINK_CONNECTOR_SCHEMA_PROTO_MESSAGE_CLASS", None)

@@ -359,9 +359,19 @@ def _lookup_batches(iterator: Iterator[Any], spec: dict, schema: Any, metrics: M
             columns = {c: picked.column(c).to_pylist() for c in needed}
             values: list[list[Any]] = [[None] * picked.num_rows for _ in paths]
 
-            def done(row: int, answer: Any, values: list[list[Any]] = values) -> None:
+            unread = [0]  # answers without a mapped path, passed on unenriched (fail_on_errors false)
+
+            def done(row: int, answer: Any, values: list[list[Any]] = values, unread: list[int] = unread) -> None:
                 """Type one row's answer into the output columns (as it arrives, while other calls run)."""
                 if answer is None or (kind == "pg" and not answer):  # skipped, failed, or no result row
+                    return
+                if kind != "pg" and not spec["fail_on_errors"]:
+                    found = [_find(answer, simple, compiled) for _, _, compiled, simple in paths]
+                    if any(f is _NOTHING for f in found):
+                        unread[0] += 1  # a path finds nothing: the row passes on unenriched, counted
+                        return
+                    for out, value, (name, *_) in zip(values, found, paths, strict=True):
+                        out[row] = convert(value, fields.get(name))
                     return
                 for out, (name, path, compiled, simple) in zip(values, paths, strict=True):
                     if compiled is None:
@@ -376,7 +386,7 @@ def _lookup_batches(iterator: Iterator[Any], spec: dict, schema: Any, metrics: M
                     if found is _NOTHING:
                         raise LookupError_(
                             f"{spec['name']}: output_mapping.{name} path {path} finds nothing in the response "
-                            f"{json.dumps(answer)[:200]} (a missing path always fails, as in Dagger)"
+                            f"{json.dumps(answer)[:200]} (fail_on_errors is true)"
                         )
                     out[row] = convert(found, fields.get(name))
 
@@ -384,6 +394,7 @@ def _lookup_batches(iterator: Iterator[Any], spec: dict, schema: Any, metrics: M
             if positions is not None:
                 requests = list(requests)
             counts, latencies = caller.call_all(requests, done)
+            counts["invalid_response"] += unread[0]
             if positions is not None:
                 import pyarrow.compute as pc
 

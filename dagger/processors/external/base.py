@@ -12,15 +12,21 @@ import asyncio
 import bisect
 import datetime as dt
 import json
+import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+import chompjs
+import orjson
 
 from dagger.errors import DaggerConfigError, DaggerError
 from dagger.worker_cache import AnswerCache, BuiltCache, content_key
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+log = logging.getLogger(__name__)
 
 #: counter names kept per external source (Dagger's metric names where it has them)
 METRICS = (
@@ -35,13 +41,41 @@ METRICS = (
     "cache_hits",
     "retries",
     "invalid_configuration",
+    "invalid_response",
 )
 #: upper bounds (ms) of the latency histogram buckets; the last bucket is everything slower
 LATENCY_BUCKETS_MS = (5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000)
 
 
 class LookupError_(DaggerError):  # noqa: N801 - "LookupError" is a builtin
-    """An external lookup failed and the source has ``fail_on_errors`` (or its response lacks a mapped path)."""
+    """An external lookup failed, or answered what the job cannot read, and the source has ``fail_on_errors``."""
+
+
+#: what :func:`parse_answer` returns for a body that is not JSON, even read leniently
+NOT_JSON = object()
+_lenient_warned: set[str] = set()
+
+
+def parse_answer(text: bytes, where: str) -> Any:
+    """A response body as JSON: strict first (orjson), else as leniently as Dagger's json-smart reads it (unquoted
+    keys and values, single quotes: one warning per source and worker); :data:`NOT_JSON` when neither reads it."""
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        pass
+    stripped = text.strip()
+    if stripped[:1] in (b"{", b"[") and stripped[-1:] in (b"}", b"]"):
+        try:
+            value = chompjs.parse_js_object(stripped.decode("utf-8", "replace"))
+        except ValueError:
+            return NOT_JSON
+        if where not in _lenient_warned:
+            _lenient_warned.add(where)
+            log.warning(
+                "%s answered JSON that is not strict (e.g. %r); reading it leniently, as Dagger does", where, text[:80]
+            )
+        return value
+    return NOT_JSON
 
 
 def new_counts() -> dict[str, int]:

@@ -22,7 +22,14 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from dagger.processors.external.base import LookupError_, as_text, new_counts, response_cache
+from dagger.processors.external.base import (
+    NOT_JSON,
+    LookupError_,
+    as_text,
+    new_counts,
+    parse_answer,
+    response_cache,
+)
 from dagger.worker_cache import BuiltCache, content_key
 
 
@@ -32,11 +39,6 @@ def _release(caller: HttpCaller) -> None:
 
 #: one caller per lookup spec per worker, its connections kept across tasks
 _CALLERS: BuiltCache[HttpCaller] = BuiltCache(16, on_evict=_release)
-
-try:  # orjson parses answers several times faster; json is the fallback
-    from orjson import loads as _loads
-except ImportError:  # pragma: no cover - orjson is a dependency, but a missing wheel must not break lookups
-    from json import loads as _loads
 
 #: libcurl's code for a connect or transfer that ran out of time (CURLE_OPERATION_TIMEDOUT)
 _TIMED_OUT = 28
@@ -225,13 +227,16 @@ class HttpCaller:
         answer = None
         if 200 <= status < 300:
             counts["success"] += 1
-            if not (spec_only_200(self.spec) and status != 200):  # Elasticsearch: other 2xx pass the row on
-                try:
-                    answer = _loads(text) if text else None
-                except ValueError:
-                    raise LookupError_(
-                        f"{self._where(call)} answered {status} with a body that is not JSON: {text[:200]!r}"
-                    ) from None
+            if not (spec_only_200(self.spec) and status != 200) and text:  # Elasticsearch: other 2xx pass on
+                answer = parse_answer(text, self.spec["name"])
+                if answer is NOT_JSON:
+                    counts["invalid_response"] += 1
+                    if self.spec["fail_on_errors"]:
+                        raise LookupError_(
+                            f"{self._where(call)} answered {status} with a body that is not JSON: {text[:200]!r}"
+                            " (fail_on_errors is true)"
+                        )
+                    answer = None  # the rows pass on unenriched, counted
             if self.cache is not None and answer is not None:
                 self.cache.put(call.request, answer)
             for row in call.rows:

@@ -33,12 +33,16 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict
 
+from dagger.errors import DaggerConfigError
+
 if TYPE_CHECKING:
     from dagger.schema.registry import DescriptorSet
     from dagger.sinks.base import Sink
 
 #: the entry-point group of sinks installed as packages
 ENTRY_POINT_GROUP = "dagger.sinks"
+#: the modules that register the built-in sinks, imported the first time a sink is looked up
+BUILT_IN = ("dagger.sinks",)
 #: keys every sink entry has, whatever its type (:class:`dagger.config.model.SinkConfig`)
 COMMON_KEYS = frozenset({"SINK_TYPE", "SINK_NAME", "SINK_ERROR_TYPES_FOR_FAILURE"})
 _NAME = re.compile(r"^[a-z][a-z0-9_-]*$")
@@ -115,15 +119,11 @@ def _load_entry_points() -> None:
         try:
             import_module(entry.value.split(":")[0])
         except Exception as exc:  # noqa: BLE001 - one broken package must not hide the other sinks
-            from dagger.errors import DaggerConfigError
-
             raise DaggerConfigError(
                 f"sink {entry.name!r} (entry point {entry.value!r} of {entry.dist.name if entry.dist else '?'}) "
                 f"cannot be imported: {type(exc).__name__}: {exc}"
             ) from exc
         if entry.name not in SINKS:
-            from dagger.errors import DaggerConfigError
-
             raise DaggerConfigError(
                 f"sink {entry.name!r}: module {entry.value!r} was imported but did not call register_sink({entry.name!r}, ...)"
             )
@@ -131,8 +131,8 @@ def _load_entry_points() -> None:
 
 def sink_plugins() -> dict[str, SinkPlugin]:
     """Every registered sink (built-in, registered in code, and installed packages' entry points)."""
-    import dagger.sinks  # noqa: F401 - registers the built-in sinks
-
+    for module in BUILT_IN:
+        import_module(module)
     _load_entry_points()
     return SINKS
 

@@ -1,0 +1,84 @@
+"""Keys a Dagger config may hold that this runner accepts and does nothing with, each with the reason.
+
+Every key of every settings model is either used by the code or listed here (``tests/test_silent_keys.py`` walks
+them all). ``dagger validate`` and the start of a run name each listed key a config sets, with its reason, so a
+migrating user never relies on a key in silence; ``docs/config.md`` shows the table.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+#: key -> why it does nothing here (and what to use instead, where something does the job)
+IGNORED_KEYS: dict[str, str] = {
+    # Flink's runtime: Spark has its own form, or none is needed
+    "FLINK_WATERMARK_INTERVAL_MS": "Spark moves the watermark once per micro-batch; `SPARK_TRIGGER_INTERVAL_MS` "
+    "sets how often that is",
+    "FLINK_WATERMARK_PER_PARTITION_ENABLE": "Kafka partitions are always read aligned in event time, which gives "
+    "what Flink's per-partition watermarks give (docs/sources.md)",
+    "FLINK_PARALLELISM": "Spark reads one task per Kafka partition and shuffles into `spark.sql.shuffle.partitions` "
+    "(set it in `SPARK_CONF`)",
+    "FLINK_PARALLELISM_MAX": "Flink's key-group count for rescaling; Spark's state is partitioned by "
+    "`spark.sql.shuffle.partitions`, fixed when the checkpoint is created",
+    "FLINK_CHECKPOINT_INTERVAL_MS": "every micro-batch is a checkpoint; `SPARK_TRIGGER_INTERVAL_MS` sets how often "
+    "micro-batches start",
+    "FLINK_CHECKPOINT_TIMEOUT_MS": "a micro-batch's commit has no separate timeout; each sink bounds its own calls",
+    "FLINK_CHECKPOINT_MIN_PAUSE_MS": "micro-batches follow one another with no pause; `SPARK_TRIGGER_INTERVAL_MS` "
+    "spaces them",
+    "FLINK_CHECKPOINT_MAX_CONCURRENT": "Spark runs one micro-batch (one checkpoint) at a time",
+    "FLINK_RETENTION_IDLE_STATE_MINUTE": "not implemented yet: state of windows and joins with a time bound is "
+    "dropped by the watermark; other state is kept for every key",
+    "FLINK_RETENTION_MIN_IDLE_STATE_HOUR": "not implemented yet (see FLINK_RETENTION_IDLE_STATE_MINUTE)",
+    "FLINK_RETENTION_MAX_IDLE_STATE_HOUR": "not implemented yet (see FLINK_RETENTION_IDLE_STATE_MINUTE)",
+    "SCHEMA_REGISTRY_STENCIL_REFRESH_STRATEGY": "descriptor sets are re-fetched after the TTL "
+    "(`SCHEMA_REGISTRY_STENCIL_CACHE_TTL_MS`) whatever the strategy",
+    # Longbow: not built yet
+    "PROCESSOR_LONGBOW_ASYNC_TIMEOUT": "Longbow is not available yet",
+    "PROCESSOR_LONGBOW_THREAD_CAPACITY": "Longbow is not available yet",
+    "PROCESSOR_LONGBOW_GCP_PROJECT_ID": "Longbow is not available yet",
+    "PROCESSOR_LONGBOW_GCP_INSTANCE_ID": "Longbow is not available yet",
+    "PROCESSOR_LONGBOW_GCP_TABLE_ID": "Longbow is not available yet",
+    "PROCESSOR_LONGBOW_DOCUMENT_DURATION": "Longbow is not available yet",
+    "UDF_DART_GCS_PROJECT_ID": "the GCS client finds the bucket's project itself (credentials from the environment)",
+    # sinks
+    "SINK_KAFKA_STREAM": "a name for Dagger's telemetry tags; metrics here name a sink by `SINK_NAME`",
+    "SINK_KAFKA_JSON_SCHEMA": "not implemented yet: the JSON Kafka sink writes every output column",
+    "SINK_CONNECTOR_SCHEMA_PROTO_KEY_CLASS": "BigQuery rows have no key",
+    "SINK_CONNECTOR_SCHEMA_DATA_TYPE": "rows are typed through `SINK_CONNECTOR_SCHEMA_PROTO_MESSAGE_CLASS`",
+    "SINK_CONNECTOR_SCHEMA_MESSAGE_MODE": "rows are the SQL's output columns (Dagger's LOG_MESSAGE mode)",
+    "SINK_CONNECTOR_SCHEMA_PROTO_ALLOW_UNKNOWN_FIELDS_ENABLE": "output columns the message lacks are left out",
+    "SINK_BIGQUERY_ROW_INSERT_ID_ENABLE": "the Storage Write API with committed streams writes each row once; "
+    "insert ids are for the legacy streaming inserts",
+    "SINK_BIGQUERY_METADATA_NAMESPACE": "no Kafka metadata columns are written to BigQuery",
+    "SINK_BIGQUERY_CLIENT_CONNECT_TIMEOUT_MS": "Google's clients take one timeout per call: "
+    "`SINK_BIGQUERY_CLIENT_READ_TIMEOUT_MS`",
+    # sources and input data types
+    "SOURCE_KAFKA_NAME": "a name for Dagger's telemetry tags; metrics here name a stream by `INPUT_SCHEMA_TABLE`",
+    "SOURCE_KAFKA_CONSUMER_CONFIG_AUTO_COMMIT_ENABLE": "the offsets of every finished micro-batch are committed to "
+    "the consumer group; librdkafka's own auto-commit stays off",
+    "SOURCE_KAFKA_CONSUMER_CONFIG_SSL_PROTOCOL": "librdkafka negotiates the TLS version",
+    "SOURCE_KAFKA_CONSUMER_CONFIG_SSL_TRUSTSTORE_PASSWORD": "the truststore is a PEM file, which has no password",
+    "SOURCE_PARQUET_SCHEMA_MATCH_STRATEGY": "unused by Dagger too: columns are matched to the message by name",
+    "INPUT_SCHEMA_JSON_SCHEMA": "JSON input is not available yet; a JSON stream is refused at start",
+    "INPUT_SCHEMA_JSON_EVENT_TIMESTAMP_FIELD_NAME": "JSON input is not available yet; a JSON stream is refused at start",
+}
+
+
+def ignored_keys_set(config: Any) -> list[tuple[str, str]]:
+    """``(where, reason)`` for every listed key a job config sets: top-level keys, stream keys
+    (``STREAMS[i].KEY``) and sink keys (``SINKS[i].KEY``, or the top-level sink's)."""
+    found = [(key, IGNORED_KEYS[key]) for key in sorted(config.model_fields_set) if key in IGNORED_KEYS]
+    for i, stream in enumerate(config.STREAMS):
+        found += [(f"STREAMS[{i}].{k}", IGNORED_KEYS[k]) for k in stream.keys_set if k in IGNORED_KEYS]
+    entries = config.SINKS if config.SINKS is not None else [config.single_sink]
+    for i, sink in enumerate(entries):
+        where = f"SINKS[{i}]." if config.SINKS is not None else ""
+        found += [(f"{where}{k}", IGNORED_KEYS[k]) for k in sink.keys_set if k in IGNORED_KEYS]
+    return found
+
+
+def markdown_table() -> str:
+    """The table ``docs/config.md`` shows."""
+    rows = ["| Key | Why it does nothing here |", "|---|---|"]
+    rows += [f"| `{key}` | {reason} |" for key, reason in sorted(IGNORED_KEYS.items())]
+    return "\n".join(rows)

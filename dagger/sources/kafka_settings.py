@@ -1,0 +1,109 @@
+"""The keys of a Kafka stream (``SOURCE_NAME`` ``KAFKA_SOURCE`` or ``KAFKA_CONSUMER``), as Dagger names them."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field
+
+from dagger.config.model import Json
+from dagger.registry.sources import SourceSettings
+
+StoreType = Literal["JKS", "PKCS12", "PEM"]
+
+
+class KafkaSourceSettings(SourceSettings):
+    """Topics read by the `dagger-kafka` data source: librdkafka's consumer settings, positions and bounds."""
+
+    SOURCE_KAFKA_TOPIC_NAMES: str | None = Field(
+        None,
+        description="Regular expression matched against whole topic names (`a|b`, `events-.*`). Topics "
+        "and partitions that appear while the job runs are picked up.",
+    )
+    SOURCE_KAFKA_NAME: str | None = Field(
+        None, description="Logical cluster name (Dagger's telemetry tag; accepted and ignored)."
+    )
+    SOURCE_KAFKA_CONSUMER_CONFIG_BOOTSTRAP_SERVERS: str | None = Field(
+        None, description="Kafka `bootstrap.servers` of this stream."
+    )
+    SOURCE_KAFKA_CONSUMER_CONFIG_GROUP_ID: str | None = Field(
+        None,
+        description="Consumer group. The job starts from this group's committed offsets and commits the "
+        "offsets of every finished micro-batch to it, so lag tools see the job. Default: "
+        "`dagger-<FLINK_JOB_ID>-<INPUT_SCHEMA_TABLE>`.",
+    )
+    SOURCE_KAFKA_CONSUMER_CONFIG_AUTO_OFFSET_RESET: Literal["latest", "earliest"] = Field(
+        "latest", description="Where to start when the group has no committed offset."
+    )
+    SOURCE_KAFKA_CONSUMER_CONFIG_AUTO_COMMIT_ENABLE: bool | None = Field(
+        None, description="Accepted for compatibility; offsets are committed after each micro-batch anyway."
+    )
+    SOURCE_KAFKA_CONSUMER_CONFIG_SECURITY_PROTOCOL: Literal["SASL_PLAINTEXT", "SASL_SSL", "SSL", "PLAINTEXT"] | None = (
+        Field(None, description="`security.protocol`.")
+    )
+    SOURCE_KAFKA_CONSUMER_CONFIG_SASL_MECHANISM: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] | None = Field(
+        None, description="`sasl.mechanism`."
+    )
+    SOURCE_KAFKA_CONSUMER_CONFIG_SASL_JAAS_CONFIG: str | None = Field(
+        None,
+        description="Java JAAS line; its `username` and `password` become librdkafka's `sasl.username` and "
+        "`sasl.password`.",
+    )
+    SOURCE_KAFKA_CONSUMER_CONFIG_SSL_PROTOCOL: (
+        Literal["TLS", "TLSv1.1", "TLSv1.2", "TLSv1.3", "SSL", "SSLv2", "SSLv3"] | None
+    ) = Field(None, description="Accepted for compatibility; librdkafka negotiates the TLS version itself.")
+    SOURCE_KAFKA_CONSUMER_CONFIG_SSL_KEY_PASSWORD: str | None = Field(None, description="`ssl.key.password`.")
+    SOURCE_KAFKA_CONSUMER_CONFIG_SSL_KEYSTORE_LOCATION: str | None = Field(
+        None, description="Client certificate store (PKCS12 or PEM; JKS must be converted)."
+    )
+    SOURCE_KAFKA_CONSUMER_CONFIG_SSL_KEYSTORE_PASSWORD: str | None = Field(None, description="Keystore password.")
+    SOURCE_KAFKA_CONSUMER_CONFIG_SSL_KEYSTORE_TYPE: StoreType | None = Field(None, description="Keystore format.")
+    SOURCE_KAFKA_CONSUMER_CONFIG_SSL_TRUSTSTORE_LOCATION: str | None = Field(
+        None, description="CA certificates (PEM) that `ssl.ca.location` points to."
+    )
+    SOURCE_KAFKA_CONSUMER_CONFIG_SSL_TRUSTSTORE_PASSWORD: str | None = Field(None, description="Truststore password.")
+    SOURCE_KAFKA_CONSUMER_CONFIG_SSL_TRUSTSTORE_TYPE: StoreType | None = Field(None, description="Truststore format.")
+    SOURCE_KAFKA_CONSUMER_ADDITIONAL_CONFIGURATIONS: Annotated[dict[str, str], Json] = Field(
+        default_factory=dict,
+        description="Extra librdkafka consumer properties, passed as they are (as in the GoTo fork).",
+    )
+    SOURCE_KAFKA_INVALID_RECORD_POLICY: Literal["fail", "drop", "dead-letter"] = Field(
+        "fail",
+        description="What happens to a record that cannot be decoded: `fail` stops the query with an error "
+        "naming topic, partition and offset (Dagger's behaviour); `drop` skips and counts it; `dead-letter` "
+        "writes its raw bytes with the reason and coordinates to `SOURCE_KAFKA_DEAD_LETTER_TOPIC`.",
+    )
+    SOURCE_KAFKA_DEAD_LETTER_TOPIC: str | None = Field(
+        None, description="Topic that receives undecodable records under the `dead-letter` policy."
+    )
+    SOURCE_KAFKA_UNREACHABLE_TIMEOUT_MS: int = Field(
+        300_000,
+        gt=0,
+        description="How long a running job waits for the stream's brokers when they stop answering (one log "
+        "line, then the job goes on where it was); past it the job fails naming the brokers, and a restart resumes. "
+        "Brokers unreachable at start fail the job after 30 s.",
+    )
+    SOURCE_KAFKA_DEAD_LETTER_BROKERS: str | None = Field(
+        None, description="Bootstrap servers of the dead-letter topic. Default: the stream's own."
+    )
+    SOURCE_KAFKA_STARTING_OFFSETS: str = Field(
+        "group",
+        description="Where a new job (no checkpoint) starts: `group` (the consumer group's committed offsets, "
+        "else `AUTO_OFFSET_RESET`), `earliest`, `latest`, or JSON offsets "
+        '`{"topic": {"0": 42, "1": -2}}` (-2 earliest, -1 latest; partitions left out start at earliest).',
+    )
+    SOURCE_KAFKA_STARTING_TIMESTAMP: str | None = Field(
+        None,
+        description="Start at the first record at or after this instant (ISO-8601 such as "
+        "`2026-11-01T00:00:00Z`, or epoch ms), per partition. Excludes `SOURCE_KAFKA_STARTING_OFFSETS`.",
+    )
+    SOURCE_KAFKA_ENDING_OFFSETS: str | None = Field(
+        None,
+        description="Makes the stream bounded: `latest` (the end offsets when the job starts) or JSON offsets "
+        "per partition (exclusive). The job then reads its range and exits; see docs/sources.md.",
+    )
+    SOURCE_KAFKA_ENDING_TIMESTAMP: str | None = Field(
+        None,
+        description="Makes the stream bounded: stop before the first record at or after this instant "
+        "(exclusive). Excludes `SOURCE_KAFKA_ENDING_OFFSETS`.",
+    )

@@ -1,0 +1,99 @@
+"""What a Kafka stream's reader is told and how it names things: the spec the driver hands to every task, the
+offsets' keys, and the decoder a spec makes (one per Python worker). Below the reader (:mod:`dagger.sources.kafka`)
+and the event-time probe (:mod:`dagger.sources.event_time`), which both use it."""
+
+from __future__ import annotations
+
+import base64
+import json
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from dagger.sources.kafka_positions import Position
+from dagger.worker_cache import BuiltCache, content_key
+
+
+@dataclass
+class KafkaSourceSpec:
+    """Everything a reader needs, serialisable to the single ``spec`` option of the data source."""
+
+    table: str
+    topic_pattern: str
+    client_config: dict[str, str]
+    descriptor_set_b64: str
+    message_name: str
+    rowtime_field_number: int | None
+    rowtime: str = "rowtime"
+    invalid_policy: str = "fail"
+    dead_letter: dict[str, Any] | None = None  # a DeadLetterSpec's fields
+    max_records_per_trigger: int | None = None
+    read_batch_size: int = 50_000
+    aligned_delay_ms: int | None = None  # event-time alignment (dagger.sources.event_time); None: by offsets only
+    idle_timeout_ms: int = 30_000
+    unreachable_timeout_ms: int = 300_000  # SOURCE_KAFKA_UNREACHABLE_TIMEOUT_MS
+    commit_offsets: bool = True
+    start: dict[str, Any] | None = None  # a Position's fields; None: the group's offsets
+    end: dict[str, Any] | None = None  # a Position's fields; None: unbounded
+    time_range: list[int | None] | None = None  # [from_ms, to_ms): records outside are left out
+    fields: list[str] | None = None  # the message fields to decode (dagger.schema.projection); None: all
+
+    def to_option(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_option(cls, text: str) -> KafkaSourceSpec:
+        return cls(**json.loads(text))
+
+    @property
+    def group_id(self) -> str:
+        return self.client_config["group.id"]
+
+    def position(self, which: str) -> Any:
+        data = getattr(self, which)
+        return Position(**data) if data else None
+
+
+#: the offsets' key naming their stream (every other key is "<topic>:<partition>")
+STREAM_KEY = "@table"
+
+
+def positions(offsets: dict | None) -> dict[str, int]:
+    """The ``"<topic>:<partition>": offset`` entries of a source's offsets (without its stream tag)."""
+    return {k: v for k, v in (offsets or {}).items() if k != STREAM_KEY}
+
+
+def _key(topic: str, partition: int) -> str:
+    return f"{topic}:{partition}"
+
+
+def _split(key: str) -> tuple[str, int]:
+    topic, _, partition = key.rpartition(":")
+    return topic, int(partition)
+
+
+_DECODERS = BuiltCache(32)
+
+
+def _decoder(spec: KafkaSourceSpec):  # noqa: ANN202
+    """One decoder per (descriptor set, message, fields) per Python worker; workers are reused across tasks."""
+    key = content_key(spec.message_name, spec.rowtime_field_number, spec.rowtime, spec.fields, spec.descriptor_set_b64)
+    return _DECODERS.get(key, lambda: _build_decoder(spec))
+
+
+def _build_decoder(spec: KafkaSourceSpec):  # noqa: ANN202
+    from google.protobuf import descriptor_pb2
+
+    from dagger.schema.projection import prune_message
+    from dagger.schema.registry import build_pool
+    from dagger.serde.decode import ProtoDecoder
+
+    fds = descriptor_pb2.FileDescriptorSet.FromString(base64.b64decode(spec.descriptor_set_b64))
+    if spec.fields is not None:
+        fds = prune_message(fds, spec.message_name, spec.fields)
+    descriptor = build_pool(fds).FindMessageTypeByName(spec.message_name)
+    return ProtoDecoder(descriptor, spec.rowtime_field_number, spec.rowtime)
+
+
+def rowtime_field_name(spec: KafkaSourceSpec) -> str:
+    """The message field that becomes ``rowtime``."""
+    return _decoder(spec).rowtime_source
