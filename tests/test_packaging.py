@@ -321,9 +321,17 @@ def test_an_executor_killed_mid_run_is_replaced_and_nothing_is_lost(dist, cluste
         wait_for(lambda: len(set(cluster.executor_pids()) - set(executors)) == 1, "replacement executor")
         wait_for(lambda: topic_size(broker.bootstrap, out) >= total, "complete output")
         time.sleep(2)  # the batch in flight, if any, finishes
+
         # stop the Python driver (spark-submit's child) as a SIGTERM to `dagger run` would: it ends the query at a
         # batch boundary and exits 0 (a SIGTERM to spark-submit's own JVM stops the driver's JVM under it: 143)
-        (driver,) = [p for p in proctree.tree(process.pid) if b"entry.py" in Path(f"/proc/{p}/cmdline").read_bytes()]
+        def argv(pid: int) -> list[bytes]:
+            return Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+
+        (driver,) = [
+            p
+            for p in proctree.tree(process.pid)
+            if b"python" in argv(p)[0] and any(a.endswith(b"entry.py") for a in argv(p))
+        ]
         os.kill(driver, signal.SIGTERM)
         assert process.wait(120) == 0, log.read_text()[-4000:]
     finally:
