@@ -220,8 +220,8 @@ class StreamManager:
         for stream in self.config.STREAMS:
             # Dagger's InvalidRecordFilterTransformer receives undecodable records instead of the source failing
             filtered_later = filters_invalid_records(self.config, stream.INPUT_SCHEMA_TABLE)
-            if filtered_later and "SOURCE_KAFKA_INVALID_RECORD_POLICY" not in stream.model_fields_set:
-                stream = stream.model_copy(update={"SOURCE_KAFKA_INVALID_RECORD_POLICY": "drop"})
+            if filtered_later:
+                stream = source_of(stream).passing_invalid_records(stream)
             df = source_of(stream).build(self.spark, stream, self.config, self.descriptors, options)
             tables[stream.INPUT_SCHEMA_TABLE] = df.schema
             if stream.INPUT_SCHEMA_TABLE in options.fields:

@@ -81,6 +81,11 @@ class Source(ABC):
         """What the stream's reader does with a record it cannot decode: ``fail``, ``drop`` or ``dead-letter``."""
         return "fail"
 
+    def passing_invalid_records(self, stream: StreamConfig) -> StreamConfig:
+        """The stream as read when Dagger's ``InvalidRecordFilterTransformer`` follows it: records the reader cannot
+        decode reach the transformer (marked invalid) instead of failing the job, unless the stream set a policy."""
+        return stream
+
     def dead_letter_topic(self, stream: StreamConfig) -> str | None:
         """The stream's own dead-letter topic under the ``dead-letter`` policy (None: the job's output)."""
         return None

@@ -39,6 +39,13 @@ class KafkaSource(Source):
     def invalid_record_policy(self, stream: StreamConfig) -> str:
         return stream.settings.SOURCE_KAFKA_INVALID_RECORD_POLICY
 
+    def passing_invalid_records(self, stream: StreamConfig) -> StreamConfig:
+        if "SOURCE_KAFKA_INVALID_RECORD_POLICY" in stream.keys_set:
+            return stream
+        passing = stream.model_copy()
+        passing._settings = stream.settings.model_copy(update={"SOURCE_KAFKA_INVALID_RECORD_POLICY": "drop"})
+        return passing
+
     def dead_letter_topic(self, stream: StreamConfig) -> str | None:
         return stream.settings.SOURCE_KAFKA_DEAD_LETTER_TOPIC
 
