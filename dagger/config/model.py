@@ -17,7 +17,6 @@ import logging
 import typing
 from typing import Annotated, Any, Literal
 
-import chompjs
 from pydantic import (
     BaseModel,
     BeforeValidator,
@@ -30,6 +29,7 @@ from pydantic import (
 )
 
 from dagger.config.errors import format_validation_error
+from dagger.lenient_json import loads as lenient_json_loads
 from dagger.registry.formats import format_keys, format_plugins
 from dagger.registry.sinks import sink_keys, sink_plugins
 from dagger.registry.sources import source_keys, source_names, source_of
@@ -38,28 +38,18 @@ log = logging.getLogger(__name__)
 
 
 def lenient_json(text: str, where: str) -> Any:
-    """Parse ``text`` as JSON, or as leniently as Dagger's Gson does: unquoted keys and values (``"host":
-    localhost``), single quotes, trailing commas; a lenient read logs one warning naming ``where`` and the position
-    strict JSON stopped at. Raises ``ValueError`` naming the position when even a lenient read fails."""
+    """Parse ``text`` as JSON, or as leniently as Dagger's Gson does (:mod:`dagger.lenient_json`); a lenient read
+    logs one warning naming ``where`` and the position strict JSON stopped at, never the text (it may hold
+    passwords). Raises ``ValueError`` naming the position when even a lenient read fails."""
     try:
-        return json.loads(text)
+        value, strict = lenient_json_loads(text)
     except json.JSONDecodeError as exc:
-        strict = exc
-    if text[:1] in "{[" and text[-1:] in "}]":  # an object or array, whole: never a prefix of the text
-        try:
-            value = chompjs.parse_js_object(text)
-        except ValueError:
-            value = None
-        if value is not None:
-            # the position only: the text may hold passwords
-            log.warning(
-                "%s is not strict JSON (%s at character %d); read leniently, as Dagger does",
-                where,
-                strict.msg,
-                strict.pos,
-            )
-            return value
-    raise ValueError(f"is not valid JSON ({strict.msg} at character {strict.pos})") from None
+        raise ValueError(f"is not valid JSON ({exc.msg} at character {exc.pos})") from None
+    if strict is not None:
+        log.warning(
+            "%s is not strict JSON (%s at character %d); read leniently, as Dagger does", where, strict.msg, strict.pos
+        )
+    return value
 
 
 def _json_in_string(value: Any, info: ValidationInfo) -> Any:

@@ -365,30 +365,28 @@ def _lookup_batches(iterator: Iterator[Any], spec: dict, schema: Any, metrics: M
                 """Type one row's answer into the output columns (as it arrives, while other calls run)."""
                 if answer is None or (kind == "pg" and not answer):  # skipped, failed, or no result row
                     return
-                if kind != "pg" and not spec["fail_on_errors"]:
-                    found = [_find(answer, simple, compiled) for _, _, compiled, simple in paths]
-                    if any(f is _NOTHING for f in found):
-                        unread[0] += 1  # a path finds nothing: the row passes on unenriched, counted
-                        return
-                    for out, value, (name, *_) in zip(values, found, paths, strict=True):
-                        out[row] = convert(value, fields.get(name))
-                    return
-                for out, (name, path, compiled, simple) in zip(values, paths, strict=True):
-                    if compiled is None:
+                found = []
+                for name, path, compiled, simple in paths:
+                    if compiled is None:  # a Postgres result column
                         if path not in answer:
                             raise LookupError_(
                                 f"{spec['name']}: output_mapping.{name} names result column {path!r}, which the "
                                 f"query does not return; it returns {', '.join(answer)}"
                             )
-                        out[row] = convert(answer[path], fields.get(name))
+                        found.append(answer[path])
                         continue
-                    found = _find(answer, simple, compiled)
-                    if found is _NOTHING:
-                        raise LookupError_(
-                            f"{spec['name']}: output_mapping.{name} path {path} finds nothing in the response "
-                            f"{json.dumps(answer)[:200]} (fail_on_errors is true)"
-                        )
-                    out[row] = convert(found, fields.get(name))
+                    value = _find(answer, simple, compiled)
+                    if value is _NOTHING:
+                        if spec["fail_on_errors"]:
+                            raise LookupError_(
+                                f"{spec['name']}: output_mapping.{name} path {path} finds nothing in the response "
+                                f"{json.dumps(answer)[:200]} (fail_on_errors is true)"
+                            )
+                        unread[0] += 1  # the row passes on unenriched, counted
+                        return
+                    found.append(value)
+                for out, value, (name, *_) in zip(values, found, paths, strict=True):
+                    out[row] = convert(value, fields.get(name))
 
             requests = build(spec, columns, picked.num_rows)
             if positions is not None:

@@ -17,10 +17,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import chompjs
-import orjson
-
 from dagger.errors import DaggerConfigError, DaggerError
+from dagger.lenient_json import loads as lenient_loads
 from dagger.worker_cache import AnswerCache, BuiltCache, content_key
 
 if TYPE_CHECKING:
@@ -57,25 +55,18 @@ _lenient_warned: set[str] = set()
 
 
 def parse_answer(text: bytes, where: str) -> Any:
-    """A response body as JSON: strict first (orjson), else as leniently as Dagger's json-smart reads it (unquoted
-    keys and values, single quotes: one warning per source and worker); :data:`NOT_JSON` when neither reads it."""
+    """A response body as JSON, strict or as leniently as Dagger's json-smart reads it (:mod:`dagger.lenient_json`;
+    one warning per source and worker); :data:`NOT_JSON` when neither reads it."""
     try:
-        return orjson.loads(text)
-    except orjson.JSONDecodeError:
-        pass
-    stripped = text.strip()
-    if stripped[:1] in (b"{", b"[") and stripped[-1:] in (b"}", b"]"):
-        try:
-            value = chompjs.parse_js_object(stripped.decode("utf-8", "replace"))
-        except ValueError:
-            return NOT_JSON
-        if where not in _lenient_warned:
-            _lenient_warned.add(where)
-            log.warning(
-                "%s answered JSON that is not strict (e.g. %r); reading it leniently, as Dagger does", where, text[:80]
-            )
-        return value
-    return NOT_JSON
+        value, strict = lenient_loads(text)
+    except json.JSONDecodeError:
+        return NOT_JSON
+    if strict is not None and where not in _lenient_warned:
+        _lenient_warned.add(where)
+        log.warning(
+            "%s answered JSON that is not strict (e.g. %r); reading it leniently, as Dagger does", where, text[:80]
+        )
+    return value
 
 
 def new_counts() -> dict[str, int]:
