@@ -23,6 +23,7 @@ and ``soak.png`` (RSS per process kind, lag and state rows over time) in ``SOAK_
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import json
 import os
 import platform
@@ -63,6 +64,7 @@ class Settings:
     warmup_seconds: float = 300
     max_drift: float = 0.10
     max_lag_seconds: float = 15
+    probe: bool = True  # time a plain client's fetch of the input's newest records with every sample
     results: Path = ROOT / "bench" / "results"
 
     @classmethod
@@ -75,6 +77,7 @@ class Settings:
             warmup_seconds=float(os.environ.get("SOAK_WARMUP_SECONDS", base.warmup_seconds)),
             max_drift=float(os.environ.get("SOAK_MAX_DRIFT", base.max_drift)),
             max_lag_seconds=float(os.environ.get("SOAK_MAX_LAG_SECONDS", base.max_lag_seconds)),
+            probe=os.environ.get("SOAK_PROBE", "1") not in ("0", "false"),
             results=Path(os.environ.get("SOAK_RESULTS_DIR", str(base.results))),
         )
 
@@ -149,6 +152,8 @@ def scrape(port: int) -> dict[str, float]:
     for family in text_string_to_metric_families(text):
         for sample in family.samples:
             name = wanted.get(sample.name)
+            if sample.name == "dagger_batch_phase_seconds_total":
+                name = f"phase_{sample.labels.get('phase', '?')}"
             if name:
                 out[name] = out.get(name, 0.0) + sample.value
     return out
@@ -214,6 +219,37 @@ def _output(bootstrap: str, topic: str) -> list[dict]:
     return [json.loads(m.value()) for m in consume_all(bootstrap, topic, expected=size)]
 
 
+class FetchProbe:
+    """Times what a plain client (nothing of ours) waits for the newest records of the input topic's first
+    partition: the broker's own fetch cost under the soak's load, beside the job's."""
+
+    def __init__(self, bootstrap: str, topic: str):
+        from confluent_kafka import Consumer
+
+        self.topic = topic
+        self.consumer = Consumer(
+            {"bootstrap.servers": bootstrap, "group.id": f"probe-{uuid.uuid4().hex[:6]}", "enable.auto.commit": False}
+        )
+
+    def seconds(self, timeout: float = 30.0) -> float:
+        """Seconds until the record just before the partition's end arrives (``timeout`` if it does not)."""
+        from confluent_kafka import TopicPartition
+
+        _, high = self.consumer.get_watermark_offsets(TopicPartition(self.topic, 0), timeout=timeout)
+        if high <= 0:
+            return 0.0
+        self.consumer.assign([TopicPartition(self.topic, 0, max(high - 100, 0))])
+        began = time.perf_counter()
+        while time.perf_counter() - began < timeout:
+            message = self.consumer.poll(min(1.0, timeout))
+            if message is not None and not message.error():
+                return time.perf_counter() - began
+        return timeout
+
+    def close(self) -> None:
+        self.consumer.close()
+
+
 def run_soak(settings: Settings, log=print) -> dict:  # noqa: ANN001, C901 - one sequence, read top to bottom
     """Run one soak with ``settings``; returns the results (also written to ``settings.results``)."""
     from dagger.devtools.broker import Broker, free_port
@@ -252,6 +288,7 @@ def run_soak(settings: Settings, log=print) -> dict:  # noqa: ANN001, C901 - one
                 stdout=subprocess.DEVNULL,
                 stderr=log_file,
             )
+            probe = FetchProbe(broker.bootstrap, source) if settings.probe else None
             try:
                 feeder.start()
                 next_sample, next_line = launched, launched + 60
@@ -262,6 +299,8 @@ def run_soak(settings: Settings, log=print) -> dict:  # noqa: ANN001, C901 - one
                         rss, count, pss = memory_by_kind(process.pid)
                         t = round(time.time() - launched, 1)
                         sample = Sample(t, rss, count, pss, produced[0], scrape(port))
+                        if probe is not None:
+                            sample.metrics["probe_fetch_seconds"] = probe.seconds()
                         samples.append(sample)
                         next_sample += settings.sample_seconds
                         if time.time() >= next_line:
@@ -303,6 +342,8 @@ def run_soak(settings: Settings, log=print) -> dict:  # noqa: ANN001, C901 - one
             finally:
                 stop.set()
                 stop_process(process, 60)
+                if probe is not None:
+                    probe.close()
         final = metrics
     counted = sum(r["booking_count"] for r in rows)
     read = int(final.get("read", 0))  # every record the job read, the closers included
@@ -414,7 +455,7 @@ def plot(results: dict, path: Path) -> None:
     samples = results["samples"]
     t = [s["t"] / 60 for s in samples]
     kinds = sorted({k for s in samples for k in s["rss"]})
-    fig, (rss, lag, state) = plt.subplots(3, 1, figsize=(10, 9), sharex=True)
+    fig, (rss, lag, state, phases) = plt.subplots(4, 1, figsize=(10, 12), sharex=True)
     for kind in kinds:
         rss.plot(t, [s["rss"].get(kind, 0) / 2**20 for s in samples], label=kind)
     rss.plot(t, [sum(s["rss"].values()) / 2**20 for s in samples], label="total RSS", color="black", linewidth=2)
@@ -428,15 +469,37 @@ def plot(results: dict, path: Path) -> None:
     lag.legend(loc="upper left", fontsize="small")
     state.plot(t, [s["metrics"].get("state_rows", 0) for s in samples], color="tab:green")
     state.set_ylabel("rows in state")
-    state.set_xlabel("minutes since launch")
+    names = sorted({k for s in samples for k in s["metrics"] if k.startswith("phase_")} - {"phase_triggerExecution"})
+    mid = [(a["t"] + b["t"]) / 120 for a, b in itertools.pairwise(samples)]
+    for name in names:
+        phases.plot(mid, _per_batch(samples, name), label=name.removeprefix("phase_"))
+    probes = [
+        (s["t"] / 60, s["metrics"]["probe_fetch_seconds"]) for s in samples if "probe_fetch_seconds" in s["metrics"]
+    ]
+    if probes:
+        phases.plot(*zip(*probes, strict=True), color="black", linestyle=":", label="plain client's fetch (s)")
+    phases.set_ylabel("seconds per micro-batch")
+    phases.set_yscale("symlog", linthresh=0.01)
+    phases.legend(loc="upper left", fontsize="small", ncol=4)
+    phases.set_xlabel("minutes since launch")
     warmup = results["settings"]["warmup_seconds"] / 60
-    for axis in (rss, lag, state):
+    for axis in (rss, lag, state, phases):
         axis.axvline(warmup, color="grey", linestyle=":", linewidth=1)
         axis.grid(alpha=0.3)
     fig.suptitle(f"Soak: window job + HTTP lookup at {results['settings']['rate']:,.0f} records/s")
     fig.tight_layout()
     fig.savefig(path, dpi=80)
     plt.close(fig)
+
+
+def _per_batch(samples: list[dict], name: str) -> list[float]:
+    """Seconds of ``name`` (a cumulative counter) per micro-batch completed between consecutive samples."""
+    out = []
+    for a, b in itertools.pairwise(samples):
+        batches = b["metrics"].get("batches", 0) - a["metrics"].get("batches", 0)
+        spent = b["metrics"].get(name, 0) - a["metrics"].get(name, 0)
+        out.append(spent / batches if batches > 0 else float("nan"))
+    return out
 
 
 def main() -> None:

@@ -154,6 +154,15 @@ METRICS: tuple[Metric, ...] = (
         "checkpoint duration",
     ),
     Metric("dagger_batches_total", "counter", (), "Micro-batches completed.", ""),
+    Metric(
+        "dagger_batch_phase_seconds_total",
+        "counter",
+        ("phase",),
+        "Time the micro-batches spent in each of Spark's phases (its progress's durationMs: latestOffset asks the"
+        " sources for their ends, addBatch reads, processes and writes, commitOffsets/walCommit write the"
+        " checkpoint); rate() shows where a slow job's time goes.",
+        "",
+    ),
     Metric("dagger_state_rows", "gauge", (), "Rows held in the query's state (windows, joins, dedup).", "state size"),
     Metric("dagger_state_memory_bytes", "gauge", (), "Memory the query's state stores use.", "state size"),
     Metric(
@@ -242,6 +251,7 @@ class JobMetrics:
     state_bytes: int = 0
     batch_buckets: list[int] = field(default_factory=lambda: [0] * (len(BATCH_BUCKETS) + 1))
     batch_seconds: float = 0.0
+    phase_seconds: dict[str, float] = field(default_factory=dict)
     parquet_files: dict[str, int] = field(default_factory=dict)
     parquet_rows: dict[str, int] = field(default_factory=dict)
     fatal: dict[str, int] = field(default_factory=dict)
@@ -271,6 +281,8 @@ class JobMetrics:
             self.state_rows = sum(op.get("numRowsTotal", 0) for op in operators)
             self.state_bytes = sum(op.get("memoryUsedBytes", 0) for op in operators)
             self._observe_batch((progress.get("batchDuration") or 0) / 1000.0)
+            for phase, ms in (progress.get("durationMs") or {}).items():
+                self.phase_seconds[phase] = self.phase_seconds.get(phase, 0.0) + (ms or 0) / 1000.0
             for source in progress.get("sources") or []:
                 self._record_source(source)
             self._record_invalid(progress)
@@ -362,6 +374,8 @@ class JobMetrics:
                 yield BY_NAME["dagger_non_fatal_exceptions_total"], {"exception_type": "InvalidRecord"}, invalid
             yield BY_NAME["dagger_batches_total"], {}, self.batches
             yield BY_NAME["dagger_batch_duration_seconds"], {}, (_cumulative(self.batch_buckets), self.batch_seconds)
+            for phase, seconds in sorted(self.phase_seconds.items()):
+                yield BY_NAME["dagger_batch_phase_seconds_total"], {"phase": phase}, seconds
             for table, n in sorted(self.parquet_files.items()):
                 yield BY_NAME["dagger_parquet_files_read_total"], {"table": table}, n
                 yield BY_NAME["dagger_parquet_rows_read_total"], {"table": table}, self.parquet_rows.get(table, 0)
