@@ -182,6 +182,11 @@ def _generate(args: argparse.Namespace) -> int:
         stream = config.STREAMS[args.stream]
         if stream.source_name not in KafkaSource.names:
             raise DaggerConfigError(f"--stream {args.stream} of {args.config} is not a Kafka stream")
+        if stream.INPUT_DATATYPE != "PROTO":
+            raise DaggerConfigError(
+                f"--stream {args.stream} of {args.config} reads {stream.INPUT_DATATYPE} records; dagger generate "
+                "writes protobuf records only"
+            )
         message = message or stream.format.INPUT_SCHEMA_PROTO_CLASS
         topic = topic or stream.settings.SOURCE_KAFKA_TOPIC_NAMES.split(",")[0].strip()
         bootstrap = bootstrap or stream.settings.SOURCE_KAFKA_CONSUMER_CONFIG_BOOTSTRAP_SERVERS
@@ -356,6 +361,7 @@ def _replay_range(config, args) -> tuple[int | None, int | None, str | None]:  #
 
 
 def _validate(config: JobConfig) -> int:
+    from dagger.serde.formats import describe_records
     from dagger.sources import source_of
     from dagger.stream_manager import StreamManager
 
@@ -374,7 +380,7 @@ def _validate(config: JobConfig) -> int:
         where = source_of(stream).location(stream)
         out.write(
             f"stream {stream.INPUT_SCHEMA_TABLE}: {stream.source_name} {where} "
-            f"as {stream.format.INPUT_SCHEMA_PROTO_CLASS}, {len(schema.fields)} columns\n"
+            f"as {describe_records(stream)}, {len(schema.fields)} columns\n"
         )
     out.write("SQL as written:\n  " + config.sql.strip() + "\n")
     out.write("SQL as run by Spark:\n  " + plan.rewritten_sql.strip() + "\n")

@@ -171,23 +171,12 @@ class StreamManager:
         return DescriptorSet(blobs)
 
     def check_descriptors(self) -> None:
-        """Resolve every message and the rowtime fields before Spark starts (config errors → exit 2)."""
-        from dagger.serde.types import timestamp_field
+        """Resolve every stream's records (message or JSON Schema) and rowtime field before Spark starts (config
+        errors → exit 2)."""
+        from dagger.serde.formats import check_records
 
         for stream in self.config.STREAMS:
-            if stream.INPUT_DATATYPE == "JSON":
-                raise DaggerConfigError(
-                    f"STREAMS[{stream.INPUT_SCHEMA_TABLE}].INPUT_DATATYPE: JSON input is not available in this "
-                    "version; accepted: PROTO"
-                )
-            if stream.format.INPUT_SCHEMA_PROTO_CLASS:
-                d = self.descriptors.find_message(stream.format.INPUT_SCHEMA_PROTO_CLASS)
-                if stream.format.INPUT_SCHEMA_EVENT_TIMESTAMP_FIELD_INDEX is not None:
-                    timestamp_field(
-                        d,
-                        stream.format.INPUT_SCHEMA_EVENT_TIMESTAMP_FIELD_INDEX,
-                        f"STREAMS[{stream.INPUT_SCHEMA_TABLE}].INPUT_SCHEMA_EVENT_TIMESTAMP_FIELD_INDEX",
-                    )
+            check_records(stream, self.descriptors)
         from dagger.sinks import build_sinks
 
         build_sinks(self.config, self.descriptors)  # each sink resolves the messages it writes
@@ -225,10 +214,9 @@ class StreamManager:
             df = source_of(stream).build(self.spark, stream, self.config, self.descriptors, options)
             tables[stream.INPUT_SCHEMA_TABLE] = df.schema
             if stream.INPUT_SCHEMA_TABLE in options.fields:
-                from dagger.serde.types import table_schema
+                from dagger.serde.formats import stream_table
 
-                descriptor = self.descriptors.find_message(stream.format.INPUT_SCHEMA_PROTO_CLASS)
-                tables[stream.INPUT_SCHEMA_TABLE] = table_schema(descriptor, rowtime)
+                tables[stream.INPUT_SCHEMA_TABLE] = stream_table(stream, self.descriptors, rowtime)
             invalid = F.count(F.when(~F.col(VALIDITY_COLUMN), 1)).alias("count")
             if self.bounded:  # a batch query reports through Observation objects
                 from pyspark.sql import Observation
@@ -289,8 +277,12 @@ class StreamManager:
         pruned = {}
         for stream in self.config.STREAMS:
             table = stream.INPUT_SCHEMA_TABLE
-            if not source_of(stream).decodes_named_fields or table_transformers(self.config, table):
-                continue  # pre-processors may read any column
+            if (
+                not source_of(stream).decodes_named_fields
+                or stream.INPUT_DATATYPE != "PROTO"
+                or table_transformers(self.config, table)
+            ):
+                continue  # pre-processors may read any column; JSON records are read whole
             descriptor = self.descriptors.find_message(stream.format.INPUT_SCHEMA_PROTO_CLASS)
             fields = source_fields(descriptor, used, stream.format.INPUT_SCHEMA_EVENT_TIMESTAMP_FIELD_INDEX)
             if fields is not None:
@@ -378,15 +370,13 @@ class StreamManager:
 
     def _declared_schemas(self) -> dict[str, StructType]:
         """Table → the schema its message gives it (before any pre-processor), for the SQL rewrite."""
-        from dagger.serde.types import table_schema
+        from dagger.serde.formats import stream_table
 
         rowtime = self.config.FLINK_ROWTIME_ATTRIBUTE_NAME
         return {
-            s.INPUT_SCHEMA_TABLE: table_schema(
-                self.descriptors.find_message(s.format.INPUT_SCHEMA_PROTO_CLASS), rowtime
-            )
+            s.INPUT_SCHEMA_TABLE: stream_table(s, self.descriptors, rowtime)
             for s in self.config.STREAMS
-            if s.format.INPUT_SCHEMA_PROTO_CLASS
+            if s.INPUT_DATATYPE == "JSON" or s.format.INPUT_SCHEMA_PROTO_CLASS
         }
 
     def _output_mode(self, df: DataFrame) -> str:

@@ -59,8 +59,6 @@ IGNORED_KEYS: dict[str, str] = {
     "SOURCE_KAFKA_CONSUMER_CONFIG_SSL_PROTOCOL": "librdkafka negotiates the TLS version",
     "SOURCE_KAFKA_CONSUMER_CONFIG_SSL_TRUSTSTORE_PASSWORD": "the truststore is a PEM file, which has no password",
     "SOURCE_PARQUET_SCHEMA_MATCH_STRATEGY": "unused by Dagger too: columns are matched to the message by name",
-    "INPUT_SCHEMA_JSON_SCHEMA": "JSON input is not available yet; a JSON stream is refused at start",
-    "INPUT_SCHEMA_JSON_EVENT_TIMESTAMP_FIELD_NAME": "JSON input is not available yet; a JSON stream is refused at start",
 }
 
 

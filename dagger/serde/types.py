@@ -136,11 +136,17 @@ def message_struct(descriptor: Descriptor, path: tuple[str, ...] | None = None) 
 
 def table_schema(descriptor: Descriptor, rowtime: str = "rowtime") -> StructType:
     """The columns of an input table: the message fields, the validity flag, then rowtime."""
-    fields = list(message_struct(descriptor).fields)
+    return input_table(message_struct(descriptor), rowtime, f"message {descriptor.full_name}")
+
+
+def input_table(record: StructType, rowtime: str, owner: str) -> StructType:
+    """The columns of an input table whose records have the columns of ``record`` (``owner`` names their schema in
+    errors): those, the validity flag, then rowtime."""
+    fields = list(record.fields)
     names = {f.name for f in fields}
     for extra in (VALIDITY_COLUMN, rowtime):
         if extra in names:
-            raise ValueError(f"message {descriptor.full_name} already has a field named {extra!r}")
+            raise ValueError(f"{owner} already has a field named {extra!r}")
     fields.append(StructField(VALIDITY_COLUMN, BooleanType(), nullable=False))
     fields.append(StructField(rowtime, TimestampType(), nullable=True))
     return StructType(fields)

@@ -328,7 +328,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             first = self.spec.read_batch_size * max(1, sum(available[k] > starts[k] for k in available))
             budget = first if budget is None else min(budget, first)
         end = _cap(starts, available, budget) if budget is not None else available
-        if self.spec.aligned_delay_ms is None or self.spec.rowtime_field_number is None or len(end) < 2:
+        if self.spec.aligned_delay_ms is None or not self.spec.has_rowtime or len(end) < 2:
             return end
         # last: the event-time frontier depends on what the read limit leaves unread
         aligner, finished = self._aligned(), self._available_now_end is not None

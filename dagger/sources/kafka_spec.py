@@ -36,6 +36,9 @@ class KafkaSourceSpec:
     end: dict[str, Any] | None = None  # a Position's fields; None: unbounded
     time_range: list[int | None] | None = None  # [from_ms, to_ms): records outside are left out
     fields: list[str] | None = None  # the message fields to decode (dagger.schema.projection); None: all
+    data_type: str = "PROTO"  # INPUT_DATATYPE: PROTO (message_name) or JSON (json_schema)
+    json_schema: str | None = None  # INPUT_SCHEMA_JSON_SCHEMA
+    rowtime_json_field: str | None = None  # INPUT_SCHEMA_JSON_EVENT_TIMESTAMP_FIELD_NAME
 
     def to_option(self) -> str:
         return json.dumps(asdict(self))
@@ -47,6 +50,13 @@ class KafkaSourceSpec:
     @property
     def group_id(self) -> str:
         return self.client_config["group.id"]
+
+    @property
+    def has_rowtime(self) -> bool:
+        """Whether the records carry an event time (a rowtime field)."""
+        if self.data_type == "JSON":
+            return self.rowtime_json_field is not None
+        return self.rowtime_field_number is not None
 
     def position(self, which: str) -> Any:
         data = getattr(self, which)
@@ -76,11 +86,24 @@ _DECODERS = BuiltCache(32)
 
 def _decoder(spec: KafkaSourceSpec):  # noqa: ANN202
     """One decoder per (descriptor set, message, fields) per Python worker; workers are reused across tasks."""
-    key = content_key(spec.message_name, spec.rowtime_field_number, spec.rowtime, spec.fields, spec.descriptor_set_b64)
+    key = content_key(
+        spec.data_type,
+        spec.message_name,
+        spec.rowtime_field_number,
+        spec.rowtime,
+        spec.fields,
+        spec.json_schema,
+        spec.rowtime_json_field,
+        spec.descriptor_set_b64,
+    )
     return _DECODERS.get(key, lambda: _build_decoder(spec))
 
 
 def _build_decoder(spec: KafkaSourceSpec):  # noqa: ANN202
+    if spec.data_type == "JSON":
+        from dagger.serde.json_decode import JsonDecoder
+
+        return JsonDecoder(spec.json_schema or "{}", spec.rowtime_json_field, spec.rowtime, spec.fields)
     from google.protobuf import descriptor_pb2
 
     from dagger.schema.projection import prune_message

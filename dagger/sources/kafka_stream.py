@@ -19,7 +19,8 @@ if TYPE_CHECKING:
 
 
 class KafkaSource(Source):
-    """Topics matched by ``SOURCE_KAFKA_TOPIC_NAMES``, decoded as ``INPUT_SCHEMA_PROTO_CLASS``."""
+    """Topics matched by ``SOURCE_KAFKA_TOPIC_NAMES``, decoded as ``INPUT_SCHEMA_PROTO_CLASS`` (or, with
+    ``INPUT_DATATYPE=JSON``, as JSON objects of ``INPUT_SCHEMA_JSON_SCHEMA``)."""
 
     names = ("KAFKA_SOURCE", "KAFKA_CONSUMER")
     source_type = "UNBOUNDED"
@@ -108,7 +109,9 @@ class KafkaSource(Source):
         from dagger.sources.kafka import SOURCE_FORMAT, KafkaSourceSpec, client_config
         from dagger.sources.kafka_positions import end_position, start_position
 
-        descriptors.find_message(stream.format.INPUT_SCHEMA_PROTO_CLASS)
+        json_input = stream.INPUT_DATATYPE == "JSON"
+        if not json_input:
+            descriptors.find_message(stream.format.INPUT_SCHEMA_PROTO_CLASS)
         conf = client_config(stream, config.job_slug, config.SOURCE_KAFKA_CONSUME_LARGE_MESSAGE_ENABLE)
         dead_letter = None
         if stream.settings.SOURCE_KAFKA_INVALID_RECORD_POLICY == "dead-letter":
@@ -117,9 +120,9 @@ class KafkaSource(Source):
             table=stream.INPUT_SCHEMA_TABLE,
             topic_pattern=stream.settings.SOURCE_KAFKA_TOPIC_NAMES,
             client_config=conf,
-            descriptor_set_b64=base64.b64encode(descriptors.serialized).decode(),
-            message_name=stream.format.INPUT_SCHEMA_PROTO_CLASS,
-            rowtime_field_number=stream.format.INPUT_SCHEMA_EVENT_TIMESTAMP_FIELD_INDEX,
+            descriptor_set_b64="" if json_input else base64.b64encode(descriptors.serialized).decode(),
+            message_name="" if json_input else stream.format.INPUT_SCHEMA_PROTO_CLASS,
+            rowtime_field_number=None if json_input else stream.format.INPUT_SCHEMA_EVENT_TIMESTAMP_FIELD_INDEX,
             rowtime=config.FLINK_ROWTIME_ATTRIBUTE_NAME,
             invalid_policy=stream.settings.SOURCE_KAFKA_INVALID_RECORD_POLICY,
             dead_letter=asdict(dead_letter) if dead_letter else None,
@@ -132,6 +135,9 @@ class KafkaSource(Source):
             unreachable_timeout_ms=stream.settings.SOURCE_KAFKA_UNREACHABLE_TIMEOUT_MS,
             commit_offsets=options.commit_offsets and not options.bounded,
             fields=(options.fields or {}).get(stream.INPUT_SCHEMA_TABLE),
+            data_type=stream.INPUT_DATATYPE,
+            json_schema=stream.format.INPUT_SCHEMA_JSON_SCHEMA if json_input else None,
+            rowtime_json_field=stream.format.INPUT_SCHEMA_JSON_EVENT_TIMESTAMP_FIELD_NAME if json_input else None,
         )
         start, end = start_position(stream, options.from_ms), end_position(stream, options.to_ms)
         spec.start = asdict(start)

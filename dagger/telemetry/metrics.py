@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from dagger.registry.sources import source_of
+from dagger.serde.formats import describe_records
 
 if TYPE_CHECKING:
     from dagger.config.model import JobConfig
@@ -439,7 +440,7 @@ class JobMetrics:
             {
                 "sink_type": ",".join(entry.SINK_TYPE for _, entry in sinks),
                 "input_topics": ",".join(getattr(s.settings, "SOURCE_KAFKA_TOPIC_NAMES", None) or "" for s in streams),
-                "input_protos": ",".join(getattr(s.format, "INPUT_SCHEMA_PROTO_CLASS", None) or "" for s in streams),
+                "input_protos": ",".join(describe_records(s) for s in streams),
                 "output_topic": getattr(first, "SINK_KAFKA_TOPIC", None) or "",
                 "output_proto": getattr(first, "SINK_KAFKA_PROTO_MESSAGE", None)
                 or getattr(first, "SINK_CONNECTOR_SCHEMA_PROTO_MESSAGE_CLASS", None)
