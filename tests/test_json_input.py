@@ -345,3 +345,83 @@ def test_json_input_on_a_parquet_stream_is_refused(stencil, tmp_path):
     done = dagger("validate", str(path))
     assert done.returncode == 2
     assert "INPUT_DATATYPE JSON is for Kafka streams" in done.stderr
+
+
+# -- the JSON Kafka sink with SINK_KAFKA_JSON_SCHEMA ------------------------------------------------------------
+
+OUT_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "id": {"type": "string"},
+        "cash": {"type": "number"},
+        "code": {"type": "integer"},
+        "at": {"type": "string", "format": "date-time"},
+    },
+}
+
+
+@pytest.mark.integration
+def test_json_sink_writes_the_schemas_properties_by_name_typed_and_rejects_rows_that_do_not_convert(
+    spark, broker, stencil, topic, tmp_path
+):
+    source, out = topic("jsink-in"), topic("jsink-out")
+    produce(broker.bootstrap, source, ((None, v) for v in bookings(6, START)))
+    # columns in another order than the schema, one not in it (dropped), a string that becomes an integer
+    sql = (
+        "SELECT rowtime AS at, service_type, order_number AS id, amount_paid_by_cash AS cash, "
+        "CASE WHEN amount_paid_by_cash = 30 THEN 'thirty' ELSE CAST(amount_paid_by_cash DIV 10 AS STRING) END AS code "
+        "FROM data_stream_0"
+    )
+    sink = {**json_sink(broker, out), "SINK_KAFKA_JSON_SCHEMA": json.dumps(OUT_SCHEMA)}
+    data = job(stencil, [kafka_stream(broker, source)], sql, DEAD_LETTER_PATH=str(tmp_path / "dlq"), **sink)
+    manager, query = run_job(spark, data, tmp_path / "cp")
+    assert query.exception() is None
+    raw = [m.value() for m in consume_all(broker.bootstrap, out, expected=5)]
+    assert manager.sink_counters["kafka"]["written"].value == 5
+    assert manager.sink_counters["kafka"]["dead_letters"].value == 1
+    first = min(raw, key=lambda r: json.loads(r)["id"])
+    assert first == b'{"id":"order-0","cash":0.0,"code":0,"at":"2026-11-22T10:00:00.000000Z"}'
+    assert sorted(json.loads(r)["code"] for r in raw) == [0, 1, 2, 4, 5]
+    letters = [
+        json.loads(line) for f in (tmp_path / "dlq").glob("sink-kafka-*.jsonl") for line in f.read_text().splitlines()
+    ]
+    assert [letter["row"]["id"] for letter in letters] == ["order-3"]
+    assert "column code (string) cannot be written as code (int64) of SINK_KAFKA_JSON_SCHEMA" in letters[0]["reason"]
+
+
+@pytest.mark.integration
+def test_json_sink_matches_properties_by_position_as_dagger_when_names_differ(spark, broker, stencil, topic, tmp_path):
+    source, out = topic("jsink-pos-in"), topic("jsink-pos-out")
+    produce(broker.bootstrap, source, ((None, v) for v in bookings(3, START)))
+    sql = "SELECT order_number, amount_paid_by_cash, 7 AS seven, rowtime FROM data_stream_0"
+    sink = {**json_sink(broker, out), "SINK_KAFKA_JSON_SCHEMA": json.dumps(OUT_SCHEMA)}
+    manager, query = run_job(spark, job(stencil, [kafka_stream(broker, source)], sql, **sink), tmp_path / "cp")
+    assert query.exception() is None
+    rows = sorted(
+        (json.loads(m.value()) for m in consume_all(broker.bootstrap, out, expected=3)), key=lambda r: r["id"]
+    )
+    assert rows[2] == {"id": "order-2", "cash": 20.0, "code": 7, "at": "2026-11-22T10:00:02.000000Z"}
+
+
+def test_json_sink_that_cannot_be_shaped_is_refused_before_start(broker, stencil, tmp_path):
+    sql = "SELECT order_number, amount_paid_by_cash FROM data_stream_0"
+    sink = {**json_sink(broker, "unused"), "SINK_KAFKA_JSON_SCHEMA": json.dumps(OUT_SCHEMA)}
+    path = tmp_path / "job.json"
+    path.write_text(json.dumps(job(stencil, [kafka_stream(broker, "bookings")], sql, **sink)))
+    done = dagger("validate", str(path))
+    assert done.returncode != 0
+    assert (
+        "SINK_KAFKA_JSON_SCHEMA: properties id, cash, code, at match no output column (order_number, "
+        in done.stdout + done.stderr
+    )
+    bad = {**sink, "SINK_KAFKA_JSON_SCHEMA": json.dumps({"type": "object", "properties": {"x": {"type": "object"}}})}
+    path.write_text(json.dumps(job(stencil, [kafka_stream(broker, "bookings")], sql, **bad)))
+    done = dagger("validate", str(path))
+    assert done.returncode == 2
+    assert (
+        done.stderr.strip()
+        .splitlines()[-1]
+        .endswith(
+            "SINK_KAFKA_JSON_SCHEMA.x is an object without properties; declare its properties (a free-form object has no column type)"
+        )
+    )

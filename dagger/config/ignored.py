@@ -42,7 +42,6 @@ IGNORED_KEYS: dict[str, str] = {
     "UDF_DART_GCS_PROJECT_ID": "the GCS client finds the bucket's project itself (credentials from the environment)",
     # sinks
     "SINK_KAFKA_STREAM": "a name for Dagger's telemetry tags; metrics here name a sink by `SINK_NAME`",
-    "SINK_KAFKA_JSON_SCHEMA": "not implemented yet: the JSON Kafka sink writes every output column",
     "SINK_CONNECTOR_SCHEMA_PROTO_KEY_CLASS": "BigQuery rows have no key",
     "SINK_CONNECTOR_SCHEMA_DATA_TYPE": "rows are typed through `SINK_CONNECTOR_SCHEMA_PROTO_MESSAGE_CLASS`",
     "SINK_CONNECTOR_SCHEMA_MESSAGE_MODE": "rows are the SQL's output columns (Dagger's LOG_MESSAGE mode)",

@@ -18,8 +18,9 @@ import pyarrow.compute as pc
 from pydantic import Field, model_validator
 
 from dagger.config.model import Json
-from dagger.errors import SinkError
+from dagger.errors import DaggerConfigError, SinkError
 from dagger.registry.sinks import SinkSettings
+from dagger.serde.json_schema import JsonSchemaError, json_struct
 from dagger.sinks.base import RejectedRows, RowsRefused, Sink, SinkWriter, isolate
 from dagger.worker_cache import BuiltCache, content_key
 
@@ -40,7 +41,15 @@ class KafkaSinkSettings(SinkSettings):
         None, description="Logical output cluster name (Dagger's telemetry tag; accepted and ignored)."
     )
     SINK_KAFKA_DATA_TYPE: Literal["PROTO", "JSON"] = Field("PROTO", description="PROTO, or JSON (one object per row).")
-    SINK_KAFKA_JSON_SCHEMA: str | None = Field(None, description="Accepted for compatibility with JSON mode.")
+    SINK_KAFKA_JSON_SCHEMA: str | None = Field(
+        None,
+        description="With `SINK_KAFKA_DATA_TYPE=JSON`: the JSON Schema of the records written, as Dagger's "
+        "JsonRowSerializationSchema takes it. Each object then has exactly the schema's top-level properties, in "
+        "its order, each value converted to the property's type (`integer`, `number`, `string`, `boolean`, "
+        "`date-time`, objects and arrays); a value that does not convert rejects its row (dead letter or failure "
+        "by `SINK_ERROR_POLICY`). Properties are matched to output columns by name, or — as in Dagger — by "
+        "position when the names differ and the counts are equal. Without it every output column is written.",
+    )
     SINK_KAFKA_PRODUCE_LARGE_MESSAGE_ENABLE: bool = Field(
         False, description="Allow 20 MiB messages and compress with snappy."
     )
@@ -98,6 +107,8 @@ class _KafkaWriter(SinkWriter):
     def _encode(self, batch: pa.RecordBatch) -> tuple[pa.BinaryArray, pa.BinaryArray | None]:
         sink = self.sink
         if sink.data_type == "JSON":
+            if sink.json_schema:
+                batch = _json_shape(sink.json_schema).shape(batch)
             return pa.array(_json_lines(batch), pa.binary()), None
         try:
             values = _encoder(sink.descriptor_set_b64, sink.value_message, "SINK_KAFKA_PROTO_MESSAGE").encode(batch)
@@ -137,6 +148,52 @@ class _KafkaWriter(SinkWriter):
         self.sink.count("written", self.count)
         self.rejected.flush()
         return self.count
+
+
+def _json_shape(schema: str) -> JsonShape:
+    """One :class:`JsonShape` per ``SINK_KAFKA_JSON_SCHEMA`` per Python worker."""
+    return _ENCODERS.get(content_key("json-schema", schema), lambda: JsonShape(schema))
+
+
+class JsonShape:
+    """Output rows shaped by ``SINK_KAFKA_JSON_SCHEMA``: its top-level properties, in order, with their types."""
+
+    def __init__(self, schema: str):
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        self.schema = to_arrow_schema(json_struct(schema, "SINK_KAFKA_JSON_SCHEMA"), timezone="UTC")
+
+    def columns(self, names: list[str]) -> list[int] | str:
+        """The output column (index) of each property, or why the output cannot be shaped."""
+        if all(p in names for p in self.schema.names):
+            return [names.index(p) for p in self.schema.names]
+        if len(names) == len(self.schema.names):
+            return list(range(len(names)))  # as Dagger: the i-th column is the i-th property
+        missing = [p for p in self.schema.names if p not in names]
+        return (
+            f"SINK_KAFKA_JSON_SCHEMA: properties {', '.join(missing)} match no output column "
+            f"({', '.join(names)}), and the schema has {len(self.schema.names)} properties for {len(names)} "
+            "columns (with as many, they are matched by position)"
+        )
+
+    def shape(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        """``batch`` as the schema's objects; a value that does not convert refuses the batch (the writer then
+        finds and rejects its rows)."""
+        picked = self.columns(batch.schema.names)
+        if isinstance(picked, str):
+            raise SinkError(picked)
+        columns = []
+        for target, index in zip(self.schema, picked, strict=True):
+            column = batch.column(index)
+            try:
+                columns.append(column if column.type == target.type else column.cast(target.type))
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+                raise RowsRefused(
+                    "INVALID_MESSAGE_ERROR",
+                    f"column {batch.schema.names[index]} ({column.type}) cannot be written as {target.name} "
+                    f"({target.type}) of SINK_KAFKA_JSON_SCHEMA: {exc}",
+                ) from None
+        return pa.RecordBatch.from_arrays(columns, schema=self.schema)
 
 
 def _json_lines(batch: pa.RecordBatch) -> list[bytes]:
@@ -197,8 +254,10 @@ class KafkaSink(Sink):
         value_message: str | None = None,
         key_message: str | None = None,
         data_type: str = "PROTO",
+        json_schema: str | None = None,
     ):
         self.topic = topic
+        self.json_schema = json_schema
         self.producer_config = producer_config
         self.descriptor_set_b64 = descriptor_set_b64
         self.value_message = value_message
@@ -229,7 +288,13 @@ class KafkaSink(Sink):
                 descriptors.find_message(config.SINK_KAFKA_PROTO_KEY, "SINK_KAFKA_PROTO_KEY")
                 key = config.SINK_KAFKA_PROTO_KEY
             blob = base64.b64encode(descriptors.serialized).decode()
-        return cls(config.SINK_KAFKA_TOPIC, producer, blob, value, key, config.SINK_KAFKA_DATA_TYPE)
+        json_schema = config.SINK_KAFKA_JSON_SCHEMA if config.SINK_KAFKA_DATA_TYPE == "JSON" else None
+        if json_schema:
+            try:
+                _json_shape(json_schema)  # an unusable schema is a config error before start
+            except JsonSchemaError as exc:
+                raise DaggerConfigError(str(exc)) from None
+        return cls(config.SINK_KAFKA_TOPIC, producer, blob, value, key, config.SINK_KAFKA_DATA_TYPE, json_schema)
 
     def describe(self) -> str:
         what = (
@@ -241,7 +306,8 @@ class KafkaSink(Sink):
 
     def check(self, schema: pa.Schema) -> list[str]:
         if self.data_type != "PROTO":
-            return []
+            picked = _json_shape(self.json_schema).columns(schema.names) if self.json_schema else []
+            return [picked] if isinstance(picked, str) else []
         problems = []
         for message, key in (
             (self.value_message, "SINK_KAFKA_PROTO_MESSAGE"),
