@@ -53,7 +53,7 @@ WARMUP_RECORDS = int(os.environ.get("BENCH_WARMUP_RECORDS", "0"))
 LATENCY_RATE = float(os.environ.get("BENCH_LATENCY_RATE", "20000"))
 LATENCY_SECONDS = float(os.environ.get("BENCH_LATENCY_SECONDS", "60"))
 WARMUP_SECONDS = float(os.environ.get("BENCH_WARMUP_SECONDS", "20"))
-PARTS = os.environ.get("BENCH_PARTS", "baseline,stateless,window,bytewax,quix,latency").split(",")
+PARTS = os.environ.get("BENCH_PARTS", "baseline,stateless,stateless_json,window,bytewax,quix,latency").split(",")
 PEERS_PYTHON = os.path.abspath(os.environ.get("BENCH_PEERS_PYTHON", str(ROOT / ".venv-peers" / "bin" / "python")))
 RESULTS = Path(os.environ.get("BENCH_RESULTS_DIR", str(ROOT / "bench" / "results")))
 CORES = 2
@@ -73,14 +73,18 @@ WINDOW_SQL = (
 )
 JOBS = {
     "stateless": (STATELESS_SQL, "dagger.examples.BookingSummaryMessage"),
+    "stateless_json": (STATELESS_SQL, "dagger.examples.BookingSummaryMessage"),
     "window": (WINDOW_SQL, "dagger.examples.BookingCountMessage"),
 }
-THROUGHPUT = ("baseline", "stateless", "window", "bytewax", "quix")
+THROUGHPUT = ("baseline", "stateless", "stateless_json", "window", "bytewax", "quix")
 
 
-def job_config(bootstrap: str, descriptors: str, source: str, sink: str, sql: str, message: str) -> dict:
-    """A Dagger job over ``source`` writing ``message`` records to ``sink``, with the defaults the README gives."""
-    return {
+def job_config(
+    bootstrap: str, descriptors: str, source: str, sink: str, sql: str, message: str, json_schema: dict | None = None
+) -> dict:
+    """A Dagger job over ``source`` writing ``message`` records to ``sink``, with the defaults the README gives;
+    with ``json_schema`` the input records are JSON objects of that schema."""
+    data = {
         "FLINK_JOB_ID": f"bench-{uuid.uuid4().hex[:6]}",
         "FLINK_SQL_QUERY": sql,
         "FLINK_WATERMARK_DELAY_MS": "10000",
@@ -105,6 +109,13 @@ def job_config(bootstrap: str, descriptors: str, source: str, sink: str, sql: st
         "SPARK_MASTER": f"local[{CORES}]",
         "METRIC_TELEMETRY_ENABLE": "false",
     }
+    if json_schema is not None:
+        stream = data["STREAMS"][0]
+        del stream["INPUT_SCHEMA_PROTO_CLASS"], stream["INPUT_SCHEMA_EVENT_TIMESTAMP_FIELD_INDEX"]
+        stream["INPUT_DATATYPE"] = "JSON"
+        stream["INPUT_SCHEMA_JSON_SCHEMA"] = json.dumps(json_schema)
+        stream["INPUT_SCHEMA_JSON_EVENT_TIMESTAMP_FIELD_NAME"] = "event_timestamp"
+    return data
 
 
 def output_end(bootstrap: str, topic: str) -> tuple[int, float | None]:
@@ -153,6 +164,8 @@ class Bench:
         self.bootstrap = broker.bootstrap
         self.descriptors = stencil_url
         self.input = f"bench-in-{uuid.uuid4().hex[:6]}"
+        self.input_json = f"bench-in-json-{uuid.uuid4().hex[:6]}"  # the same records as JSON objects
+        self.json_schema: dict | None = None
         self.spark = None
         self.results: dict = {}
         self.expected: dict[str, int] = {}  # part -> the output records a complete run writes
@@ -187,6 +200,15 @@ class Bench:
             flush=True,
         )
         self.expected = {"baseline": RECORDS, "stateless": kept, "bytewax": kept, "quix": kept}
+        if "stateless_json" in PARTS:
+            self.broker.create_topic(self.input_json, CORES)
+            as_json = RecordGenerator(
+                self.booking(), seed=0, start=START, events_per_second=EVENTS_PER_SECOND, data_type="JSON"
+            )
+            self.json_schema = as_json.json_schema()
+            produce_generated(as_json, self.bootstrap, self.input_json, RECORDS)
+            self.expected["stateless_json"] = kept
+            print(f"[bench] the same {RECORDS:,} records as JSON in {self.input_json}", flush=True)
 
     # -- processes (baseline, peers) ----------------------------------------------------------------------
 
@@ -252,8 +274,9 @@ class Bench:
             register_data_sources(self.spark)
         return self.spark
 
-    def _job(self, out: str, sql: str, message: str, source: str | None = None) -> dict:
-        return job_config(self.bootstrap, self.descriptors, source or self.input, out, sql, message)
+    def _job(self, out: str, sql: str, message: str, source: str | None = None, as_json: bool = False) -> dict:
+        schema = self.json_schema if as_json else None
+        return job_config(self.bootstrap, self.descriptors, source or self.input, out, sql, message, schema)
 
     def dagger(self, name: str, sql: str, message: str, source: str | None = None) -> float:
         """One run of a job over ``source`` (the measured input by default) in the shared session."""
@@ -263,7 +286,8 @@ class Bench:
         spark = self.session()
         out = self.topic(name)
         checkpoint = Path(tempfile.mkdtemp(prefix=f"bench-{name}-"))
-        data = self._job(out, sql, message, source)
+        as_json = name.startswith("stateless_json")
+        data = self._job(out, sql, message, source or (self.input_json if as_json else None), as_json)
         manager = StreamManager(load_config(data=data), checkpoint_dir=str(checkpoint), available_now=True, spark=spark)
         launched = time.time()
         query = manager.start()
@@ -277,7 +301,7 @@ class Bench:
         from dagger.generate import RecordGenerator, produce_generated
 
         source = None  # by default over the measured input itself
-        if WARMUP_RECORDS:
+        if WARMUP_RECORDS and part != "stateless_json":
             source = self.topic("warm")
             generator = RecordGenerator(self.booking(), start=START, events_per_second=EVENTS_PER_SECOND)
             produce_generated(generator, self.bootstrap, source, WARMUP_RECORDS)
@@ -288,6 +312,9 @@ class Bench:
 
     def stateless(self) -> float:
         return self.dagger("stateless", *JOBS["stateless"])
+
+    def stateless_json(self) -> float:
+        return self.dagger("stateless_json", *JOBS["stateless_json"])
 
     def window(self) -> float:
         return self.dagger("window", *JOBS["window"])
@@ -486,7 +513,7 @@ def report(results: dict) -> None:
     def speed(name: str) -> int | None:
         return results.get(name, {}).get("records_per_s")
 
-    for name in ("stateless", "window"):
+    for name in ("stateless", "stateless_json", "window"):
         if speed(name) and speed("baseline"):
             results[name]["vs_baseline"] = round(speed(name) / speed("baseline"), 2)
     for peer in ("bytewax", "quix"):
@@ -504,6 +531,7 @@ def report(results: dict) -> None:
 
     rate("baseline", "baseline: confluent-kafka copy loop, 2 processes")
     rate("stateless", "stateless job", "≥ 1.0× baseline")
+    rate("stateless_json", "stateless job over JSON input (the same records)")
     rate("window", "1-minute window job", "≥ 1.2× baseline")
     rate("bytewax", "Bytewax, stateless, 2 processes")
     rate("quix", "Quix Streams, stateless, 2 processes")

@@ -77,6 +77,9 @@ class RecordGenerator:
         The event Timestamp field (see :func:`event_timestamp_field`); None picks one.
     malformed_ratio:
         Fraction of records replaced by bytes that do not decode.
+    data_type:
+        ``PROTO`` (serialized messages) or ``JSON`` (one JSON object per record, as the JSON Kafka sink writes rows;
+        :meth:`json_schema` describes them for ``INPUT_SCHEMA_JSON_SCHEMA``).
     """
 
     descriptor: Descriptor
@@ -86,6 +89,7 @@ class RecordGenerator:
     start: dt.datetime | None = None
     timestamp_field: str | None = None
     malformed_ratio: float = 0.0
+    data_type: str = "PROTO"
 
     def __post_init__(self) -> None:
         from dagger.serde.decode import ptars_handler
@@ -123,12 +127,24 @@ class RecordGenerator:
 
     def batch(self, n: int) -> pa.BinaryArray:
         """The next ``n`` serialized records (some replaced by :data:`MALFORMED` per ``malformed_ratio``)."""
-        encoded = self._handler.record_batch_to_array(self.arrow(n))
+        if self.data_type == "JSON":
+            from dagger.sinks.kafka import _json_lines
+
+            encoded = pa.array(_json_lines(self.arrow(n)), pa.binary())
+        else:
+            encoded = self._handler.record_batch_to_array(self.arrow(n))
         if self.malformed_ratio:
             bad = self._rng.random(n) < self.malformed_ratio
             if bad.any():
                 encoded = pc.if_else(pa.array(bad), pa.scalar(MALFORMED, pa.binary()), encoded)
         return encoded
+
+    def json_schema(self) -> dict:
+        """The JSON Schema of the records in JSON (``INPUT_SCHEMA_JSON_SCHEMA``): every field with a JSON type."""
+        from dagger.serde.json_schema import json_schema_of
+        from dagger.serde.types import message_struct
+
+        return json_schema_of(message_struct(self.descriptor))
 
     # -- values per Arrow type ---------------------------------------------------------------------------
 

@@ -35,7 +35,7 @@ def test_a_tiny_run_of_every_part_reports_each_measurement(tmp_path):
     )
     assert done.returncode == 0, done.stderr[-3000:]
     results = json.loads((tmp_path / "streaming.json").read_text())
-    for part in ("baseline", "stateless", "window", "bytewax", "quix"):
+    for part in ("baseline", "stateless", "stateless_json", "window", "bytewax", "quix"):
         assert results[part]["records_per_s"] > 0, part
     assert results["stateless"]["vs_baseline"] > 0 and results["stateless"]["vs_quix"] > 0
     latency = results["latency"]
@@ -43,6 +43,7 @@ def test_a_tiny_run_of_every_part_reports_each_measurement(tmp_path):
     assert 0 < latency["startup_s"] < 300 and latency["peak_rss_mib"] > 100
     table = (tmp_path / "streaming.md").read_text()
     assert "| stateless job ÷ Quix Streams |" in table and "| start-up, launch to first output |" in table
+    assert "| stateless job over JSON input (the same records) |" in table
 
 
 def test_a_run_that_wrote_fewer_records_than_a_complete_one_fails(broker, topic):

@@ -425,3 +425,28 @@ def test_json_sink_that_cannot_be_shaped_is_refused_before_start(broker, stencil
             "SINK_KAFKA_JSON_SCHEMA.x is an object without properties; declare its properties (a free-form object has no column type)"
         )
     )
+
+
+def test_generated_json_records_and_their_schema_decode_to_the_generated_values():
+    from dagger.devtools.samples import example_descriptors
+    from dagger.generate import RecordGenerator
+
+    descriptor = example_descriptors().find_message("dagger.examples.BookingLogMessage")
+    as_proto = RecordGenerator(descriptor, seed=3, start=START)
+    as_json = RecordGenerator(descriptor, seed=3, start=START, data_type="JSON")
+    schema = as_json.json_schema()
+    assert "metadata" not in schema["properties"]  # a map has no JSON Schema type: left out, ignored when read
+    assert JsonDecoder(schema, "event_timestamp").spark_schema.fieldNames() == [
+        *schema["properties"],
+        "__internal_validation_field__",
+        "rowtime",
+    ]
+    expected = as_proto.arrow(50)
+    decoded = JsonDecoder(schema, "event_timestamp").decode(as_json.batch(50))
+    assert decoded.invalid == []
+    for name in ("order_number", "amount_paid_by_cash", "total_distance_in_kms", "item_tags"):
+        assert decoded.batch.column(name).to_pylist() == expected.column(name).to_pylist(), name
+    assert (
+        decoded.batch.column("rowtime").to_pylist()
+        == expected.column("event_timestamp").cast(pa.timestamp("us", tz="UTC")).to_pylist()
+    )

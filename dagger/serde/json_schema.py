@@ -141,3 +141,35 @@ def _convert(node: Any, root: dict, where: str, seen: tuple[str, ...]) -> DataTy
     if kind in _SIMPLE:
         return _SIMPLE[kind]
     raise JsonSchemaError(f"{where} has type {kind!r}; accepted: {', '.join([*_SIMPLE, 'object', 'array'])}")
+
+
+def json_schema_of(struct: StructType) -> dict:
+    """The JSON Schema of records with the columns of ``struct`` (the inverse of :func:`json_struct`); columns with
+    no JSON Schema type (maps, binary) are left out, so a reader ignores them."""
+    properties = {}
+    for field in struct.fields:
+        node = _json_type(field.dataType)
+        if node is not None:
+            properties[field.name] = node
+    return {"type": "object", "properties": properties}
+
+
+def _json_type(kind: DataType) -> dict | None:
+    if isinstance(kind, StructType):
+        inner = json_schema_of(kind)
+        return inner if inner["properties"] else None
+    if isinstance(kind, ArrayType):
+        items = _json_type(kind.elementType)
+        return {"type": "array", "items": items} if items is not None else None
+    if isinstance(kind, TimestampType):
+        return {"type": "string", "format": "date-time"}
+    if isinstance(kind, DateType):
+        return {"type": "string", "format": "date"}
+    name = kind.typeName()
+    if name in ("byte", "short", "integer", "long"):
+        return {"type": "integer"}
+    if name in ("float", "double"):
+        return {"type": "number"}
+    if name in ("string", "boolean"):
+        return {"type": name}
+    return None
