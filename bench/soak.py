@@ -179,6 +179,10 @@ def job_config(bootstrap: str, descriptors: str, source: str, sink: str, lookup:
         METRIC_TELEMETRY_ENABLE="true",
         METRIC_PROMETHEUS_PORT=str(port),
     )
+    # SOAK_SET="KEY=VALUE;KEY=VALUE": job settings of an experiment (e.g. SPARK_EVENT_TIME_ALIGNMENT=false)
+    for pair in filter(None, os.environ.get("SOAK_SET", "").split(";")):
+        key, _, value = pair.partition("=")
+        data[key.strip()] = value.strip()
     return data
 
 

@@ -55,8 +55,6 @@ IGNORED_KEYS: dict[str, str] = {
     "SOURCE_KAFKA_NAME": "a name for Dagger's telemetry tags; metrics here name a stream by `INPUT_SCHEMA_TABLE`",
     "SOURCE_KAFKA_CONSUMER_CONFIG_AUTO_COMMIT_ENABLE": "the offsets of every finished micro-batch are committed to "
     "the consumer group; librdkafka's own auto-commit stays off",
-    "SOURCE_KAFKA_CONSUMER_CONFIG_SSL_PROTOCOL": "librdkafka negotiates the TLS version",
-    "SOURCE_KAFKA_CONSUMER_CONFIG_SSL_TRUSTSTORE_PASSWORD": "the truststore is a PEM file, which has no password",
     "SOURCE_PARQUET_SCHEMA_MATCH_STRATEGY": "unused by Dagger too: columns are matched to the message by name",
 }
 

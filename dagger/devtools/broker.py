@@ -84,7 +84,8 @@ class Broker:
     def _wait_ready(self, deadline: float) -> None:
         from confluent_kafka.admin import AdminClient
 
-        admin = AdminClient({"bootstrap.servers": self.bootstrap})
+        # its own port: whatever stands at the advertised one (a proxy) may not be up yet
+        admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{self.port}"})
         while time.monotonic() < deadline:
             try:
                 admin.list_topics(timeout=2)

@@ -18,8 +18,10 @@ def produce(
     records: Iterable[tuple[bytes | None, bytes | None]],
     partitions: int = 1,
     partitioner: str = "round_robin",
+    config: dict[str, str] | None = None,
 ) -> int:
-    """Produce ``(key, value)`` pairs; returns the number produced. Records go round-robin over partitions."""
+    """Produce ``(key, value)`` pairs; returns the number produced. Records go round-robin over partitions.
+    ``config``: more client settings (security)."""
     from confluent_kafka import Producer
 
     records = list(records)
@@ -34,7 +36,8 @@ def produce(
         if err is not None:
             errors.append(str(err))
 
-    bulk = Producer({"bootstrap.servers": bootstrap, "linger.ms": "20", "batch.num.messages": "10000"})
+    extra = config or {}
+    bulk = Producer({"bootstrap.servers": bootstrap, "linger.ms": "20", "batch.num.messages": "10000", **extra})
     for p, items in by_partition.items():
         for key, value in items[:-1]:
             while True:
@@ -44,7 +47,7 @@ def produce(
                 except BufferError:
                     bulk.poll(0.1)
     bulk.flush(60)
-    single = Producer({"bootstrap.servers": bootstrap, "linger.ms": "0", "batch.num.messages": "1"})
+    single = Producer({"bootstrap.servers": bootstrap, "linger.ms": "0", "batch.num.messages": "1", **extra})
     for p, items in by_partition.items():
         if items:
             key, value = items[-1]
@@ -56,7 +59,12 @@ def produce(
 
 
 def consume_all(
-    bootstrap: str, topic: str, expected: int | None = None, idle_seconds: float | None = None, timeout: float = 120.0
+    bootstrap: str,
+    topic: str,
+    expected: int | None = None,
+    idle_seconds: float | None = None,
+    timeout: float = 120.0,
+    config: dict[str, str] | None = None,
 ) -> list:
     """Read every partition of a topic from offset 0 until ``expected`` records arrived (plus a short grace
     period that would catch duplicates) or it stays idle; the records in partition and offset order. Uses
@@ -84,6 +92,7 @@ def consume_all(
             "group.id": f"reader-{uuid.uuid4()}",
             "enable.auto.commit": "false",
             "fetch.wait.max.ms": "50",
+            **(config or {}),
         }
     )
     metadata = consumer.list_topics(topic, timeout=10).topics[topic]

@@ -90,36 +90,54 @@ def client_config(stream: StreamConfig, job_slug: str, large_messages: bool = Fa
             )
         conf["sasl.username"] = found["username"]
         conf["sasl.password"] = found["password"]
-    if stream.settings.SOURCE_KAFKA_CONSUMER_CONFIG_SSL_KEY_PASSWORD:
-        conf["ssl.key.password"] = stream.settings.SOURCE_KAFKA_CONSUMER_CONFIG_SSL_KEY_PASSWORD
-    keystore = stream.settings.SOURCE_KAFKA_CONSUMER_CONFIG_SSL_KEYSTORE_LOCATION
-    if keystore:
-        kind = stream.settings.SOURCE_KAFKA_CONSUMER_CONFIG_SSL_KEYSTORE_TYPE or "PKCS12"
-        if kind == "JKS":
-            raise DaggerConfigError(
-                f"STREAMS[{table}].SOURCE_KAFKA_CONSUMER_CONFIG_SSL_KEYSTORE_TYPE: JKS is a Java format that "
-                "librdkafka cannot read; convert it with `keytool -importkeystore -deststoretype PKCS12` and set "
-                "the type to PKCS12 (or PEM)"
-            )
-        if kind == "PKCS12":
-            conf["ssl.keystore.location"] = keystore
-            if stream.settings.SOURCE_KAFKA_CONSUMER_CONFIG_SSL_KEYSTORE_PASSWORD:
-                conf["ssl.keystore.password"] = stream.settings.SOURCE_KAFKA_CONSUMER_CONFIG_SSL_KEYSTORE_PASSWORD
-        else:
-            conf["ssl.certificate.location"] = keystore
-            conf["ssl.key.location"] = keystore
-    truststore = stream.settings.SOURCE_KAFKA_CONSUMER_CONFIG_SSL_TRUSTSTORE_LOCATION
-    if truststore:
-        kind = stream.settings.SOURCE_KAFKA_CONSUMER_CONFIG_SSL_TRUSTSTORE_TYPE or "PEM"
-        if kind != "PEM":
-            raise DaggerConfigError(
-                f"STREAMS[{table}].SOURCE_KAFKA_CONSUMER_CONFIG_SSL_TRUSTSTORE_TYPE: librdkafka reads CA "
-                f"certificates as PEM only, got {kind}; export them with `keytool -exportcert -rfc` and set PEM"
-            )
-        conf["ssl.ca.location"] = truststore
+    conf.update(_tls_config(stream))
     if large_messages:
         conf["max.partition.fetch.bytes"] = "5242880"
     conf.update({k: str(v) for k, v in stream.settings.SOURCE_KAFKA_CONSUMER_ADDITIONAL_CONFIGURATIONS.items()})
+    return conf
+
+
+#: what librdkafka can do of Java's SSL_PROTOCOL values: it negotiates TLS 1.2 or 1.3 with the broker
+_TLS_VERSIONS = ("TLS", "TLSv1.2", "TLSv1.3")
+
+
+def _tls_config(stream: StreamConfig) -> dict[str, str]:
+    """librdkafka's TLS settings from a stream's ``SSL_*`` keys: stores of any type Dagger takes (JKS, PKCS12,
+    PEM) read once here and handed over as PEM text (:mod:`dagger.kafka_tls`)."""
+    from dagger.kafka_tls import keystore_pem, store_type, truststore_pem
+
+    s, table = stream.settings, stream.INPUT_SCHEMA_TABLE
+    key = f"STREAMS[{table}].SOURCE_KAFKA_CONSUMER_CONFIG_"
+    conf: dict[str, str] = {}
+    if s.SOURCE_KAFKA_CONSUMER_CONFIG_SSL_PROTOCOL and s.SOURCE_KAFKA_CONSUMER_CONFIG_SSL_PROTOCOL not in _TLS_VERSIONS:
+        raise DaggerConfigError(
+            f"{key}SSL_PROTOCOL: {s.SOURCE_KAFKA_CONSUMER_CONFIG_SSL_PROTOCOL} is refused by librdkafka (it speaks "
+            f"TLS 1.2 and 1.3 only); accepted: {', '.join(_TLS_VERSIONS)}, or leave the key out"
+        )
+    keystore = s.SOURCE_KAFKA_CONSUMER_CONFIG_SSL_KEYSTORE_LOCATION
+    if keystore:
+        kind = store_type(keystore, s.SOURCE_KAFKA_CONSUMER_CONFIG_SSL_KEYSTORE_TYPE)
+        if kind == "PEM":  # a file with the certificate and its key
+            conf["ssl.certificate.location"] = keystore
+            conf["ssl.key.location"] = keystore
+            if s.SOURCE_KAFKA_CONSUMER_CONFIG_SSL_KEY_PASSWORD:
+                conf["ssl.key.password"] = s.SOURCE_KAFKA_CONSUMER_CONFIG_SSL_KEY_PASSWORD
+        else:
+            conf["ssl.certificate.pem"], conf["ssl.key.pem"] = keystore_pem(
+                keystore,
+                kind,
+                s.SOURCE_KAFKA_CONSUMER_CONFIG_SSL_KEYSTORE_PASSWORD,
+                s.SOURCE_KAFKA_CONSUMER_CONFIG_SSL_KEY_PASSWORD,
+                f"{key}SSL_KEYSTORE_LOCATION",
+            )
+    truststore = s.SOURCE_KAFKA_CONSUMER_CONFIG_SSL_TRUSTSTORE_LOCATION
+    if truststore:
+        conf["ssl.ca.pem"] = truststore_pem(
+            truststore,
+            store_type(truststore, s.SOURCE_KAFKA_CONSUMER_CONFIG_SSL_TRUSTSTORE_TYPE),
+            s.SOURCE_KAFKA_CONSUMER_CONFIG_SSL_TRUSTSTORE_PASSWORD,
+            f"{key}SSL_TRUSTSTORE_LOCATION",
+        )
     return conf
 
 

@@ -51,18 +51,34 @@ class KafkaSourceSettings(SourceSettings):
     )
     SOURCE_KAFKA_CONSUMER_CONFIG_SSL_PROTOCOL: (
         Literal["TLS", "TLSv1.1", "TLSv1.2", "TLSv1.3", "SSL", "SSLv2", "SSLv3"] | None
-    ) = Field(None, description="Accepted for compatibility; librdkafka negotiates the TLS version itself.")
-    SOURCE_KAFKA_CONSUMER_CONFIG_SSL_KEY_PASSWORD: str | None = Field(None, description="`ssl.key.password`.")
+    ) = Field(
+        None,
+        description="TLS, TLSv1.2 or TLSv1.3: librdkafka negotiates TLS 1.2 or 1.3 with the broker. The older "
+        "versions are refused at start (librdkafka does not speak them).",
+    )
+    SOURCE_KAFKA_CONSUMER_CONFIG_SSL_KEY_PASSWORD: str | None = Field(
+        None, description="Password of the key in the keystore when it differs from the store's (JKS, PEM)."
+    )
     SOURCE_KAFKA_CONSUMER_CONFIG_SSL_KEYSTORE_LOCATION: str | None = Field(
-        None, description="Client certificate store (PKCS12 or PEM; JKS must be converted)."
+        None,
+        description="Client certificate and key store: JKS (read with the JDK's keytool), PKCS12 or PEM. Read once "
+        "at start; executors need no copy.",
     )
     SOURCE_KAFKA_CONSUMER_CONFIG_SSL_KEYSTORE_PASSWORD: str | None = Field(None, description="Keystore password.")
-    SOURCE_KAFKA_CONSUMER_CONFIG_SSL_KEYSTORE_TYPE: StoreType | None = Field(None, description="Keystore format.")
-    SOURCE_KAFKA_CONSUMER_CONFIG_SSL_TRUSTSTORE_LOCATION: str | None = Field(
-        None, description="CA certificates (PEM) that `ssl.ca.location` points to."
+    SOURCE_KAFKA_CONSUMER_CONFIG_SSL_KEYSTORE_TYPE: StoreType | None = Field(
+        None, description="Keystore format; read from the file when unset."
     )
-    SOURCE_KAFKA_CONSUMER_CONFIG_SSL_TRUSTSTORE_PASSWORD: str | None = Field(None, description="Truststore password.")
-    SOURCE_KAFKA_CONSUMER_CONFIG_SSL_TRUSTSTORE_TYPE: StoreType | None = Field(None, description="Truststore format.")
+    SOURCE_KAFKA_CONSUMER_CONFIG_SSL_TRUSTSTORE_LOCATION: str | None = Field(
+        None,
+        description="CA certificates the brokers' certificates are checked against: JKS (read with the JDK's "
+        "keytool), PKCS12 or PEM. Read once at start; executors need no copy.",
+    )
+    SOURCE_KAFKA_CONSUMER_CONFIG_SSL_TRUSTSTORE_PASSWORD: str | None = Field(
+        None, description="Truststore password (JKS and PKCS12 stores)."
+    )
+    SOURCE_KAFKA_CONSUMER_CONFIG_SSL_TRUSTSTORE_TYPE: StoreType | None = Field(
+        None, description="Truststore format; read from the file when unset."
+    )
     SOURCE_KAFKA_CONSUMER_ADDITIONAL_CONFIGURATIONS: Annotated[dict[str, str], Json] = Field(
         default_factory=dict,
         description="Extra librdkafka consumer properties, passed as they are (as in the GoTo fork).",
