@@ -386,6 +386,14 @@ def _validate(config: JobConfig) -> int:
     out.write("SQL as run by Spark:\n  " + plan.rewritten_sql.strip() + "\n")
     if plan.notes:
         out.write("rewritten for Spark:\n  - " + "\n  - ".join(plan.notes) + "\n")
+    if plan.unbounded_state:
+        from dagger.sql.state import retention_note
+
+        out.write(
+            f"state without bound ({retention_note(config.FLINK_RETENTION_IDLE_STATE_MINUTE)}):\n  - "
+            + "\n  - ".join(plan.unbounded_state)
+            + "\n"
+        )
     out.write("output columns:\n")
     for f in plan.output_schema.fields:
         out.write(f"  {f.name}: {f.dataType.simpleString()}\n")

@@ -59,6 +59,8 @@ class Plan:
     dataframe: DataFrame | None = None
     #: what the SQL rewrite changed and why (Flink forms, key-less joins), shown by ``dagger validate``
     notes: list[str] = field(default_factory=list)
+    #: the operators whose state grows with their keys forever (:mod:`dagger.sql.state`); empty for bounded runs
+    unbounded_state: list[str] = field(default_factory=list)
 
 
 class StreamManager:
@@ -345,6 +347,7 @@ class StreamManager:
 
         from dagger.sinks import build_sinks
         from dagger.sql.rewrite import rewrite_query
+        from dagger.sql.state import unbounded_state
 
         self.check_descriptors()
         rewrite = rewrite_query(self.config.sql, self.function_catalog().macros, self._declared_schemas())
@@ -361,6 +364,8 @@ class StreamManager:
 
         df = postprocess(df, self._processor_context("post"))
         plan = Plan(self.config.sql, rewritten, tables, df.schema, dataframe=df, notes=rewrite.notes)
+        if not self.bounded:
+            plan.unbounded_state = unbounded_state(rewritten, self.config.FLINK_ROWTIME_ATTRIBUTE_NAME)
         plan.output_mode = "batch (bounded input)" if self.bounded else self._output_mode(df)
         plan.sinks = build_sinks(self.config, self.descriptors)
         arrow_schema = to_arrow_schema(df.schema, timezone="UTC")
@@ -403,6 +408,7 @@ class StreamManager:
         from dagger.schema.compat import check_and_record, keep_copy, snapshot
         from dagger.sinks.spark_writer import SINK_FORMAT, encode_sinks, write_micro_batch
         from dagger.sql.rewrite import referenced_columns
+        from dagger.sql.state import retention_note
 
         plan = self.planned = plan or self.plan()
         if plan.problems:
@@ -412,6 +418,10 @@ class StreamManager:
         tune(self.spark, self.config, self.store.local, self._processor_settings)
         for note in plan.notes:
             log.info("SQL rewrite: %s", note)
+        for note in plan.unbounded_state:
+            log.warning(
+                "state without bound: %s (%s)", note, retention_note(self.config.FLINK_RETENTION_IDLE_STATE_MINUTE)
+            )
         for key, reason in ignored_keys_set(self.config):
             log.warning("%s is accepted and ignored: %s", key, reason)
         if self.bounded:
