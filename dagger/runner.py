@@ -24,6 +24,7 @@ import time
 from typing import Any
 
 from dagger.progress import ProgressReporter
+from dagger.schema.refresh import DescriptorWatcher
 
 log = logging.getLogger("dagger")
 
@@ -88,8 +89,13 @@ class JobRunner:
         if telemetry is not None:
             telemetry.attach(query, job.spark)
         last_report = time.monotonic()
+        refresh = getattr(job, "refresh_seconds", None)
+        watcher = DescriptorWatcher(job.fetch_descriptors, refresh) if refresh else None
         try:
             while query.isActive:
+                if watcher is not None and watcher.fresh is not None:
+                    query = self.query = self._switch_descriptors(query, watcher.take(), telemetry)
+                    continue
                 if self._stop.is_set():
                     self._stop_between_batches(query)
                     break
@@ -105,6 +111,8 @@ class JobRunner:
                     self.progress.report(query)
                     last_report = time.monotonic()
         finally:
+            if watcher is not None:
+                watcher.close()
             self.progress.report(query, final=True)
             if telemetry is not None:
                 if job.bounded:
@@ -113,6 +121,9 @@ class JobRunner:
                 else:
                     telemetry.record(query.lastProgress)  # the last batch, if the listener has not had it yet
         job.finish(query)
+        if self.failure is not None:  # stopped by the runner: descriptors changed incompatibly
+            self.exit_code = 1
+            return 1
         exc = query.exception()
         if exc is not None:
             if telemetry is not None:
@@ -122,6 +133,34 @@ class JobRunner:
             return 1
         self.exit_code = 0
         return 0
+
+    def _switch_descriptors(self, query: Any, fresh: Any, telemetry: Any) -> Any:
+        """Run the query with ``fresh`` descriptor sets: a compatible change restarts it from its checkpoint after
+        the running micro-batch (returns the new query); an incompatible one stops it (the job then exits 1)."""
+        job = self.job
+        old = job.descriptors.sha256[:12]
+        problems, added = job.descriptor_changes(fresh)
+        if problems:
+            self._stop_between_batches(query)
+            self.failure = (
+                f"the descriptor sets changed incompatibly while the job ran (sha256 {old} -> {fresh.sha256[:12]}): "
+                + "; ".join(problems)
+                + ". Restore the field, or start the changed job with a new checkpoint directory."
+            )
+            return query
+        log.info(
+            "descriptor sets changed compatibly (sha256 %s -> %s%s): restarting the query from its checkpoint "
+            "after the running micro-batch to use them",
+            old,
+            fresh.sha256[:12],
+            f"; new fields {', '.join(added)}" if added else "",
+        )
+        self._stop_between_batches(query)
+        job.adopt_descriptors(fresh)
+        restarted = job.start(job.plan())
+        if telemetry is not None:
+            telemetry.attach(restarted, job.spark)
+        return restarted
 
     def _stop_between_batches(self, query: Any, timeout: float = 120.0) -> None:
         if self.job.bounded:  # one batch: nothing to finish first; cancel it (a re-run redoes it)

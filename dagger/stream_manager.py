@@ -152,6 +152,57 @@ class StreamManager:
                 self._descriptors = self._kept_descriptors(exc)
         return self._descriptors
 
+    @property
+    def refresh_seconds(self) -> float | None:
+        """How often a running job fetches its descriptor sets again (``SCHEMA_REGISTRY_STENCIL_CACHE_AUTO_REFRESH``
+        with ``SCHEMA_REGISTRY_STENCIL_CACHE_TTL_MS``); None: never (off, or a bounded run)."""
+        if self.bounded or not self.config.SCHEMA_REGISTRY_STENCIL_CACHE_AUTO_REFRESH:
+            return None
+        return max(self.config.SCHEMA_REGISTRY_STENCIL_CACHE_TTL_MS / 1000, 1.0)
+
+    def fetch_descriptors(self) -> DescriptorSet | None:
+        """The descriptor sets fetched again, when they differ from the ones the job runs with (None when they do
+        not, or cannot be fetched: the job goes on with what it has, as Dagger's Stencil cache does)."""
+        from dagger.schema.registry import SchemaRegistry, StencilSettings
+
+        try:
+            fresh = SchemaRegistry(StencilSettings.from_config(self.config)).get()
+        except DescriptorFetchError as exc:
+            log.warning("descriptor refresh failed, going on with the sets the job runs with: %s", exc)
+            return None
+        return fresh if fresh.sha256 != self.descriptors.sha256 else None
+
+    def descriptor_changes(self, fresh: DescriptorSet) -> tuple[list[str], list[str]]:
+        """``(problems, added)`` of switching the running query to ``fresh``: fields the query uses that were
+        removed or retyped (as the restart check names them), and the columns ``fresh`` adds."""
+        from dagger.schema.compat import incompatibilities, snapshot
+        from dagger.serde.formats import stream_table
+        from dagger.sql.rewrite import referenced_columns
+
+        rowtime = self.config.FLINK_ROWTIME_ATTRIBUTE_NAME
+        streams = [s for s in self.config.STREAMS if s.INPUT_DATATYPE == "PROTO"]
+        before = snapshot(
+            self.descriptors.sha256, {s.INPUT_SCHEMA_TABLE: stream_table(s, self.descriptors, rowtime) for s in streams}
+        )
+        try:
+            after = snapshot(fresh.sha256, {s.INPUT_SCHEMA_TABLE: stream_table(s, fresh, rowtime) for s in streams})
+        except Exception as exc:  # noqa: BLE001 - a message gone from the new sets: name it
+            return [f"the new descriptor sets cannot describe the streams: {exc}"], []
+        used = referenced_columns(self.planned.rewritten_sql) if self.planned is not None else None
+        problems = incompatibilities(before, after, used)
+        added = [
+            f"{table}.{name}"
+            for table, columns in after["tables"].items()
+            for name in columns
+            if name not in before["tables"].get(table, {})
+        ]
+        return problems, added
+
+    def adopt_descriptors(self, fresh: DescriptorSet) -> None:
+        """Run with ``fresh`` from the next :meth:`plan` on."""
+        self._descriptors = fresh
+        self.planned = None
+
     def _kept_descriptors(self, failure: DescriptorFetchError) -> DescriptorSet:
         """The descriptor sets the checkpoint keeps, when their server is down at a restart; else ``failure``."""
         from dagger.schema.compat import kept_copy

@@ -508,8 +508,16 @@ class JobConfig(_Strict):
     )
     SCHEMA_REGISTRY_STENCIL_FETCH_TIMEOUT_MS: int = Field(10000, gt=0, description="Per-request timeout.")
     SCHEMA_REGISTRY_STENCIL_FETCH_HEADERS: str | None = Field(None, description="`Key:Value,Key2:Value2` headers.")
-    SCHEMA_REGISTRY_STENCIL_CACHE_AUTO_REFRESH: bool = Field(False, description="Re-fetch descriptors after the TTL.")
-    SCHEMA_REGISTRY_STENCIL_CACHE_TTL_MS: int = Field(900000, gt=0, description="Descriptor cache TTL.")
+    SCHEMA_REGISTRY_STENCIL_CACHE_AUTO_REFRESH: bool = Field(
+        False,
+        description="A running job fetches its descriptor sets again every `SCHEMA_REGISTRY_STENCIL_CACHE_TTL_MS`. "
+        "A compatible change (new fields, new enum values) is taken between micro-batches: the query restarts from "
+        "its checkpoint with a log line, nothing lost or read twice. A change that removes or retypes a field the "
+        "query uses stops the job (exit 1) naming the field. A failed fetch keeps the sets the job runs with.",
+    )
+    SCHEMA_REGISTRY_STENCIL_CACHE_TTL_MS: int = Field(
+        900000, gt=0, description="How often a running job fetches its descriptor sets again (with auto-refresh)."
+    )
     SCHEMA_REGISTRY_STENCIL_REFRESH_STRATEGY: str = Field(
         "LONG_POLLING", description="LONG_POLLING (re-fetch after TTL)."
     )

@@ -100,6 +100,8 @@ class Telemetry:
         self.metrics.record_start()
         if not hasattr(query, "runId"):
             return  # a bounded run: one batch, recorded when it ends
+        if self._listener is not None and self._spark is not None:  # a restarted query: follow the new one
+            self._spark.streams.removeListener(self._listener)
         self._listener = _listener_class()(self, str(query.runId))
         self._spark = spark
         spark.streams.addListener(self._listener)
