@@ -8,7 +8,7 @@ from pathlib import Path
 
 from dagger.config import load_config
 from dagger.config.ignored import IGNORED_KEYS, ignored_keys_set
-from dagger.config.model import JobConfig, SinkConfig, StreamConfig
+from dagger.config.model import JobConfig, PythonUdfConfig, SinkConfig, StreamConfig
 from dagger.registry.formats import format_plugins
 from dagger.registry.sinks import sink_plugins
 from dagger.registry.sources import source_plugins
@@ -18,7 +18,12 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _models() -> dict[str, type]:
-    models: dict[str, type] = {"job": JobConfig, "stream": StreamConfig, "sink": SinkConfig}
+    models: dict[str, type] = {
+        "job": JobConfig,
+        "stream": StreamConfig,
+        "sink": SinkConfig,
+        "python udfs": PythonUdfConfig,
+    }
     models |= {f"sink {name}": plugin.settings for name, plugin in sink_plugins().items()}
     models |= {f"source {name}": source.settings for name, source in source_plugins().items()}
     models |= {f"input {name}": plugin.settings for name, plugin in format_plugins().items()}

@@ -38,7 +38,7 @@ def read_location(url: str) -> bytes:
             from google.cloud import storage
         except ImportError:
             raise RuntimeError(
-                "DARTS on gs:// needs google-cloud-storage: pip install 'dagger-on-spark[gcs]'"
+                f"reading {url} needs google-cloud-storage: pip install 'dagger-on-spark[gcs]'"
             ) from None
         bucket, _, name = url[5:].partition("/")
         return storage.Client().bucket(bucket).blob(name).download_as_bytes()

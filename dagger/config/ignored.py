@@ -26,15 +26,17 @@ IGNORED_KEYS: dict[str, str] = {
     "FLINK_CHECKPOINT_MIN_PAUSE_MS": "micro-batches follow one another with no pause; `SPARK_TRIGGER_INTERVAL_MS` "
     "spaces them",
     "FLINK_CHECKPOINT_MAX_CONCURRENT": "Spark runs one micro-batch (one checkpoint) at a time",
-    "FLINK_RETENTION_IDLE_STATE_MINUTE": "Spark has no idle-state retention: windows and time-bounded joins are "
-    "dropped by the watermark, and `dagger validate` names every other operator whose state grows forever and how "
-    "to bound it",
-    "FLINK_RETENTION_MIN_IDLE_STATE_HOUR": "documented by Dagger, read by neither its code nor Spark (see "
+    "FLINK_RETENTION_MIN_IDLE_STATE_HOUR": "documented by Dagger, read by neither its code nor this runner (see "
     "FLINK_RETENTION_IDLE_STATE_MINUTE)",
-    "FLINK_RETENTION_MAX_IDLE_STATE_HOUR": "documented by Dagger, read by neither its code nor Spark (see "
+    "FLINK_RETENTION_MAX_IDLE_STATE_HOUR": "documented by Dagger, read by neither its code nor this runner (see "
     "FLINK_RETENTION_IDLE_STATE_MINUTE)",
     "SCHEMA_REGISTRY_STENCIL_REFRESH_STRATEGY": "descriptor sets are re-fetched after the TTL "
     "(`SCHEMA_REGISTRY_STENCIL_CACHE_TTL_MS`) whatever the strategy",
+    # Python UDFs (PYTHON_UDF_CONFIG)
+    "PYTHON_FN_EXECUTION_BUNDLE_SIZE": "Spark hands Python UDFs whole Arrow batches (PYTHON_FN_EXECUTION_ARROW_BATCH_SIZE "
+    "sets their size); there is no separate bundle to flush",
+    "PYTHON_FN_EXECUTION_BUNDLE_TIME": "Spark hands Python UDFs whole Arrow batches within a micro-batch; there is no "
+    "bundle timer (`SPARK_TRIGGER_INTERVAL_MS` paces the micro-batches)",
     # Longbow: not built yet
     "PROCESSOR_LONGBOW_ASYNC_TIMEOUT": "Longbow is not available yet",
     "PROCESSOR_LONGBOW_THREAD_CAPACITY": "Longbow is not available yet",
@@ -68,6 +70,11 @@ def ignored_keys_set(config: Any) -> list[tuple[str, str]]:
     found = [(key, IGNORED_KEYS[key]) for key in sorted(config.model_fields_set) if key in IGNORED_KEYS]
     for i, stream in enumerate(config.STREAMS):
         found += [(f"STREAMS[{i}].{k}", IGNORED_KEYS[k]) for k in stream.keys_set if k in IGNORED_KEYS]
+    udf = getattr(config, "PYTHON_UDF_CONFIG", None)
+    if udf is not None:
+        found += [
+            (f"PYTHON_UDF_CONFIG.{k}", IGNORED_KEYS[k]) for k in sorted(udf.model_fields_set) if k in IGNORED_KEYS
+        ]
     entries = config.SINKS if config.SINKS is not None else [config.single_sink]
     for i, sink in enumerate(entries):
         where = f"SINKS[{i}]." if config.SINKS is not None else ""

@@ -316,21 +316,31 @@ class PostProcessorConfig(_Strict):
 
 class PythonUdfConfig(_Strict):
     PYTHON_FILES: Annotated[list[str], CommaList] = Field(
-        description="`.py` or `.zip` files, comma separated: local paths or http(s) URLs. In a `.py` file the "
-        "function named like the file is registered under the file name upper-cased (Dagger's convention), and "
-        "functions decorated with `@udfs.udf(returns=...)` under their own names."
+        description="`.py` or `.zip` files, comma separated: local paths, http(s) or `gs://` URLs (the `gcs` "
+        "extra). In a `.py` file the function named like the file is registered under the file name upper-cased "
+        "(Dagger's convention), and functions decorated with `@udfs.udf(returns=...)` under their own names."
     )
     PYTHON_ARCHIVES: str | None = Field(
-        None, description="Accepted for Dagger compatibility; ship archives with spark-submit --archives."
+        None,
+        description="Archives (`.zip`, `.tar.gz`), comma separated, each `location` or `location#dir`: shipped to "
+        "every executor and unpacked into `dir` (default: the archive's file name); the UDFs run in the directory "
+        "that holds them, so `open('dir/file')` works as in PyFlink.",
     )
     PYTHON_REQUIREMENTS: str | None = Field(
         None,
-        description="Accepted for Dagger compatibility; third-party packages are the cluster's concern "
-        "(install them in the environment `make dist` packs).",
+        description="A pip requirements file (local, http(s) or `gs://`): installed at start into a cache "
+        "directory named by its content (`DAGGER_CACHE_DIR`, default `~/.cache/dagger`; the next start with the same "
+        "file installs nothing), importable by the UDF files and shipped to the executors. pip reads `PIP_INDEX_URL` "
+        "and the file's own `--index-url` / `--find-links`; an unreachable index is a config error naming it.",
     )
-    PYTHON_FN_EXECUTION_ARROW_BATCH_SIZE: int = 10000
-    PYTHON_FN_EXECUTION_BUNDLE_SIZE: int = 100000
-    PYTHON_FN_EXECUTION_BUNDLE_TIME: int = 1000
+    PYTHON_FN_EXECUTION_ARROW_BATCH_SIZE: int = Field(
+        10000,
+        gt=0,
+        description="Rows per Arrow batch sent to vectorized UDFs: Spark's "
+        "`spark.sql.execution.arrow.maxRecordsPerBatch` (when set; the runner's default is 50,000).",
+    )
+    PYTHON_FN_EXECUTION_BUNDLE_SIZE: int = Field(100000, description="Accepted for compatibility (see docs).")
+    PYTHON_FN_EXECUTION_BUNDLE_TIME: int = Field(1000, description="Accepted for compatibility (see docs).")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -438,7 +448,11 @@ class JobConfig(_Strict):
     FLINK_CHECKPOINT_MIN_PAUSE_MS: int = Field(5000, description="Accepted for compatibility.")
     FLINK_CHECKPOINT_MAX_CONCURRENT: int = Field(1, description="Accepted for compatibility.")
     FLINK_RETENTION_IDLE_STATE_MINUTE: int = Field(
-        10, description="Accepted for compatibility; state is bounded by the watermark."
+        10,
+        description="Dagger drops a key's state after this many idle minutes. Spark has no such retention: windows "
+        "and time-bounded joins are dropped by the watermark, and `dagger validate` and the start-up log name every "
+        "other operator whose state grows forever (a GROUP BY without a window, SELECT DISTINCT, a join without a "
+        "time bound) with how to bound it.",
     )
     FLINK_RETENTION_MIN_IDLE_STATE_HOUR: int | None = Field(None, description="Documented Dagger key; accepted.")
     FLINK_RETENTION_MAX_IDLE_STATE_HOUR: int | None = Field(None, description="Documented Dagger key; accepted.")
