@@ -371,6 +371,8 @@ def _validate(config: JobConfig) -> int:
     out = sys.stdout
     sinks = ", ".join(f"{name} ({c.SINK_TYPE})" for name, c in config.sink_configs)
     out.write(f"config: OK ({len(config.STREAMS)} stream(s), sink(s): {sinks})\n")
+    if config.sink_type_note:
+        out.write(f"note: {config.sink_type_note}\n")
     ignored = ignored_keys_set(config)
     if ignored:
         out.write("accepted and ignored:\n  - " + "\n  - ".join(f"{key}: {why}" for key, why in ignored) + "\n")

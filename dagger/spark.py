@@ -29,6 +29,21 @@ DEFAULT_CONF = {
 }
 
 
+def session_conf(config: JobConfig, local_master: str | None, extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The Spark settings a job's session gets: the runner's defaults, one shuffle partition per core in local
+    mode (``local_master``), ``FLINK_PARALLELISM`` as the task counts when set, ``extra``, then ``SPARK_CONF``."""
+    conf = dict(DEFAULT_CONF)
+    if local_master is not None:
+        # one shuffle (and state store) partition per core: each costs a task and a state delta file per batch
+        conf["spark.sql.shuffle.partitions"] = str(local_cores(local_master))
+    if "FLINK_PARALLELISM" in config.model_fields_set:  # Dagger's operator parallelism: Spark's task counts
+        conf["spark.sql.shuffle.partitions"] = str(config.FLINK_PARALLELISM)
+        conf["spark.default.parallelism"] = str(config.FLINK_PARALLELISM)
+    conf.update(extra or {})
+    conf.update(config.SPARK_CONF)
+    return conf
+
+
 def get_session(config: JobConfig, extra: dict[str, str] | None = None) -> Any:
     """A SparkSession for ``config``: the one spark-submit created, or a local one on all cores."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -48,15 +63,10 @@ def get_session(config: JobConfig, extra: dict[str, str] | None = None) -> Any:
     if not given.contains("spark.master"):
         builder = builder.master(config.SPARK_MASTER)
     master = given.get("spark.master", config.SPARK_MASTER)
-    conf = dict(DEFAULT_CONF)
-    if not submitted and master.startswith("local"):
-        if not given.contains("spark.pyspark.python"):
-            use_worker_python()
-        # one shuffle (and state store) partition per core: each costs a task and a state delta file per batch
-        conf["spark.sql.shuffle.partitions"] = str(local_cores(master))
-    conf.update(extra or {})
-    conf.update(config.SPARK_CONF)
-    for key, value in conf.items():
+    local = not submitted and master.startswith("local")
+    if local and not given.contains("spark.pyspark.python"):
+        use_worker_python()
+    for key, value in session_conf(config, master if local else None, extra).items():
         if not (submitted and given.contains(key)):
             builder = builder.config(key, value)
     spark = builder.getOrCreate()

@@ -475,6 +475,8 @@ class StreamManager:
             )
         for key, reason in ignored_keys_set(self.config):
             log.warning("%s is accepted and ignored: %s", key, reason)
+        if self.config.sink_type_note:
+            log.warning("%s", self.config.sink_type_note)
         if self.bounded:
             return self._start_bounded(plan)
         check_and_record(

@@ -57,11 +57,31 @@ def test_validate_and_the_docs_name_each_ignored_key_a_config_sets():
         "SINK_KAFKA_PROTO_MESSAGE": "dagger.examples.BookingSummaryMessage",
         "SINK_KAFKA_STREAM": "x",
     }
-    config = load_config(data={**BASE, "STREAMS": [stream], "FLINK_PARALLELISM": "4", **kafka})
+    config = load_config(data={**BASE, "STREAMS": [stream], "FLINK_PARALLELISM_MAX": "40", **kafka})
     found = dict(ignored_keys_set(config))
-    assert set(found) == {"FLINK_PARALLELISM", "STREAMS[0].SOURCE_KAFKA_NAME", "SINK_KAFKA_STREAM"}
-    assert "spark.sql.shuffle.partitions" in found["FLINK_PARALLELISM"]
+    assert set(found) == {"FLINK_PARALLELISM_MAX", "STREAMS[0].SOURCE_KAFKA_NAME", "SINK_KAFKA_STREAM"}
+    assert "spark.sql.shuffle.partitions" in found["FLINK_PARALLELISM_MAX"]
     multi = load_config(data={**BASE, "SINKS": [{"SINK_TYPE": "log"}, kafka]})
     assert [k for k, _ in ignored_keys_set(multi)] == ["SINKS[1].SINK_KAFKA_STREAM"]
     docs = (ROOT / "docs" / "config.md").read_text()
     assert all(f"| `{key}` |" in docs for key in IGNORED_KEYS)
+
+
+def test_flink_parallelism_becomes_sparks_task_counts_unless_spark_conf_says_otherwise():
+    from dagger.spark import session_conf
+
+    local = session_conf(load_config(data=BASE), "local[2]")
+    assert local["spark.sql.shuffle.partitions"] == "2" and "spark.default.parallelism" not in local
+    mapped = session_conf(load_config(data={**BASE, "FLINK_PARALLELISM": "6"}), "local[2]")
+    assert mapped["spark.sql.shuffle.partitions"] == "6" and mapped["spark.default.parallelism"] == "6"
+    wins = load_config(data={**BASE, "FLINK_PARALLELISM": "6", "SPARK_CONF": {"spark.sql.shuffle.partitions": "3"}})
+    assert session_conf(wins, None)["spark.sql.shuffle.partitions"] == "3"
+
+
+def test_a_config_without_sink_type_is_told_that_daggers_default_was_influx():
+    assert (
+        "Dagger's default is influx"
+        in load_config(data={k: v for k, v in BASE.items() if k != "SINK_TYPE"}).sink_type_note
+    )
+    assert load_config(data={**BASE, "SINK_TYPE": "log"}).sink_type_note is None
+    assert load_config(data={**BASE, "SINKS": [{"SINK_TYPE": "log"}]}).sink_type_note is None

@@ -16,12 +16,11 @@ IGNORED_KEYS: dict[str, str] = {
     "sets how often that is",
     "FLINK_WATERMARK_PER_PARTITION_ENABLE": "Kafka partitions are always read aligned in event time, which gives "
     "what Flink's per-partition watermarks give (docs/sources.md)",
-    "FLINK_PARALLELISM": "Spark reads one task per Kafka partition and shuffles into `spark.sql.shuffle.partitions` "
-    "(set it in `SPARK_CONF`)",
     "FLINK_PARALLELISM_MAX": "Flink's key-group count for rescaling; Spark's state is partitioned by "
     "`spark.sql.shuffle.partitions`, fixed when the checkpoint is created",
-    "FLINK_CHECKPOINT_INTERVAL_MS": "every micro-batch is a checkpoint; `SPARK_TRIGGER_INTERVAL_MS` sets how often "
-    "micro-batches start",
+    "FLINK_CHECKPOINT_INTERVAL_MS": "every micro-batch is a checkpoint; taking Flink's interval (30 s by default) as "
+    "the trigger interval would hold every row back that long, where Flink's output flows between checkpoints; "
+    "`SPARK_TRIGGER_INTERVAL_MS` sets how often micro-batches start",
     "FLINK_CHECKPOINT_TIMEOUT_MS": "a micro-batch's commit has no separate timeout; each sink bounds its own calls",
     "FLINK_CHECKPOINT_MIN_PAUSE_MS": "micro-batches follow one another with no pause; `SPARK_TRIGGER_INTERVAL_MS` "
     "spaces them",

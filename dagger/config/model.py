@@ -438,7 +438,11 @@ class JobConfig(_Strict):
         "time (`SPARK_EVENT_TIME_ALIGNMENT`), which keeps what Flink's per-partition watermarks keep.",
     )
     FLINK_PARALLELISM: int = Field(
-        1, description="Accepted for compatibility; Spark parallelism follows Kafka partitions and cores."
+        1,
+        ge=1,
+        description="When set: Spark's `spark.sql.shuffle.partitions` (the tasks of every aggregation, join and "
+        "state store) and `spark.default.parallelism` (`SPARK_CONF` wins). Kafka is read by one task per partition "
+        "whatever it says. A streaming query keeps the shuffle partitions its checkpoint was created with.",
     )
     FLINK_PARALLELISM_MAX: int = Field(50, description="Accepted for compatibility.")
     FLINK_CHECKPOINT_INTERVAL_MS: int = Field(
@@ -697,6 +701,16 @@ class JobConfig(_Strict):
         if self.PYTHON_UDF_ENABLE and self.PYTHON_UDF_CONFIG is None:
             raise ValueError("PYTHON_UDF_CONFIG is required when PYTHON_UDF_ENABLE is true")
         return self
+
+    @property
+    def sink_type_note(self) -> str | None:
+        """What to tell a Dagger user whose config has no ``SINK_TYPE`` (Dagger would write to InfluxDB)."""
+        if self.SINKS or "SINK_TYPE" in self.single_sink.keys_set:
+            return None
+        return (
+            "SINK_TYPE is not set: rows go to the log sink (Dagger's default is influx); set SINK_TYPE=influx, "
+            "kafka, bigquery or log to choose"
+        )
 
     @property
     def has_dead_letter(self) -> bool:
