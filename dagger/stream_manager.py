@@ -401,7 +401,13 @@ class StreamManager:
         from dagger.sql.state import unbounded_state
 
         self.check_descriptors()
-        rewrite = rewrite_query(self.config.sql, self.function_catalog().macros, self._declared_schemas())
+        rewrite = rewrite_query(
+            self.config.sql,
+            self.function_catalog().macros,
+            self._declared_schemas(),
+            self.config.FLINK_RETENTION_IDLE_STATE_MINUTE,
+            self.config.FLINK_ROWTIME_ATTRIBUTE_NAME,
+        )
         rewritten = rewrite.sql
         self.register_functions([rewritten, self.config.model_dump_json()])
         tables = self.register_streams(rewritten)

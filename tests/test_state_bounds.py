@@ -78,3 +78,54 @@ def test_a_job_with_unbounded_state_says_so_when_it_starts(spark, broker, stenci
         "by a TUMBLE or HOP window as well to have the watermark drop old keys (Dagger drops a key's state after "
         "FLINK_RETENTION_IDLE_STATE_MINUTE=10 idle minutes; Spark has no such retention and keeps it)"
     ]
+
+
+def test_a_join_of_two_streams_without_a_time_bound_gets_daggers_retention_as_one():
+    from dagger.sql.rewrite import rewrite_query
+
+    sql = "SELECT b.order_number, c.name FROM bookings b JOIN customers c ON b.customer_id = c.customer_id"
+    tables = {"bookings": None, "customers": None}
+    bounded = rewrite_query(sql, schemas=tables, retention_minutes=10)
+    assert bounded.sql.endswith(
+        "ON (b.customer_id = c.customer_id) AND b.rowtime BETWEEN c.rowtime - INTERVAL '10' MINUTE AND c.rowtime + "
+        "INTERVAL '10' MINUTE"
+    )
+    assert bounded.notes[0].startswith("JOIN of b and c has no time bound: rows join within 10 minutes")
+    assert unbounded_state(bounded.sql) == []
+    assert rewrite_query(sql, schemas=tables, retention_minutes=0).sql == sql  # 0: as written, state forever
+    timed = sql + " AND b.rowtime BETWEEN c.rowtime AND c.rowtime + INTERVAL '5' MINUTE"
+    assert rewrite_query(timed, schemas=tables, retention_minutes=10).notes == []  # bounded already: untouched
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(("minutes", "joined"), [(10, 11), (0, 21)])
+def test_join_retention_decides_which_late_rows_still_join(spark, broker, stencil, topic, tmp_path, minutes, joined):
+    import datetime as dt
+
+    from dagger.devtools.produce import consume_all, produce
+    from dagger.devtools.samples import message_class
+    from tests.conftest import START, json_sink, run_job
+
+    left, right, out = topic("ret-bookings"), topic("ret-customers"), topic("ret-out")
+    Booking = message_class("dagger.examples.BookingLogMessage")
+    Customer = message_class("dagger.examples.CustomerLogMessage")
+    bookings = []
+    for i in range(21):  # one booking a minute for 20 minutes, all by customer c0
+        b = Booking(order_number=f"order-{i}", customer_id="c0")
+        b.event_timestamp.FromDatetime(START + dt.timedelta(minutes=i))
+        bookings.append(b.SerializeToString())
+    customer = Customer(customer_id="c0", name="zero")
+    customer.event_timestamp.FromDatetime(START)
+    produce(broker.bootstrap, left, ((None, v) for v in bookings))
+    produce(broker.bootstrap, right, [(None, customer.SerializeToString())])
+    streams = [
+        kafka_stream(broker, left, table="bookings"),
+        kafka_stream(broker, right, table="customers", proto="dagger.examples.CustomerLogMessage", ts=4),
+    ]
+    sql = "SELECT b.order_number, c.name FROM bookings b JOIN customers c ON b.customer_id = c.customer_id"
+    data = job(stencil, streams, sql, FLINK_RETENTION_IDLE_STATE_MINUTE=str(minutes), **json_sink(broker, out))
+    manager, query = run_job(spark, data, tmp_path / "cp")
+    assert query.exception() is None
+    rows = consume_all(broker.bootstrap, out, expected=joined)
+    assert manager.sink_counters["kafka"]["written"].value == joined
+    assert sorted(json.loads(m.value())["order_number"] for m in rows) == sorted(f"order-{i}" for i in range(joined))

@@ -453,10 +453,11 @@ class JobConfig(_Strict):
     FLINK_CHECKPOINT_MAX_CONCURRENT: int = Field(1, description="Accepted for compatibility.")
     FLINK_RETENTION_IDLE_STATE_MINUTE: int = Field(
         10,
-        description="Dagger drops a key's state after this many idle minutes. Spark has no such retention: windows "
-        "and time-bounded joins are dropped by the watermark, and `dagger validate` and the start-up log name every "
-        "other operator whose state grows forever (a GROUP BY without a window, SELECT DISTINCT, a join without a "
-        "time bound) with how to bound it.",
+        description="Dagger drops a key's state this many minutes after it was written. A join of two streams "
+        "without a time bound gets the bound that comes to (`a.rowtime BETWEEN b.rowtime - INTERVAL 'n' MINUTE AND "
+        "b.rowtime + INTERVAL 'n' MINUTE`, shown by `dagger validate`), so the watermark drops old rows; 0 keeps "
+        "them forever. Spark has no retention for a GROUP BY without a window or SELECT DISTINCT: `dagger validate` "
+        "and the start-up log name each with how to bound it.",
     )
     FLINK_RETENTION_MIN_IDLE_STATE_HOUR: int | None = Field(None, description="Documented Dagger key; accepted.")
     FLINK_RETENTION_MAX_IDLE_STATE_HOUR: int | None = Field(None, description="Documented Dagger key; accepted.")

@@ -36,6 +36,7 @@ from dagger.errors import SqlError
 from dagger.sql.datetime_patterns import PATTERN_ARGUMENT, spark_pattern
 from dagger.sql.flink_functions import FLINK_FUNCTIONS
 from dagger.sql.joins import add_join_keys
+from dagger.sql.state import bound_joins
 from dagger.sql.timestamps import rewrite_timestamp_fields
 from dagger.sql.unnest import rewrite_unnests
 from dagger.sql.windows import SESSION_PLACEHOLDER, lift_rowtimes, rewrite_window
@@ -59,7 +60,13 @@ def rewrite_sql(sql: str, macros: dict | None = None, schemas: dict[str, Any] | 
     return rewrite_query(sql, macros, schemas).sql
 
 
-def rewrite_query(sql: str, macros: dict | None = None, schemas: dict[str, Any] | None = None) -> Rewrite:
+def rewrite_query(
+    sql: str,
+    macros: dict | None = None,
+    schemas: dict[str, Any] | None = None,
+    retention_minutes: int = 0,
+    rowtime: str = "rowtime",
+) -> Rewrite:
     """Rewrite Dagger's (Flink's) SQL ``sql`` into Spark SQL.
 
     Parameters
@@ -71,6 +78,9 @@ def rewrite_query(sql: str, macros: dict | None = None, schemas: dict[str, Any] 
     schemas:
         Input table → Spark schema, used to tell arrays of rows, arrays and maps apart in ``UNNEST`` and to find
         the Timestamp fields whose ``seconds``/``nanos`` a query reads.
+    retention_minutes:
+        ``FLINK_RETENTION_IDLE_STATE_MINUTE``: joins of two input streams without a time bound get that bound
+        (:func:`dagger.sql.state.bound_joins`); 0 leaves them unbounded.
     """
     macros = macros or {}
     protected, renamed = _protect(sql, set(macros))
@@ -122,6 +132,10 @@ def rewrite_query(sql: str, macros: dict | None = None, schemas: dict[str, Any] 
         tree = tree.transform(groups)
         if not any(_call(n, macros) for n in tree.find_all(exp.Func)):
             break
+
+    bound_notes = bound_joins(tree, retention_minutes, set(schemas or {}), rowtime)
+    notes += bound_notes
+    changed |= bool(bound_notes)
 
     join_notes = add_join_keys(tree)
     notes += join_notes

@@ -1,11 +1,14 @@
-"""Which parts of a query keep state for every key forever.
+"""Which parts of a query keep state for every key forever, and the joins bounded as Dagger bounds them.
 
 Spark drops the state of windows and of joins bounded in event time once the watermark passes them. A ``GROUP
 BY`` without a window, a ``SELECT DISTINCT`` and a join without a time bound keep one entry per key for as long as
 the job runs: a job over an unbounded key space (order numbers, customers) grows its state, its checkpoint and its
 micro-batch time without end. Dagger (Flink) drops a key's state after ``FLINK_RETENTION_IDLE_STATE_MINUTE`` idle
-minutes (10 by default); Spark has no retention for these operators, so ``dagger validate`` and the job's start-up
-log name each one and how to bound it.
+minutes (10 by default). For a join between two streams that is close to an event-time bound — Flink's state
+TTL counts from a row's write, so a row joins what arrives within that long — and :func:`bound_joins` adds one:
+``a.rowtime BETWEEN b.rowtime - INTERVAL 'n' MINUTE AND b.rowtime + INTERVAL 'n' MINUTE``, which lets the
+watermark drop old rows. Spark has no retention for the other operators, so ``dagger validate`` and the job's
+start-up log name each one and how to bound it (:func:`unbounded_state`).
 """
 
 from __future__ import annotations
@@ -48,6 +51,44 @@ def unbounded_state(sql: str, rowtime: str = "rowtime") -> list[str]:
                     "'10' MINUTE` so the watermark drops old rows"
                 )
     return out
+
+
+def bound_joins(tree: exp.Expression, minutes: int, streams: set[str], rowtime: str = "rowtime") -> list[str]:
+    """Give every join of two input streams (``streams``, by table name) that has no time bound the bound Dagger's
+    idle-state retention of ``minutes`` comes to; returns notes (none when ``minutes`` is 0)."""
+    if minutes <= 0:
+        return []
+    notes = []
+    for select in list(tree.find_all(exp.Select)):
+        from_ = select.args.get("from_")
+        left = from_.this if from_ is not None else None
+        if not _stream(left, streams):
+            continue
+        for join in select.args.get("joins") or []:
+            right, on = join.this, join.args.get("on")
+            if on is None or not _stream(right, streams) or _time_bounded(on, rowtime):
+                continue
+            a, b = left.alias_or_name, right.alias_or_name
+            ours = exp.Between(
+                this=exp.column(rowtime, table=a),
+                low=exp.Sub(this=exp.column(rowtime, table=b), expression=_minutes(minutes)),
+                high=exp.Add(this=exp.column(rowtime, table=b), expression=_minutes(minutes)),
+            )
+            join.set("on", exp.and_(exp.Paren(this=on), ours))
+            notes.append(
+                f"JOIN of {a} and {b} has no time bound: rows join within {minutes} minutes of each other in event "
+                f"time ({ours.sql(dialect='spark')}), as Dagger drops join state after FLINK_RETENTION_IDLE_STATE_MINUTE"
+                f"={minutes}; the watermark then drops old rows (0 keeps every row forever)"
+            )
+    return notes
+
+
+def _stream(node: exp.Expression | None, streams: set[str]) -> bool:
+    return isinstance(node, exp.Table) and node.name in streams
+
+
+def _minutes(n: int) -> exp.Interval:
+    return exp.Interval(this=exp.Literal.string(str(n)), unit=exp.var("MINUTE"))
 
 
 def _bounded(expression: exp.Expression, rowtime: str) -> bool:
