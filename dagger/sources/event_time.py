@@ -29,6 +29,7 @@ from collections import OrderedDict
 from typing import Any
 
 from dagger.kafka_logging import quiet
+from dagger.sources.kafka_embedded import FETCH_WAIT_MS
 from dagger.sources.kafka_spec import _decoder, _split, rowtime_field_name
 
 log = logging.getLogger(__name__)
@@ -56,7 +57,7 @@ class EventTimeProbe:
                 {
                     "enable.auto.commit": "false",
                     "enable.partition.eof": "true",
-                    "fetch.wait.max.ms": "10",
+                    "fetch.wait.max.ms": FETCH_WAIT_MS,
                     "max.partition.fetch.bytes": "65536",  # a probe needs one record; Kafka sends at least one
                     "queued.max.messages.kbytes": "4096",
                     # librdkafka pauses fetching for 1 s once its queue is over that threshold: ~1 s per probe round

@@ -46,7 +46,14 @@ from pyspark.sql.types import StructType
 from dagger.errors import DaggerConfigError, InvalidRecordError, SourceError
 from dagger.kafka_logging import quiet
 from dagger.sources.event_time import EventTimeAligner, EventTimeProbe
-from dagger.sources.kafka_embedded import GAP_RETRIES, HighWatermarkProbe, contiguous_prefix, gap_wait, is_embedded
+from dagger.sources.kafka_embedded import (
+    FETCH_WAIT_MS,
+    GAP_RETRIES,
+    HighWatermarkProbe,
+    contiguous_prefix,
+    gap_wait,
+    is_embedded,
+)
 from dagger.sources.kafka_positions import Position, resolve
 from dagger.sources.kafka_spec import (
     STREAM_KEY,
@@ -494,7 +501,7 @@ def read_partition(spec: KafkaSourceSpec, part: KafkaPartition) -> Iterator[Any]
             "enable.auto.commit": "false",
             "enable.auto.offset.store": "false",
             "enable.partition.eof": "true",
-            "fetch.wait.max.ms": "50",
+            "fetch.wait.max.ms": FETCH_WAIT_MS,
         }
     )
     conf.setdefault("queued.max.messages.kbytes", "262144")

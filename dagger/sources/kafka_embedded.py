@@ -28,6 +28,13 @@ from dagger.kafka_logging import quiet
 # tansu's default cluster id (``tansu broker --cluster-id``), which the metadata response carries
 EMBEDDED_CLUSTER_IDS = frozenset({"tansu_cluster"})
 
+#: ``fetch.wait.max.ms`` of every consumer that reads records it knows exist (the reader, the probes). The embedded
+#: broker answers a fetch with no records when storing them takes longer than the fetch may wait, and that time grows
+#: with the batches a partition holds: after ~1,100 batches a 10 or 20 ms wait got nothing, ever (50 ms still did),
+#: so a probe timed out every micro-batch (docs/brokers.md, defect 4; ``scripts/tansu_fetch_wait.py``). A fetch
+#: returns as soon as there are records, so waiting longer costs nothing when they exist; librdkafka's default.
+FETCH_WAIT_MS = "500"
+
 # re-reads of one gap before it is accepted as real (a transaction marker, say); waits 0.05, 0.2, 0.8 … s
 GAP_RETRIES = 5
 
@@ -60,7 +67,7 @@ class HighWatermarkProbe:
             **client_config,
             "enable.auto.commit": "false",
             "enable.partition.eof": "true",
-            "fetch.wait.max.ms": "10",
+            "fetch.wait.max.ms": FETCH_WAIT_MS,
         }
         self._consumer: Any = None
 
