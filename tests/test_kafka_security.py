@@ -114,7 +114,14 @@ def _run(spark, stencil, tmp_path, secured: Secured, stream: dict, out: str, pro
     return sorted(json.loads(m.value())["order_number"] for m in rows)
 
 
-@pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"])
+@pytest.mark.parametrize(
+    "mechanism",
+    [
+        pytest.param("PLAIN", marks=pytest.mark.variant),
+        pytest.param("SCRAM-SHA-256", marks=pytest.mark.variant),
+        "SCRAM-SHA-512",
+    ],
+)
 def test_sasl_login_reads_and_writes(spark, stencil, tmp_path, mechanism):
     with Secured(None, sasl=True) as secured:
         source, out = secured.topic("sasl-in"), secured.topic("sasl-out")
@@ -133,7 +140,9 @@ def test_sasl_login_reads_and_writes(spark, stencil, tmp_path, mechanism):
         assert secured.gate.failures == 0
 
 
-@pytest.mark.parametrize("kind", ["JKS", "PKCS12", "PEM"])
+@pytest.mark.parametrize(
+    "kind", ["JKS", pytest.param("PKCS12", marks=pytest.mark.variant), pytest.param("PEM", marks=pytest.mark.variant)]
+)
 def test_sasl_ssl_with_each_truststore_type_dagger_users_have(spark, stencil, tmp_path, ca, kind):
     truststore = ca.truststore(kind, STORE_PASSWORD)
     with Secured(ca, sasl=True) as secured:
@@ -161,7 +170,7 @@ def test_sasl_ssl_with_each_truststore_type_dagger_users_have(spark, stencil, tm
         assert secured.gate.logins["SCRAM-SHA-512"] >= 1 and secured.gate.failures == 0
 
 
-@pytest.mark.parametrize("kind", ["JKS", "PKCS12"])
+@pytest.mark.parametrize("kind", ["JKS", pytest.param("PKCS12", marks=pytest.mark.variant)])
 def test_mutual_tls_with_a_client_keystore(spark, stencil, tmp_path, ca, kind):
     with Secured(ca, sasl=False, client_certificates=True) as secured:
         source, out = secured.topic("mtls-in"), secured.topic("mtls-out")
