@@ -11,9 +11,10 @@ times single-record fetches (a fresh assignment each) at offsets spread over the
 lines (``fetch_ms`` null: no answer within ``--timeout``). The exit code is 1 when a fetch with the shortest wait
 got no answer where one with the longest did.
 
-A few thousand batches cost a few milliseconds; the soak (``make soak``) met the rest: after ~1,100 batches of
-1,000 records a fetch with a 10 or 20 ms wait got nothing, one with 50 ms or more got the record in 0.1 s
-(docs/brokers.md).
+On an idle broker a few thousand batches cost a few milliseconds (1,100 batches of 1,000 records: 2-30 ms, even
+with a 10 ms wait); tens of thousands of small batches cost seconds. Under load it is worse: on the soak's broker
+while the soak ran (``make soak``, ~1,100 batches of 1,000 records), a plain client waiting 10 or 20 ms got
+nothing, ever; one waiting 50 ms or more got the record in 0.1 s (docs/brokers.md).
 """
 
 from __future__ import annotations

@@ -29,8 +29,9 @@ from dagger.kafka_logging import quiet
 EMBEDDED_CLUSTER_IDS = frozenset({"tansu_cluster"})
 
 #: ``fetch.wait.max.ms`` of every consumer that reads records it knows exist (the reader, the probes). The embedded
-#: broker answers a fetch with no records when storing them takes longer than the fetch may wait, and that time grows
-#: with the batches a partition holds: after ~1,100 batches a 10 or 20 ms wait got nothing, ever (50 ms still did),
+#: broker answers a fetch with no records when reading them takes longer than the fetch may wait, and that time grows
+#: with the batches a partition holds and the broker's load: in the soak, after ~1,100 batches a 10 or 20 ms wait got
+#: nothing, ever (50 ms still did),
 #: so a probe timed out every micro-batch (docs/brokers.md, defect 4; ``scripts/tansu_fetch_cost.py``). A fetch
 #: returns as soon as there are records, so waiting longer costs nothing when they exist; librdkafka's default.
 FETCH_WAIT_MS = "500"
