@@ -222,7 +222,9 @@ def _output(bootstrap: str, topic: str) -> list[dict]:
     from dagger.devtools.produce import consume_all, topic_size
 
     size = topic_size(bootstrap, topic)
-    return [json.loads(m.value()) for m in consume_all(bootstrap, topic, expected=size)]
+    # a long wait per fetch: the embedded broker answers short ones with nothing once it holds many batches
+    wait = {"fetch.wait.max.ms": "500"}
+    return [json.loads(m.value()) for m in consume_all(bootstrap, topic, expected=size, config=wait)]
 
 
 class FetchProbe:

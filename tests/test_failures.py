@@ -112,7 +112,7 @@ def test_sigterm_mid_batch_finishes_the_batch_commits_its_offsets_and_exits_0(br
     from tests.test_cli_jobs import _start, _wait_for_output, _written
 
     source, out = topic("sigterm", 2), topic("sigterm-out")
-    total = 4000
+    total = 8000  # 40 s of micro-batches: still running when the signal comes, even on a loaded machine
     produce(broker.bootstrap, source, ((None, v) for v in bookings(total, START, step_seconds=0.01)), partitions=2)
     stream = kafka_stream(broker, source)
     data = job(

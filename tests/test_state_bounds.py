@@ -98,7 +98,7 @@ def test_a_join_of_two_streams_without_a_time_bound_gets_daggers_retention_as_on
 
 
 @pytest.mark.integration
-@pytest.mark.parametrize(("minutes", "joined"), [(10, 11), (0, 21)])
+@pytest.mark.parametrize(("minutes", "joined"), [(10, 11), pytest.param(0, 21, marks=pytest.mark.variant)])
 def test_join_retention_decides_which_late_rows_still_join(spark, broker, stencil, topic, tmp_path, minutes, joined):
     import datetime as dt
 
