@@ -47,7 +47,6 @@ from dagger.errors import DaggerConfigError, InvalidRecordError, SourceError
 from dagger.kafka_logging import quiet
 from dagger.sources.event_time import EventTimeAligner, EventTimeProbe
 from dagger.sources.kafka_embedded import (
-    FETCH_WAIT_MS,
     GAP_RETRIES,
     HighWatermarkProbe,
     contiguous_prefix,
@@ -501,7 +500,7 @@ def read_partition(spec: KafkaSourceSpec, part: KafkaPartition) -> Iterator[Any]
             "enable.auto.commit": "false",
             "enable.auto.offset.store": "false",
             "enable.partition.eof": "true",
-            "fetch.wait.max.ms": FETCH_WAIT_MS,
+            "fetch.wait.max.ms": "50",  # a range's reader: the broker's time under load has stayed under this (soak)
         }
     )
     conf.setdefault("queued.max.messages.kbytes", "262144")

@@ -28,7 +28,7 @@ from dagger.kafka_logging import quiet
 # tansu's default cluster id (``tansu broker --cluster-id``), which the metadata response carries
 EMBEDDED_CLUSTER_IDS = frozenset({"tansu_cluster"})
 
-#: ``fetch.wait.max.ms`` of every consumer that reads records it knows exist (the reader, the probes). The embedded
+#: ``fetch.wait.max.ms`` of the probes that plan micro-batches (the high-watermark and event-time probes). The embedded
 #: broker answers a fetch with no records when reading them takes longer than the fetch may wait, and that time grows
 #: with the batches a partition holds and the broker's load: in the soak, after ~1,100 batches a 10 or 20 ms wait got
 #: nothing, ever (50 ms still did),
