@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 
-.PHONY: install test-servers quickstart test chaos soak cluster-up cluster-down lint lint-dockerfile format descriptors docs dist image image-root clean bench bench-udfs bench-enrichment
+.PHONY: install test-servers quickstart test test-all chaos soak cluster-up cluster-down lint lint-dockerfile format descriptors docs dist image image-root clean bench bench-udfs bench-enrichment
 
 $(VENV)/.installed: pyproject.toml
 	@command -v java >/dev/null 2>&1 || { echo "installing Java 17 (Spark needs a JVM)"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless; }
