@@ -56,6 +56,22 @@ class DecodeResult:
     reasons: list[str] = field(default_factory=list)
 
 
+def validity_and_rowtime(n: int, invalid: list[int], rowtime: pa.Array | None) -> list[pa.Array]:
+    """The two columns every input table ends with: the validity flag (false at ``invalid``) and rowtime
+    (``rowtime``, a UTC microsecond timestamp column or None for a table without one; the epoch where it is null
+    and for invalid records, as Dagger's default-instance row has)."""
+    mask = np.ones(n, dtype=bool)
+    mask[invalid] = False
+    validity = pa.array(mask)
+    if rowtime is None:
+        return [validity, pa.nulls(n, pa.timestamp("us", tz="UTC"))]
+    epoch = pa.scalar(_EPOCH, pa.timestamp("us", tz="UTC"))
+    rowtime = pc.fill_null(rowtime, epoch)
+    if invalid:
+        rowtime = pc.if_else(validity, rowtime, epoch)
+    return [validity, rowtime]
+
+
 class ProtoDecoder:
     """Decode serialized messages of one type into Arrow batches of the table's Spark schema.
 
@@ -171,17 +187,10 @@ class ProtoDecoder:
             if column.type != target.type:
                 column = column.cast(target.type)
             columns.append(column)
-        mask = np.ones(n, dtype=bool)
-        mask[invalid] = False
-        validity = pa.array(mask)
-        if self.rowtime_source is None:
-            rowtime = pa.nulls(n, pa.timestamp("us", tz="UTC"))
-        else:
+        source = None
+        if self.rowtime_source is not None:
             source = columns[self.fields_schema.get_field_index(self.rowtime_source)]
-            rowtime = pc.fill_null(source, pa.scalar(_EPOCH, pa.timestamp("us", tz="UTC")))
-            if invalid:
-                rowtime = pc.if_else(validity, rowtime, pa.scalar(_EPOCH, pa.timestamp("us", tz="UTC")))
-        columns.extend([validity, rowtime])
+        columns.extend(validity_and_rowtime(n, invalid, source))
         return pa.RecordBatch.from_arrays(columns, schema=self.arrow_schema)
 
     def _slow_column(self, target: pa.Field, payloads: list[bytes]) -> pa.Array:

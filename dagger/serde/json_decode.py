@@ -15,7 +15,6 @@ field. Properties the schema does not declare are ignored, as Flink's ``JsonRowD
 
 from __future__ import annotations
 
-import datetime as dt
 import re
 
 import numpy as np
@@ -25,11 +24,10 @@ import pyarrow.json as pj
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import DataType, LongType, StructType, TimestampType
 
-from dagger.serde.decode import DecodeResult
+from dagger.serde.decode import DecodeResult, validity_and_rowtime
 from dagger.serde.json_schema import JsonSchemaError, json_struct
 from dagger.serde.types import input_table
 
-_EPOCH = pa.scalar(dt.datetime(1970, 1, 1, tzinfo=dt.UTC), pa.timestamp("us", tz="UTC"))
 _NEWLINE = pa.scalar(b"\n", pa.binary())
 
 
@@ -151,25 +149,17 @@ class JsonDecoder:
         return table
 
     def _to_batch(self, table: pa.Table, invalid: list[int]) -> pa.RecordBatch:
-        n = table.num_rows
         columns = [
             table.column(target.name).combine_chunks().cast(target.type, safe=False) for target in self.fields_schema
         ]
-        mask = np.ones(n, dtype=bool)
-        mask[invalid] = False
-        validity = pa.array(mask)
-        if self.rowtime_source is None:
-            rowtime = pa.nulls(n, pa.timestamp("us", tz="UTC"))
-        else:
-            source = columns[self.fields_schema.get_field_index(self.rowtime_source)]
-            if isinstance(self._rowtime_kind, TimestampType):
-                rowtime = source
-            else:  # epoch seconds, as Dagger reads a number
-                micros = pc.multiply(source.cast(pa.float64()), 1_000_000.0)
+        rowtime = None
+        if self.rowtime_source is not None:
+            rowtime = columns[self.fields_schema.get_field_index(self.rowtime_source)]
+            if not isinstance(self._rowtime_kind, TimestampType):  # epoch seconds, as Dagger reads a number
+                micros = pc.multiply(rowtime.cast(pa.float64()), 1_000_000.0)
                 whole = micros if isinstance(self._rowtime_kind, LongType) else pc.round(micros)
                 rowtime = whole.cast(pa.int64(), safe=False).cast(pa.timestamp("us", tz="UTC"))
-            rowtime = pc.if_else(validity, pc.fill_null(rowtime, _EPOCH), _EPOCH)
-        columns.extend([validity, rowtime])
+        columns.extend(validity_and_rowtime(table.num_rows, invalid, rowtime))
         return pa.RecordBatch.from_arrays(columns, schema=self.arrow_schema)
 
 
