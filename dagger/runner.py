@@ -160,6 +160,7 @@ class JobRunner:
         restarted = job.start(job.plan())
         if telemetry is not None:
             telemetry.attach(restarted, job.spark)
+        log.info("the query runs again, with descriptor sets sha256 %s", fresh.sha256[:12])
         return restarted
 
     def _stop_between_batches(self, query: Any, timeout: float = 120.0) -> None:
