@@ -396,6 +396,7 @@ class StreamManager:
         from pyspark.errors import AnalysisException, ParseException
         from pyspark.sql.pandas.types import to_arrow_schema
 
+        from dagger.serde.variant import without_variants
         from dagger.sinks import build_sinks
         from dagger.sql.rewrite import rewrite_query
         from dagger.sql.state import unbounded_state
@@ -425,7 +426,8 @@ class StreamManager:
             plan.unbounded_state = unbounded_state(rewritten, self.config.FLINK_ROWTIME_ATTRIBUTE_NAME)
         plan.output_mode = "batch (bounded input)" if self.bounded else self._output_mode(df)
         plan.sinks = build_sinks(self.config, self.descriptors)
-        arrow_schema = to_arrow_schema(df.schema, timezone="UTC")
+        # VARIANT columns (untyped lookup outputs) take their values' type per batch: checked when written
+        arrow_schema = without_variants(to_arrow_schema(df.schema, timezone="UTC"))
         for sink in plan.sinks:
             plan.problems.extend(sink.check(arrow_schema))
         return plan

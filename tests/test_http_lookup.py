@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from dagger.devtools.lookup_server import LookupServer
@@ -107,14 +105,33 @@ def test_post_with_body_template_dynamic_headers_and_untyped_response(spark, bro
     }
     _, rows = run_processed(spark, broker, stencil, topic, tmp_path, post=_post(source), count=3)
     row = next(r for r in rows if r["order_number"] == "order-2")
-    assert json.loads(row["echo"]) == {"order": "order-2", "cash": 20, "pct": "100%"}
-    assert row["method"] == "POST" and row["score"] == str(len('{"order": "order-2", "cash": 20, "pct": "100%"}'))
+    assert row["echo"] == {"order": "order-2", "cash": 20, "pct": "100%"}  # untyped: the answer's own object
+    assert row["method"] == "POST" and row["score"] == len('{"order": "order-2", "cash": 20, "pct": "100%"}')
     headers = lookup.headers["/score"]
     assert headers["X-Static"] == "yes" and headers["X-Customer"].startswith("c")
 
     source["verb"] = "put"
     _, rows = run_processed(spark, broker, stencil, topic, tmp_path / "put", post=_post(source), count=1)
     assert rows[0]["method"] == "PUT"
+
+
+def test_untyped_answers_keep_their_own_json_types_as_in_dagger(spark, broker, stencil, topic, tmp_path, lookup):
+    """retain_response_type and no `type`: not the sink's message, not text: a number stays a number."""
+    mapping = {"balance": "$.balance", "tier": "$.tier", "name": "$.name", "address": "$.address"}
+    source = _http(lookup, output_mapping={k: {"path": v} for k, v in mapping.items()}, retain_response_type=True)
+    del source["type"]
+    post = _post(source)
+    sql = "SELECT order_number, concat('id-', order_number) AS customer_id FROM data_stream_0"  # all answered
+    manager, rows = run_processed(spark, broker, stencil, topic, tmp_path, sql=sql, post=post, count=3)
+    types = {f.name: f.dataType.simpleString() for f in manager.planned.output_schema.fields}
+    assert types["balance"] == types["address"] == "variant"
+    for row in rows:
+        n = len(row["customer_id"])
+        assert row["balance"] == n + 0.25 and isinstance(row["balance"], float)
+        assert row["tier"] == n and isinstance(row["tier"], int)
+        assert row["name"] == f"name-{row['customer_id']}"
+        assert row["address"] == {"city": f"city-{row['customer_id']}"}
+    assert manager.lookup_metrics["HTTP.0"].values()["success"] == 3
 
 
 def test_retries_and_the_response_cache(spark, broker, stencil, topic, tmp_path, lookup):

@@ -233,7 +233,11 @@ class _ExternalCommon(_Strict):
     capacity: int = Field(description="Requests in flight.")
     fail_on_errors: bool = Field(False, description="Fail the batch on an error instead of passing the row on.")
     type: str | None = Field(None, description="Output proto used to type the response.")
-    retain_response_type: bool = Field(False, description="Keep the raw JSON type of the response.")
+    retain_response_type: bool = Field(
+        False,
+        description="With no `type`: keep each response value's own JSON type (a VARIANT column; numbers reach "
+        "sinks as DOUBLE) instead of typing it through the Kafka sink's message.",
+    )
     metricId: str | None = Field(None, description="Metric id of this source.")
     cache_ttl_seconds: int = Field(0, description="Beyond Dagger: cache answers per executor for this long (0: off).")
     retries: int = Field(0, description="Beyond Dagger: retries of a timed-out, unreachable or 5xx call.")

@@ -2,8 +2,8 @@
 
 Routes (JSON answers):
 
-* ``GET /customers/<id>``: ``{"id", "name": "name-<id>", "tier": len(id), "since": ISO timestamp, "address":
-  {"city"}, "tags": [..]}``; ids ``missing`` → 404, ``boom`` → 500, ``slow`` → answers after 2 s, ``bad`` → 400,
+* ``GET /customers/<id>``: ``{"id", "name": "name-<id>", "tier": len(id), "balance": len(id) + 0.25, "since": ISO
+  timestamp, "address": {"city"}, "tags": [..]}``; ids ``missing`` → 404, ``boom`` → 500, ``slow`` → answers after 2 s, ``bad`` → 400,
   ``flaky-*`` → 503 for the first two calls of that id, then 200; ``lenient`` → 200 with JSON that is not
   strict (``{id: lenient, name: 'name-lenient', tier: 7}``); ``html`` → 200 with an HTML body.
 * ``POST``/``PUT /score``: ``{"score": <length of the body>, "method", "body": <the parsed body>}``.
@@ -116,6 +116,7 @@ class LookupServer:
                 "id": customer,
                 "name": f"name-{customer}",
                 "tier": len(customer),
+                "balance": len(customer) + 0.25,
                 "since": "2026-01-02T03:04:05Z",
                 "address": {"city": f"city-{customer}"},
                 "tags": ["a", customer],

@@ -21,6 +21,7 @@ from dagger.config.model import Json
 from dagger.errors import DaggerConfigError, SinkError
 from dagger.registry.sinks import SinkSettings
 from dagger.serde.json_schema import JsonSchemaError, json_struct
+from dagger.serde.variant import is_json_text
 from dagger.sinks.base import RejectedRows, RowsRefused, Sink, SinkWriter, isolate
 from dagger.worker_cache import BuiltCache, content_key
 
@@ -207,8 +208,11 @@ def _json_lines(batch: pa.RecordBatch) -> list[bytes]:
     import orjson
 
     columns = {}
-    for name, column in zip(batch.schema.names, batch.columns, strict=True):
-        columns[name] = _json_ready(column).to_pylist()
+    for field, column in zip(batch.schema, batch.columns, strict=True):
+        if is_json_text(field):  # an untyped lookup output of objects or mixed types: its JSON as is
+            columns[field.name] = [None if v is None else orjson.Fragment(v) for v in column.to_pylist()]
+        else:
+            columns[field.name] = _json_ready(column).to_pylist()
     names = list(columns)
     values = [columns[n] for n in names]
     dumps, default, utc = orjson.dumps, _json_default, orjson.OPT_UTC_Z  # nested timestamps: ...Z as well

@@ -16,6 +16,7 @@ from pyspark import cloudpickle
 from pyspark.sql.datasource import DataSource, DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
 
+from dagger.serde.variant import typed_variants
 from dagger.sinks.base import Sink
 
 SINK_FORMAT = "dagger-sink"
@@ -53,6 +54,7 @@ class FanOutWriter(DataSourceStreamArrowWriter):
             for sink in self.sinks:
                 writers.append(sink.writer(partition_id, batch_id))
             for batch in iterator:
+                batch = typed_variants(batch)  # untyped lookup outputs: their values' own type, once for all
                 for writer in writers:
                     writer.write(batch)
         except BaseException:

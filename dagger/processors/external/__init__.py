@@ -54,20 +54,21 @@ def enrich(df: Any, post: PostProcessorConfig, context: ProcessorContext) -> tup
 
 
 def _typing_message(source: Any, context: ProcessorContext, where: str) -> Any:
-    """The message typing a response: the source's ``type``, else the Kafka sink's message (as Dagger)."""
+    """The message typing a response: the source's ``type``, else the Kafka sink's message (as Dagger); none
+    with ``retain_response_type`` and no ``type``: the values keep their own JSON types (VARIANT columns)."""
     name = source.type
+    if not name and source.retain_response_type:
+        return None
     if not name:
         for _, sink in context.config.sink_configs:
             if sink.SINK_TYPE == "kafka" and sink.settings.SINK_KAFKA_PROTO_MESSAGE:
                 name = sink.settings.SINK_KAFKA_PROTO_MESSAGE
                 break
     if not name:
-        if not source.retain_response_type:
-            raise DaggerConfigError(
-                f"{where}: no message types the response; set `type` to an output proto, or "
-                "retain_response_type: true to keep the values as JSON text"
-            )
-        return None
+        raise DaggerConfigError(
+            f"{where}: no message types the response; set `type` to an output proto, or "
+            "retain_response_type: true to keep each value's own JSON type"
+        )
     return context.descriptors.find_message(name, f"{where}.type")
 
 
@@ -235,9 +236,13 @@ def _lookup(
     context.lookups[label] = metrics
     spec = {**_common_spec(source, label, columns, proto, context), "kind": kind, **spec}
     hidden = [f"{PREFIX}{kind}{index}_{c.name}" for c in columns]
-    return _map(df, spec, columns, hidden, metrics, _lookup_batches), list(
-        zip([c.name for c in columns], hidden, strict=True)
-    )
+    from pyspark.sql import functions as F
+
+    df = _map(df, spec, columns, hidden, metrics, _lookup_batches)
+    untyped = {h: F.parse_json(h) for h, c in zip(hidden, columns, strict=True) if c.field is None}
+    if untyped:  # JSON text from the executors, parsed in the JVM: each value of its own type
+        df = df.withColumns(untyped)
+    return df, list(zip([c.name for c in columns], hidden, strict=True))
 
 
 def _common_spec(source: Any, label: str, columns: list, proto: Any, context: ProcessorContext) -> dict[str, Any]:

@@ -211,7 +211,7 @@ def output_columns(mapping: dict[str, str], proto: Any, retain: bool, where: str
 
     out = []
     for name, path in mapping.items():
-        if proto is None:  # no message types the response: the value as JSON text (retain_response_type)
+        if proto is None:  # retain_response_type, no `type`: JSON text, parsed into a VARIANT by the planner
             out.append(OutputColumn(name, path, StringType()))
             continue
         found = proto.fields_by_name.get(name)
@@ -228,8 +228,8 @@ def convert(value: Any, field_: Any) -> Any:
     """A JSON response value typed as ``field_`` (Dagger's "from post-processor" conversion, §7.3)."""
     from dagger.serde.types import is_map
 
-    if field_ is None:
-        return value if isinstance(value, str) or value is None else json.dumps(value)
+    if field_ is None:  # untyped: the value as JSON text (made a VARIANT by the planner)
+        return None if value is None else json.dumps(value, default=str)
     if is_map(field_):
         key_f, value_f = field_.message_type.fields_by_name["key"], field_.message_type.fields_by_name["value"]
         if isinstance(value, dict):
