@@ -397,7 +397,9 @@ class StreamManager:
         from pyspark.sql.pandas.types import to_arrow_schema
 
         from dagger.serde.variant import without_variants
+        from dagger.session_tuning import ROCKSDB_STATE_STORE, STATE_STORE_PROVIDER
         from dagger.sinks import build_sinks
+        from dagger.sql.retention import running_aggregates
         from dagger.sql.rewrite import rewrite_query
         from dagger.sql.state import unbounded_state
 
@@ -412,8 +414,16 @@ class StreamManager:
         rewritten = rewrite.sql
         self.register_functions([rewritten, self.config.model_dump_json()])
         tables = self.register_streams(rewritten)
+        running = None
         try:
-            df = self.spark.sql(rewritten)
+            if not self.bounded:  # a GROUP BY that forgets idle keys, as Dagger's retention
+                running = running_aggregates(
+                    self.spark,
+                    rewritten,
+                    self.config.FLINK_RETENTION_IDLE_STATE_MINUTE,
+                    self.config.FLINK_ROWTIME_ATTRIBUTE_NAME,
+                )
+            df = running[0] if running else self.spark.sql(rewritten)
         except (AnalysisException, ParseException) as exc:
             raise SqlError(
                 f"FLINK_SQL_QUERY is not valid Spark SQL: {_first_line(exc)}\nquery as run: {rewritten}"
@@ -422,8 +432,13 @@ class StreamManager:
 
         df = postprocess(df, self._processor_context("post"))
         plan = Plan(self.config.sql, rewritten, tables, df.schema, dataframe=df, notes=rewrite.notes)
+        if running:
+            plan.notes.append(running[1])
+            self._processor_settings[STATE_STORE_PROVIDER] = ROCKSDB_STATE_STORE  # transformWithState needs it
         if not self.bounded:
-            plan.unbounded_state = unbounded_state(rewritten, self.config.FLINK_ROWTIME_ATTRIBUTE_NAME)
+            plan.unbounded_state = unbounded_state(
+                rewritten, self.config.FLINK_ROWTIME_ATTRIBUTE_NAME, retained=running is not None
+            )
         plan.output_mode = "batch (bounded input)" if self.bounded else self._output_mode(df)
         plan.sinks = build_sinks(self.config, self.descriptors)
         # VARIANT columns (untyped lookup outputs) take their values' type per batch: checked when written

@@ -233,16 +233,23 @@ def test_sql_that_does_not_fit_the_sink_message_is_refused_before_start(spark, b
     assert not list(tmp_path.iterdir())  # nothing started, nothing checkpointed
 
 
-def test_non_windowed_aggregation_runs_in_update_mode(spark, broker, stencil, topic, tmp_path):
+@pytest.mark.parametrize(("retention", "mode"), [("10", "append"), ("0", "update")])
+def test_non_windowed_aggregation_emits_each_keys_new_result(spark, broker, stencil, topic, tmp_path, retention, mode):
     source, out = topic("upd"), topic("upd-out")
     produce(broker.bootstrap, source, ((None, v) for v in bookings(9, START)))
     sql = "SELECT service_area_id, count(1) AS booking_count FROM data_stream_0 GROUP BY service_area_id"
     data = job(
-        stencil, [kafka_stream(broker, source)], sql, **kafka_sink(broker, out, "dagger.examples.BookingCountMessage")
+        stencil,
+        [kafka_stream(broker, source)],
+        sql,
+        FLINK_RETENTION_IDLE_STATE_MINUTE=retention,
+        **kafka_sink(broker, out, "dagger.examples.BookingCountMessage"),
     )
     manager, query = run_job(spark, data, tmp_path / "cp")
     assert query.exception() is None
-    assert manager.planned.output_mode == "update"  # Spark refuses append for an aggregation without a window
+    # with a retention the running form (transformWithState) appends each key's new result; without one, Spark's
+    # own aggregation refuses append and runs in update mode
+    assert manager.planned.output_mode == mode
     rows = [Count.FromString(m.value()) for m in consume_all(broker.bootstrap, out, expected=3)]
     assert sorted((r.service_area_id, r.booking_count) for r in rows) == [(a, 3) for a in sorted(AREAS)]
 

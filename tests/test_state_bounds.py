@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
+import sqlglot
 
 from dagger.sql.state import unbounded_state
 from tests.conftest import dagger, job, kafka_stream
@@ -44,10 +45,20 @@ def test_validate_and_the_start_log_name_unbounded_state_with_daggers_retention(
     )
     done = dagger("validate", str(path))
     assert done.returncode == 0, done.stderr
+    assert "GROUP BY customer_id forgets a key after FLINK_RETENTION_IDLE_STATE_MINUTE=30 idle minutes" in done.stdout
+    assert "state without bound" not in done.stdout
+    distinct = "SELECT DISTINCT customer_id FROM data_stream_0"
+    path.write_text(
+        json.dumps(
+            job(stencil, [kafka_stream(broker, "nothing-yet")], distinct, FLINK_RETENTION_IDLE_STATE_MINUTE="30")
+        )
+    )
+    done = dagger("validate", str(path))
+    assert done.returncode == 0, done.stderr
     assert (
         "state without bound (Dagger drops a key's state after FLINK_RETENTION_IDLE_STATE_MINUTE=30 idle minutes; "
-        "Spark has no such retention and keeps it):\n  - GROUP BY customer_id keeps a running result for every key "
-        "forever (no window)"
+        "Spark has no such retention for these operators and keeps it):\n  - SELECT DISTINCT keeps every distinct "
+        "row forever"
     ) in done.stdout
     windowed = job(
         stencil,
@@ -68,7 +79,7 @@ def test_a_job_with_unbounded_state_says_so_when_it_starts(spark, broker, stenci
 
     source = topic("unbounded")
     produce(broker.bootstrap, source, ((None, v) for v in bookings(5, START)))
-    sql = "SELECT customer_id, COUNT(1) AS n FROM data_stream_0 GROUP BY customer_id"
+    sql = "SELECT customer_id, approx_count_distinct(order_number) AS n FROM data_stream_0 GROUP BY customer_id"
     with caplog.at_level("WARNING", logger="dagger"):
         _, query = run_job(spark, job(stencil, [kafka_stream(broker, source)], sql), tmp_path / "cp")
     assert query.exception() is None
@@ -76,7 +87,8 @@ def test_a_job_with_unbounded_state_says_so_when_it_starts(spark, broker, stenci
     assert warnings == [
         "state without bound: GROUP BY customer_id keeps a running result for every key forever (no window): group "
         "by a TUMBLE or HOP window as well to have the watermark drop old keys (Dagger drops a key's state after "
-        "FLINK_RETENTION_IDLE_STATE_MINUTE=10 idle minutes; Spark has no such retention and keeps it)"
+        "FLINK_RETENTION_IDLE_STATE_MINUTE=10 idle minutes; Spark has no such retention for these operators and "
+        "keeps it)"
     ]
 
 
@@ -129,3 +141,90 @@ def test_join_retention_decides_which_late_rows_still_join(spark, broker, stenci
     rows = consume_all(broker.bootstrap, out, expected=joined)
     assert manager.sink_counters["kafka"]["written"].value == joined
     assert sorted(json.loads(m.value())["order_number"] for m in rows) == sorted(f"order-{i}" for i in range(joined))
+
+
+@pytest.mark.parametrize(
+    ("sql", "inner", "outer"),
+    [
+        (
+            "SELECT customer_id, COUNT(*) AS n, SUM(x) + 1 AS s FROM t WHERE x > 0 GROUP BY customer_id "
+            "HAVING MAX(x) > 2",
+            "SELECT customer_id AS __dagger_key0, x AS __dagger_arg0, x AS __dagger_arg1 FROM t WHERE x > 0",
+            "SELECT __dagger_key0 AS `customer_id`, __dagger_agg0 AS `n`, __dagger_agg1 + 1 AS `s` FROM v "
+            "WHERE __dagger_agg2 > 2",
+        ),
+        (
+            "SELECT upper(c) AS u, avg(x) FROM t GROUP BY u",
+            "SELECT UPPER(c) AS __dagger_key0, x AS __dagger_arg0 FROM t",
+            "SELECT __dagger_key0 AS `u`, __dagger_agg0 AS `AVG(x)` FROM v",
+        ),
+        ("SELECT c, COUNT(DISTINCT x) FROM t GROUP BY c", None, None),  # not a running aggregate
+        ("SELECT c, collect_list(x) FROM t GROUP BY c", None, None),
+        ("SELECT c, x FROM t GROUP BY c", None, None),  # Spark's own error, not ours
+        ("SELECT c, COUNT(1) FROM t GROUP BY c, window(rowtime, '1 minute')", None, None),  # the watermark bounds it
+        ("SELECT c, n FROM (SELECT c, COUNT(1) AS n FROM t GROUP BY c)", None, None),
+    ],
+)
+def test_a_group_by_is_split_around_its_aggregation_where_a_running_form_exists(sql, inner, outer):
+    from dagger.sql.retention import split_grouping
+
+    names = [e.alias or e.sql() for e in sqlglot.parse_one(sql, read="spark").expressions]  # as Spark names them
+    found = split_grouping(sql, names, "v")
+    if inner is None:
+        assert found is None
+    else:
+        assert (found.inner, found.outer) == (inner, outer)
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(("minutes", "after_idle"), [("0.05", 1), pytest.param("0", 4, marks=pytest.mark.variant)])
+def test_a_group_by_forgets_a_key_idle_for_the_retention_as_dagger(
+    spark, broker, stencil, topic, tmp_path, minutes, after_idle
+):
+    """FLINK_RETENTION_IDLE_STATE_MINUTE=0.05 (3 s): a customer's running count starts again after 3 idle seconds;
+    with 0 it goes on. The other aggregates run alongside, HAVING filters on them."""
+    import time
+
+    from dagger.devtools.produce import consume_all, produce
+    from dagger.devtools.samples import message_class
+    from tests.conftest import START, json_sink, run_job
+
+    source, out = topic("retained-in"), topic("retained-out")
+    Booking = message_class("dagger.examples.BookingLogMessage")
+
+    def send(*orders: tuple[str, str, float]) -> None:
+        values = []
+        for number, customer, cash in orders:
+            b = Booking(order_number=number, customer_id=customer, amount_paid_by_cash=cash)
+            b.event_timestamp.FromDatetime(START)
+            values.append(b.SerializeToString())
+        produce(broker.bootstrap, source, ((None, v) for v in values))
+
+    sql = (
+        "SELECT customer_id, COUNT(*) AS n, SUM(amount_paid_by_cash) AS cash, AVG(amount_paid_by_cash) AS mean, "
+        "MAX(order_number) AS last FROM data_stream_0 GROUP BY customer_id HAVING MIN(amount_paid_by_cash) > 0"
+    )
+    data = job(
+        stencil,
+        [kafka_stream(broker, source)],
+        sql,
+        FLINK_RETENTION_IDLE_STATE_MINUTE=minutes,
+        **json_sink(broker, out),
+    )
+    send(("o1", "c0", 10), ("o2", "c0", 20), ("o3", "c1", 5), ("o4", "c0", 30), ("o5", "c2", 0))
+    manager, query = run_job(spark, data, tmp_path / "cp")
+    assert query.exception() is None
+    retained = minutes != "0"
+    assert any("forgets a key after FLINK_RETENTION_IDLE_STATE_MINUTE" in n for n in manager.planned.notes) == retained
+    first = [json.loads(m.value()) for m in consume_all(broker.bootstrap, out, expected=2)]  # c2 fails HAVING
+    last = {r["customer_id"]: r for r in first}  # one micro-batch: one row per key
+    assert last["c0"] == {"customer_id": "c0", "n": 3, "cash": 60.0, "mean": 20.0, "last": "o4"}
+    assert last["c1"] == {"customer_id": "c1", "n": 1, "cash": 5.0, "mean": 5.0, "last": "o3"}
+    time.sleep(4)  # c0 idle for longer than 3 s
+    send(("o6", "c0", 40))
+    manager, query = run_job(spark, data, tmp_path / "cp")  # the same checkpoint: the state goes on
+    assert query.exception() is None
+    rows = [json.loads(m.value()) for m in consume_all(broker.bootstrap, out, expected=3)]
+    assert rows[-1]["customer_id"] == "c0" and rows[-1]["n"] == after_idle
+    assert rows[-1]["last"] == "o6"
+    assert rows[-1]["cash"] == (40.0 if retained else 100.0)

@@ -455,13 +455,16 @@ class JobConfig(_Strict):
     FLINK_CHECKPOINT_TIMEOUT_MS: int = Field(900000, description="Accepted for compatibility.")
     FLINK_CHECKPOINT_MIN_PAUSE_MS: int = Field(5000, description="Accepted for compatibility.")
     FLINK_CHECKPOINT_MAX_CONCURRENT: int = Field(1, description="Accepted for compatibility.")
-    FLINK_RETENTION_IDLE_STATE_MINUTE: int = Field(
+    FLINK_RETENTION_IDLE_STATE_MINUTE: float = Field(
         10,
-        description="Dagger drops a key's state this many minutes after it was written. A join of two streams "
-        "without a time bound gets the bound that comes to (`a.rowtime BETWEEN b.rowtime - INTERVAL 'n' MINUTE AND "
-        "b.rowtime + INTERVAL 'n' MINUTE`, shown by `dagger validate`), so the watermark drops old rows; 0 keeps "
-        "them forever. Spark has no retention for a GROUP BY without a window or SELECT DISTINCT: `dagger validate` "
-        "and the start-up log name each with how to bound it.",
+        description="Dagger drops a key's state this many minutes after it was last written (fractions of a minute "
+        "are accepted here). A top-level GROUP BY without a window (COUNT, SUM, AVG, MIN, MAX) keeps each key's "
+        "running aggregates in a state with that TTL and starts a key again after it was idle that long; a join of "
+        "two streams without a time bound gets the bound that comes to (`a.rowtime BETWEEN b.rowtime - INTERVAL 'n' "
+        "MINUTE AND b.rowtime + INTERVAL 'n' MINUTE`), so the watermark drops old rows. Both are shown by `dagger "
+        "validate`; 0 keeps the state forever. Spark has no retention for other operators (SELECT DISTINCT, other "
+        "aggregates): `dagger validate` and the start-up log name each with how to bound it.",
+        ge=0,
     )
     FLINK_RETENTION_MIN_IDLE_STATE_HOUR: int | None = Field(None, description="Documented Dagger key; accepted.")
     FLINK_RETENTION_MAX_IDLE_STATE_HOUR: int | None = Field(None, description="Documented Dagger key; accepted.")

@@ -64,7 +64,7 @@ def rewrite_query(
     sql: str,
     macros: dict | None = None,
     schemas: dict[str, Any] | None = None,
-    retention_minutes: int = 0,
+    retention_minutes: float = 0,
     rowtime: str = "rowtime",
 ) -> Rewrite:
     """Rewrite Dagger's (Flink's) SQL ``sql`` into Spark SQL.

@@ -7,8 +7,9 @@ micro-batch time without end. Dagger (Flink) drops a key's state after ``FLINK_R
 minutes (10 by default). For a join between two streams that is close to an event-time bound — Flink's state
 TTL counts from a row's write, so a row joins what arrives within that long — and :func:`bound_joins` adds one:
 ``a.rowtime BETWEEN b.rowtime - INTERVAL 'n' MINUTE AND b.rowtime + INTERVAL 'n' MINUTE``, which lets the
-watermark drop old rows. Spark has no retention for the other operators, so ``dagger validate`` and the job's
-start-up log name each one and how to bound it (:func:`unbounded_state`).
+watermark drop old rows. A top-level ``GROUP BY`` of the common form keeps its running aggregates in a state with
+that TTL (:mod:`dagger.sql.retention`). Spark has no retention for the other operators, so ``dagger validate`` and
+the job's start-up log name each one and how to bound it (:func:`unbounded_state`).
 """
 
 from __future__ import annotations
@@ -20,8 +21,9 @@ from sqlglot.errors import ParseError
 _WINDOWS = {"window", "session_window", "window_time"}
 
 
-def unbounded_state(sql: str, rowtime: str = "rowtime") -> list[str]:
-    """One sentence per operator of ``sql`` (as Spark runs it) whose state grows with its keys forever."""
+def unbounded_state(sql: str, rowtime: str = "rowtime", retained: bool = False) -> list[str]:
+    """One sentence per operator of ``sql`` (as Spark runs it) whose state grows with its keys forever;
+    ``retained``: the top-level GROUP BY forgets idle keys (:mod:`dagger.sql.retention`)."""
     try:
         tree = sqlglot.parse_one(sql, read="spark")
     except ParseError:
@@ -29,7 +31,9 @@ def unbounded_state(sql: str, rowtime: str = "rowtime") -> list[str]:
     out = []
     for select in tree.find_all(exp.Select):
         group = select.args.get("group")
-        if group is not None and not any(_bounded(e, rowtime) for e in group.expressions):
+        if retained and select is tree:
+            group = None
+        if group is not None and not grouping_is_bounded(group.expressions, rowtime):
             keys = ", ".join(e.sql(dialect="spark") for e in group.expressions)
             out.append(
                 f"GROUP BY {keys} keeps a running result for every key forever (no window): group by a TUMBLE "
@@ -53,7 +57,7 @@ def unbounded_state(sql: str, rowtime: str = "rowtime") -> list[str]:
     return out
 
 
-def bound_joins(tree: exp.Expression, minutes: int, streams: set[str], rowtime: str = "rowtime") -> list[str]:
+def bound_joins(tree: exp.Expression, minutes: float, streams: set[str], rowtime: str = "rowtime") -> list[str]:
     """Give every join of two input streams (``streams``, by table name) that has no time bound the bound Dagger's
     idle-state retention of ``minutes`` comes to; returns notes (none when ``minutes`` is 0)."""
     if minutes <= 0:
@@ -76,9 +80,9 @@ def bound_joins(tree: exp.Expression, minutes: int, streams: set[str], rowtime: 
             )
             join.set("on", exp.and_(exp.Paren(this=on), ours))
             notes.append(
-                f"JOIN of {a} and {b} has no time bound: rows join within {minutes} minutes of each other in event "
+                f"JOIN of {a} and {b} has no time bound: rows join within {minutes:g} minutes of each other in event "
                 f"time ({ours.sql(dialect='spark')}), as Dagger drops join state after FLINK_RETENTION_IDLE_STATE_MINUTE"
-                f"={minutes}; the watermark then drops old rows (0 keeps every row forever)"
+                f"={minutes:g}; the watermark then drops old rows (0 keeps every row forever)"
             )
     return notes
 
@@ -87,8 +91,15 @@ def _stream(node: exp.Expression | None, streams: set[str]) -> bool:
     return isinstance(node, exp.Table) and node.name in streams
 
 
-def _minutes(n: int) -> exp.Interval:
-    return exp.Interval(this=exp.Literal.string(str(n)), unit=exp.var("MINUTE"))
+def _minutes(n: float) -> exp.Interval:
+    if n == int(n):
+        return exp.Interval(this=exp.Literal.string(str(int(n))), unit=exp.var("MINUTE"))
+    return exp.Interval(this=exp.Literal.string(f"{n * 60:g}"), unit=exp.var("SECOND"))
+
+
+def grouping_is_bounded(keys: list[exp.Expression], rowtime: str) -> bool:
+    """Whether a GROUP BY with ``keys`` has its state dropped by the watermark (a key moves with event time)."""
+    return any(_bounded(e, rowtime) for e in keys)
 
 
 def _bounded(expression: exp.Expression, rowtime: str) -> bool:
@@ -113,9 +124,9 @@ def _time_bounded(on: exp.Expression, rowtime: str) -> bool:
     return False
 
 
-def retention_note(minutes: int) -> str:
+def retention_note(minutes: float) -> str:
     """What Dagger would have done with such state, for the messages above."""
     return (
-        f"Dagger drops a key's state after FLINK_RETENTION_IDLE_STATE_MINUTE={minutes} idle minutes; Spark has no "
-        "such retention and keeps it"
+        f"Dagger drops a key's state after FLINK_RETENTION_IDLE_STATE_MINUTE={minutes:g} idle minutes; Spark has no "
+        "such retention for these operators and keeps it"
     )
