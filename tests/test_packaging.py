@@ -163,6 +163,7 @@ def test_the_readmes_cluster_commands_run_the_stateless_and_the_window_job_on_tw
     assert all(n > 0 for n in tasks), tasks  # both workers ran tasks
 
 
+@pytest.mark.variant  # make test runs the stateless and the window job on the cluster; make test-all this too
 def test_on_the_cluster_functions_darts_a_lookup_descriptors_over_http_and_every_sink_work(
     dist, cluster, broker, topic, influx, bigquery, tmp_path
 ):
