@@ -46,10 +46,10 @@ test: install test-servers ## lint, then the whole suite (unit + integration aga
 	$(VENV)/bin/ruff check dagger udfs tests scripts bench
 	$(VENV)/bin/ruff format --check dagger udfs tests scripts bench
 	$(VENV)/bin/hadolint Dockerfile
-	$(VENV)/bin/pytest -q -m "not long and not variant"
+	$(VENV)/bin/pytest -q -m "not long and not variant" -n 2 --dist loadfile
 
 test-all: install test-servers ## every test: make test's, the variants and the long failure tests
-	$(VENV)/bin/pytest -q
+	$(VENV)/bin/pytest -q -n 2 --dist loadfile
 
 cluster-up: install ## a local Spark standalone cluster: a master and two workers (JVMs from the pyspark package)
 	$(PY) -m dagger.devtools.cluster up

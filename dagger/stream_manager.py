@@ -109,6 +109,7 @@ class StreamManager:
         self.lookup_metrics: dict[str, Any] = {}
         #: session settings the job's processors asked for (ProcessorContext.session_settings)
         self._processor_settings: dict[str, str] = {}
+        self._sinks: tuple[Any, list[Sink]] | None = None  # (the descriptor sets they were built for, the sinks)
         self._inputs: list[Any] = []
         self.functions_used: list[str] = []
         self._store = None
@@ -230,9 +231,15 @@ class StreamManager:
 
         for stream in self.config.STREAMS:
             check_records(stream, self.descriptors)
+        self.sinks()  # each sink resolves the messages it writes
+
+    def sinks(self) -> list[Sink]:
+        """The job's sinks, built once (for the descriptor sets in use; a schema refresh builds them again)."""
         from dagger.sinks import build_sinks
 
-        build_sinks(self.config, self.descriptors)  # each sink resolves the messages it writes
+        if self._sinks is None or self._sinks[0] is not self.descriptors:
+            self._sinks = (self.descriptors, build_sinks(self.config, self.descriptors))
+        return self._sinks[1]
 
     def register_streams(self, sql: str | None = None) -> dict[str, StructType]:
         """Create, clean, watermark and register every stream; returns table → schema (all its columns).
@@ -398,7 +405,6 @@ class StreamManager:
 
         from dagger.serde.variant import without_variants
         from dagger.session_tuning import ROCKSDB_STATE_STORE, STATE_STORE_PROVIDER
-        from dagger.sinks import build_sinks
         from dagger.sql.retention import running_aggregates
         from dagger.sql.rewrite import rewrite_query
         from dagger.sql.state import unbounded_state
@@ -440,7 +446,7 @@ class StreamManager:
                 rewritten, self.config.FLINK_ROWTIME_ATTRIBUTE_NAME, retained=running is not None
             )
         plan.output_mode = "batch (bounded input)" if self.bounded else self._output_mode(df)
-        plan.sinks = build_sinks(self.config, self.descriptors)
+        plan.sinks = self.sinks()
         # VARIANT columns (untyped lookup outputs) take their values' type per batch: checked when written
         arrow_schema = without_variants(to_arrow_schema(df.schema, timezone="UTC"))
         for sink in plan.sinks:

@@ -147,9 +147,15 @@ def topic_size(bootstrap: str, topic: str) -> int:
             marks[str(p)] = (topic, p, max(low, 0), max(high, 0))
     finally:
         lister.close()
-    probe = HighWatermarkProbe(config)
+    # a fetch with a short wait gets nothing from a loaded embedded broker (docs/brokers.md, defect 4): wait long
+    probe = HighWatermarkProbe(config, fetch_wait_ms="500")
     try:
-        highs = probe.highs(marks)
+        highs = probe.highs(marks, timeout_s=30)
+        if probe.unanswered:  # never a silent guess: the listed end can be short by the last batch
+            raise RuntimeError(
+                f"topic_size({topic!r}): partitions {', '.join(probe.unanswered)} answered no fetch in 30 s; "
+                "their size is unknown"
+            )
     finally:
         probe.close()
     return sum(highs.get(k, listed) for k, (_t, _p, _low, listed) in marks.items())

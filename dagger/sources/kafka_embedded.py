@@ -64,14 +64,16 @@ class HighWatermarkProbe:
     """The fetch path's high watermark of partitions: a consumer assigned one record before each partition's
     listed end reads that record, and the fetch response's high watermark is taken from librdkafka's cache."""
 
-    def __init__(self, client_config: dict[str, str]):
+    def __init__(self, client_config: dict[str, str], fetch_wait_ms: str = FETCH_WAIT_MS):
         self._config = {
             **client_config,
             "enable.auto.commit": "false",
             "enable.partition.eof": "true",
-            "fetch.wait.max.ms": FETCH_WAIT_MS,
+            "fetch.wait.max.ms": fetch_wait_ms,
         }
         self._consumer: Any = None
+        #: the keys of the last :meth:`highs` call that got no answer in time (their listed end may be short)
+        self.unanswered: list[str] = []
 
     def highs(self, marks: dict[str, tuple[str, int, int, int]], timeout_s: float = 10.0) -> dict[str, int]:
         """``{key: high}`` for ``marks`` = ``{key: (topic, partition, low, listed_high)}``; partitions with no
@@ -79,6 +81,7 @@ class HighWatermarkProbe:
         from confluent_kafka import Consumer, KafkaError, TopicPartition
 
         wanted = {k: v for k, v in marks.items() if v[3] > v[2]}
+        self.unanswered = []
         if not wanted:
             return {}
         if self._consumer is None:
@@ -97,6 +100,7 @@ class HighWatermarkProbe:
                         key = pending.pop((m.topic(), m.partition()), None)
                         if key is not None:
                             answered.append(key)
+            self.unanswered = sorted(pending.values())
             out = {}
             for key in answered:
                 topic, p, _low, listed = wanted[key]
