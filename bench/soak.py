@@ -33,7 +33,6 @@ import sys
 import tempfile
 import threading
 import time
-import urllib.request
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -131,34 +130,6 @@ def memory_by_kind(root: int) -> tuple[dict[str, int], int, int]:
         by_kind[kind] = by_kind.get(kind, 0) + proctree.rss_of(pid)
         pss += proctree.pss_of(pid)
     return by_kind, len(pids), pss
-
-
-def scrape(port: int) -> dict[str, float]:
-    """The job's own gauges and counters this soak follows, from its Prometheus endpoint (empty before it serves)."""
-    from prometheus_client.parser import text_string_to_metric_families
-
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as answer:
-            text = answer.read().decode()
-    except OSError:
-        return {}
-    wanted = {
-        "dagger_state_rows": "state_rows",
-        "dagger_kafka_consumer_lag_max": "lag",
-        "dagger_source_records_total": "read",
-        "dagger_batches_total": "batches",
-        "dagger_external_calls_total": "lookups",
-        "dagger_sink_records_total": "written",
-    }
-    out: dict[str, float] = {}
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            name = wanted.get(sample.name)
-            if sample.name == "dagger_batch_phase_seconds_total":
-                name = f"phase_{sample.labels.get('phase', '?')}"
-            if name:
-                out[name] = out.get(name, 0.0) + sample.value
-    return out
 
 
 def job_config(bootstrap: str, descriptors: str, source: str, sink: str, lookup: Any, port: int) -> dict:
@@ -262,6 +233,7 @@ def run_soak(settings: Settings, log=print) -> dict:  # noqa: ANN001, C901 - one
     """Run one soak with ``settings``; returns the results (also written to ``settings.results``)."""
     from dagger.devtools.broker import Broker, free_port
     from dagger.devtools.descriptor_server import DescriptorServer
+    from dagger.devtools.job_metrics import scrape
     from dagger.devtools.lookup_server import LookupServer
     from dagger.devtools.process import stop_process
     from dagger.devtools.produce import topic_size

@@ -21,10 +21,14 @@ import re
 import signal
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dagger.progress import ProgressReporter
 from dagger.schema.refresh import DescriptorWatcher
+from dagger.telemetry import Telemetry
+
+if TYPE_CHECKING:
+    from dagger.stream_manager import StreamManager
 
 log = logging.getLogger("dagger")
 
@@ -33,12 +37,12 @@ class JobRunner:
     """Runs one job to its end. Parameters: the job (a :class:`~dagger.stream_manager.StreamManager`) and how
     often to log progress, in seconds."""
 
-    def __init__(self, job: Any, progress_interval: float = 10.0):
+    def __init__(self, job: StreamManager, progress_interval: float = 10.0):
         self.job = job
         self.progress_interval = progress_interval
-        self.progress = ProgressReporter(job)
+        self.progress: ProgressReporter | None = None  # a view of the telemetry's metrics, made by run()
         self.query: Any = None
-        self.telemetry: Any = None
+        self.telemetry: Telemetry | None = None
         self.exit_code: int | None = None
         self.failure: str | None = None  # the root message of the query's failure
         self._stop = threading.Event()
@@ -53,10 +57,8 @@ class JobRunner:
 
     def run(self) -> int:
         """Plan, start and run the job; returns the process exit code (0 on a clean end)."""
-        from dagger.telemetry import Telemetry
-
-        job = self.job
-        telemetry = self.telemetry = Telemetry.create(job)  # scrapeable (dagger_up 0) while the job plans
+        telemetry = self.telemetry = Telemetry(self.job)  # scrapeable (dagger_up 0) while the job plans
+        self.progress = ProgressReporter(telemetry.metrics)
         failed = False
         try:
             return self._run(telemetry)
@@ -64,17 +66,16 @@ class JobRunner:
             failed = True
             raise
         finally:
-            if telemetry is not None:
-                telemetry.close(failed=failed or self.exit_code == 1)
+            telemetry.close(failed=failed or self.exit_code == 1)
             if self.failure is not None:
                 log.error("query failed: %s", self.failure)
 
-    def _run(self, telemetry: Any) -> int:
+    def _run(self, telemetry: Telemetry) -> int:
         from pyspark.errors import StreamingQueryException
 
         job = self.job
         try:
-            getattr(job, "spark", None)  # the session: PySpark's SparkContext installs a SIGINT handler of its own,
+            job.spark  # noqa: B018 - the session: PySpark's SparkContext installs a SIGINT handler of its own,
             self._install_signal_handlers()  # (cancel every job, raise KeyboardInterrupt); ours replace it
             plan = job.plan()
         except KeyboardInterrupt:
@@ -86,10 +87,9 @@ class JobRunner:
         if job.available_now and job.bounded:
             log.info("the input is bounded: --available-now changes nothing (the run reads it all and stops)")
         query = self.query = job.start(plan)
-        if telemetry is not None:
-            telemetry.attach(query, job.spark)
+        telemetry.attach(query, job.spark)
         last_report = time.monotonic()
-        refresh = getattr(job, "refresh_seconds", None)
+        refresh = job.refresh_seconds
         watcher = DescriptorWatcher(job.fetch_descriptors, refresh) if refresh else None
         try:
             while query.isActive:
@@ -113,28 +113,26 @@ class JobRunner:
         finally:
             if watcher is not None:
                 watcher.close()
+            if job.bounded:
+                if query.lastProgress:
+                    telemetry.metrics.record_bounded(query.lastProgress, job.inputs)
+            else:
+                telemetry.record(query.lastProgress)  # the last batch, if the listener has not had it yet
             self.progress.report(query, final=True)
-            if telemetry is not None:
-                if job.bounded:
-                    if query.lastProgress:
-                        telemetry.metrics.record_bounded(query.lastProgress, getattr(job, "_inputs", []))
-                else:
-                    telemetry.record(query.lastProgress)  # the last batch, if the listener has not had it yet
         job.finish(query)
         if self.failure is not None:  # stopped by the runner: descriptors changed incompatibly
             self.exit_code = 1
             return 1
         exc = query.exception()
         if exc is not None:
-            if telemetry is not None:
-                telemetry.fatal(exception_type(exc))
+            telemetry.fatal(exception_type(exc))
             self.failure = root_message(exc)  # logged last, after telemetry's shutdown wait: what a user reads
             self.exit_code = 1
             return 1
         self.exit_code = 0
         return 0
 
-    def _switch_descriptors(self, query: Any, fresh: Any, telemetry: Any) -> Any:
+    def _switch_descriptors(self, query: Any, fresh: Any, telemetry: Telemetry) -> Any:
         """Run the query with ``fresh`` descriptor sets: a compatible change restarts it from its checkpoint after
         the running micro-batch (returns the new query); an incompatible one stops it (the job then exits 1)."""
         job = self.job
@@ -158,8 +156,7 @@ class JobRunner:
         self._stop_between_batches(query)
         job.adopt_descriptors(fresh)
         restarted = job.start(job.plan())
-        if telemetry is not None:
-            telemetry.attach(restarted, job.spark)
+        telemetry.attach(restarted, job.spark)
         log.info("the query runs again, with descriptor sets sha256 %s", fresh.sha256[:12])
         return restarted
 

@@ -110,7 +110,8 @@ class StreamManager:
         #: session settings the job's processors asked for (ProcessorContext.session_settings)
         self._processor_settings: dict[str, str] = {}
         self._sinks: tuple[Any, list[Sink]] | None = None  # (the descriptor sets they were built for, the sinks)
-        self._inputs: list[Any] = []
+        #: what each bounded stream reads (Parquet files, Kafka ranges)
+        self.inputs: list[Any] = []
         self.functions_used: list[str] = []
         self._store = None
         self.bounded = self._is_bounded()
@@ -284,7 +285,7 @@ class StreamManager:
                 observation = Observation(f"input_{stream.INPUT_SCHEMA_TABLE}")
                 self._observations[stream.INPUT_SCHEMA_TABLE] = observation
                 df = df.observe(observation, F.count(F.lit(1)).alias("rows"), invalid)
-                self._inputs.append(source_of(stream).input_description(self.spark, stream, self.from_ms, self.to_ms))
+                self.inputs.append(source_of(stream).input_description(self.spark, stream, self.from_ms, self.to_ms))
             if source_of(stream).invalid_record_policy(stream) in ("drop", "dead-letter") and not filtered_later:
                 if not self.bounded:
                     df = df.observe(f"invalid_records_{stream.INPUT_SCHEMA_TABLE}", invalid)
@@ -559,7 +560,7 @@ class StreamManager:
         from dagger.sinks.spark_writer import encode_sinks, write_micro_batch
 
         self._prepare_sinks(plan.sinks)
-        print_ = fingerprint(self._inputs)
+        print_ = fingerprint(self.inputs)
         batch_id = batch_id_for(self.store, print_)
         write = write_micro_batch(encode_sinks(plan.sinks))
 
@@ -598,9 +599,9 @@ class StreamManager:
         context = self.spark.sparkContext
         self.sink_counters = {}
         for sink in sinks:
-            sink.counters = {kind: context.accumulator(0) for kind in COUNTERS}
-            sink.state = self.store.below(f"sinks/{sink.display_name}")
-            self.sink_counters[sink.display_name] = sink.counters
+            counters = {kind: context.accumulator(0) for kind in COUNTERS}
+            sink.attach(counters, self.store.below(f"sinks/{sink.display_name}"))
+            self.sink_counters[sink.display_name] = counters
             sink.prepare()
 
     def finish(self, query: StreamingQuery | BoundedRun) -> None:

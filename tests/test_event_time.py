@@ -183,8 +183,12 @@ def _window_counts(broker, stencil, spark, tmp_path, source: str, sql: str, expe
         op.get("numRowsDroppedByWatermark", 0) for p in query.recentProgress for op in p.get("stateOperators", [])
     )
     from dagger.progress import ProgressReporter
+    from dagger.telemetry.metrics import JobMetrics
 
-    reporter = ProgressReporter(manager)
+    metrics = JobMetrics(manager)  # as the runner's listener records them: each batch once
+    for progress in query.recentProgress:
+        metrics.record_progress(progress)
+    reporter = ProgressReporter(metrics)
     reporter.report(query, final=True)  # the final summary a user reads
     assert reporter.late_rows == late
     return sorted((r.window_timestamp.ToDatetime(dt.UTC), r.booking_count) for r in rows), late

@@ -87,6 +87,7 @@ class NotStarted:
 
     available_now = bounded = False
     config = SimpleNamespace(METRIC_TELEMETRY_ENABLE=False)
+    spark = None
 
     def __init__(self):
         self.planned = self.started = False

@@ -36,7 +36,14 @@ STREAM = {
 
 def fake_job(**config) -> SimpleNamespace:
     data = {"FLINK_JOB_ID": "bookings", "FLINK_SQL_QUERY": "SELECT * FROM bookings", "STREAMS": [STREAM], **config}
-    return SimpleNamespace(config=load_config(data=data), sink_counters={}, lookup_metrics={}, udf_context=None)
+    return SimpleNamespace(
+        config=load_config(data=data),
+        sink_counters={},
+        lookup_metrics={},
+        udf_context=None,
+        functions_used=[],
+        inputs=[],
+    )
 
 
 def progress(batch: int, rows: int, end: dict, latest: dict, invalid: int = 0, **extra) -> dict:
@@ -292,3 +299,27 @@ def test_statsd_gets_the_fatal_exception_before_the_job_exits_1(broker, stencil,
     assert "fatal_exception_type:InvalidRecordError" in fatal[0]
     assert exited_at - fatal_at >= 1.0  # METRIC_TELEMETRY_SHUTDOWN_PERIOD_MS before the exit
     assert "waiting 1500 ms so the last metrics leave" in stderr
+
+
+def test_the_progress_line_is_a_view_of_the_metrics_that_record_each_batch_once(caplog):
+    """One observer: the listener and the runner's final poll may both hand a batch over; it counts once, and the
+    progress line shows what the metrics hold (late rows since the last line and since start, lag, sinks)."""
+    import logging
+
+    from dagger.progress import ProgressReporter
+
+    metrics = JobMetrics(fake_job())
+    first = progress(0, 5, {"bookings:0": 5}, {"bookings:0": 9}, numInputRows=5)
+    assert metrics.record_progress(first) and not metrics.record_progress(first)  # the second hand-over is ignored
+    reporter = ProgressReporter(metrics)
+    query = SimpleNamespace(lastProgress=first)
+    with caplog.at_level(logging.INFO, logger="dagger"):
+        reporter.report(query)
+        metrics.record_progress(progress(1, 4, {"bookings:0": 9}, {"bookings:0": 9}, numInputRows=4))
+        reporter.report(query, final=True)
+    lines = [r.getMessage() for r in caplog.records]
+    assert lines[0].startswith("batch 0: 5 input rows (20 rows/s), consumer lag 4, watermark 2026-11-22T10:00:00")
+    assert lines[0].endswith("late rows dropped 2 (2 since start)")
+    assert lines[1].startswith("final batch 1: 4 input rows") and "consumer lag 0" in lines[1]
+    assert lines[1].endswith("late rows dropped 2 (4 since start)")
+    assert reporter.late_rows == metrics.late == 4

@@ -34,14 +34,10 @@ def build_sinks(config: JobConfig, descriptors: DescriptorSet) -> list[Sink]:
     from dagger.dead_letter import DeadLetterSpec
 
     dead_letter = DeadLetterSpec.from_config(config)
-    sinks = []
-    for name, entry in config.sink_configs:
-        sink = build_sink(entry, descriptors)
-        sink.label = name
-        sink.dead_letter = dead_letter
-        sink.fail_on = frozenset(entry.SINK_ERROR_TYPES_FOR_FAILURE)
-        sinks.append(sink)
-    return sinks
+    return [
+        build_sink(entry, descriptors).bind(name, dead_letter, frozenset(entry.SINK_ERROR_TYPES_FOR_FAILURE))
+        for name, entry in config.sink_configs
+    ]
 
 
 __all__ = [

@@ -62,17 +62,27 @@ class Sink(ABC):
     #: what writing input that was already written does (a replay, a re-run bounded job); logged and documented
     rerun: ClassVar[str] = "writes it again"
 
-    #: this sink's name in logs, counters and dead letters (``SINK_NAME``; set by the stream manager)
+    #: this sink's name in logs, counters and dead letters (``SINK_NAME``; given by :meth:`bind`)
     label: str = ""
-    #: the job's dead-letter output (a :class:`~dagger.dead_letter.DeadLetterSpec`), or None
+    #: the job's dead-letter output (a :class:`~dagger.dead_letter.DeadLetterSpec`), or None (:meth:`bind`)
     dead_letter: Any = None
-    #: error types that fail the batch instead of going to the dead-letter output
+    #: error types that fail the batch instead of going to the dead-letter output (:meth:`bind`)
     fail_on: frozenset[str] = frozenset()
-    #: kind → Spark accumulator (see :data:`COUNTERS`); set by the stream manager
+    #: kind → Spark accumulator (see :data:`COUNTERS`); given by :meth:`attach` before the query starts
     counters: dict[str, Any] | None = None
     #: a directory under the job's checkpoint this sink may keep state in, with the checkpoint's filesystem
-    #: settings (a :class:`~dagger.checkpoint.CheckpointStore`; set by the stream manager)
+    #: settings (a :class:`~dagger.checkpoint.CheckpointStore`; given by :meth:`attach`)
     state: CheckpointStore | None = None
+
+    def bind(self, label: str, dead_letter: Any, fail_on: frozenset[str]) -> Sink:
+        """What the job's config gives every sink besides its own settings: its ``SINK_NAME``, the job's
+        dead-letter output and ``SINK_ERROR_TYPES_FOR_FAILURE`` (called once, when the job builds its sinks)."""
+        self.label, self.dead_letter, self.fail_on = label, dead_letter, fail_on
+        return self
+
+    def attach(self, counters: dict[str, Any], state: CheckpointStore) -> None:
+        """What a started job gives the sink: its counters and its state directory (before :meth:`prepare`)."""
+        self.counters, self.state = counters, state
 
     def count(self, kind: str, n: int) -> None:
         """Add ``n`` to this sink's ``kind`` counter (a no-op outside a job)."""

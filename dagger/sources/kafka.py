@@ -71,6 +71,8 @@ log = logging.getLogger(__name__)
 SOURCE_FORMAT = "dagger-kafka"
 _JAAS = re.compile(r'(username|password)\s*=\s*"([^"]*)"')
 _FIRST_CONTACT_SECONDS = 30.0  # brokers unreachable at start: the job fails after this long
+#: how long a listing of the stream's topics and partitions is reused (a new partition is read after at most this)
+TOPICS_REFRESH_SECONDS = 5.0
 
 
 def client_config(stream: StreamConfig, job_slug: str, large_messages: bool = False) -> dict[str, str]:
@@ -171,6 +173,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._embedded = False  # the cluster is the embedded broker (tansu), known from its metadata
         self._high_probe = None
         self._probe_warned = -1e9  # when the last unanswered probe was logged (monotonic)
+        self._listed: tuple[float, list[tuple[str, int]]] | None = None  # (when, the partitions) last listed
+        self._reported: dict[str, int] | None = None  # the latest offsets the last planning saw
         self._reached = False  # the brokers have answered once: from then on they are waited for
         self._waiting = False  # they do not answer now (logged once)
 
@@ -244,7 +248,11 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             self._reached = True
             return result
 
-    def _topic_partitions(self) -> list[tuple[str, int]]:
+    def _topic_partitions(self, fresh: bool = False) -> list[tuple[str, int]]:
+        """The partitions of the topics the stream reads, listed at most every :data:`TOPICS_REFRESH_SECONDS`
+        (a listing asks for every topic of the cluster: not once per micro-batch); ``fresh``: list now."""
+        if not fresh and self._listed and time.monotonic() - self._listed[0] < TOPICS_REFRESH_SECONDS:
+            return self._listed[1]
         metadata = self._brokers(lambda timeout: self._admin().list_topics(timeout=timeout), "list topics")
         self._embedded = is_embedded(metadata.cluster_id)
         found = []
@@ -252,6 +260,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             if name.startswith("__") or not self._pattern.fullmatch(name) or topic.error is not None:
                 continue
             found.extend((name, p) for p in topic.partitions)
+        self._listed = (time.monotonic(), sorted(found)) if found else None  # none yet: look again next time
         return sorted(found)
 
     def _watermarks(self, tps: list[tuple[str, int]]) -> dict[str, tuple[int, int]]:
@@ -347,6 +356,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             tps = self._topic_partitions()
             marks = self._watermarks(tps)
             latest = {k: high for k, (_, high) in marks.items()}
+            self._reported = dict(latest)  # for reportLatestOffset, which Spark calls next
             # partitions that appeared after the query started are read from their beginning
             starts = {k: start[k] if k in start else marks[k][0] for k in latest}
         for k, v in start.items():
@@ -386,6 +396,11 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return self._aligner
 
     def reportLatestOffset(self) -> dict | None:
+        """The latest offsets for the progress (consumer lag): those the planning of this micro-batch just read,
+        not a second round of requests."""
+        if self._reported is not None:
+            reported, self._reported = self._reported, None
+            return self._tagged(reported)
         try:
             return self._tagged({k: high for k, (_, high) in self._watermarks(self._topic_partitions()).items()})
         except Exception:  # noqa: BLE001 - progress reporting must never fail the query

@@ -20,6 +20,8 @@ from dagger.telemetry.metrics import METRICS, JobMetrics, Metric
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+    from dagger.job_view import JobView
+
 log = logging.getLogger("dagger")
 
 
@@ -53,17 +55,22 @@ def _listener_class() -> type:
 
 
 class Telemetry:
-    """One job's metrics and exporters (``job``: its :class:`~dagger.stream_manager.StreamManager`)."""
+    """One job's metrics, the listener that records each micro-batch once, and the exporters (``job``: its
+    :class:`~dagger.job_view.JobView`). Every job has one: the progress line reads its metrics; with
+    ``METRIC_TELEMETRY_ENABLE=false`` nothing is exported."""
 
-    def __init__(self, job: Any):
+    def __init__(self, job: JobView):
         config = job.config
         self.job = job
         self.metrics = JobMetrics(job)
-        self.shutdown_period_ms = config.METRIC_TELEMETRY_SHUTDOWN_PERIOD_MS
+        self.shutdown_period_ms = 0
         self.endpoint = None
         self.statsd = None
         self._listener = None
         self._spark: SparkSession | None = None
+        if not config.METRIC_TELEMETRY_ENABLE:
+            return
+        self.shutdown_period_ms = config.METRIC_TELEMETRY_SHUTDOWN_PERIOD_MS
         job_id = config.FLINK_JOB_ID
         if config.METRIC_PROMETHEUS_PORT:
             from dagger.telemetry.prometheus import PrometheusEndpoint
@@ -89,11 +96,6 @@ class Telemetry:
                 parse_tags(config.METRIC_STATSD_TAGS),
             )
             log.info("metrics: StatsD to %s:%d", config.METRIC_STATSD_HOST, config.METRIC_STATSD_PORT)
-
-    @classmethod
-    def create(cls, job: Any) -> Telemetry | None:
-        """The job's telemetry, or None with ``METRIC_TELEMETRY_ENABLE=false``."""
-        return cls(job) if job.config.METRIC_TELEMETRY_ENABLE else None
 
     def attach(self, query: Any, spark: SparkSession) -> None:
         """Record ``query``'s progress from now on (a listener on its session ``spark``)."""

@@ -22,6 +22,7 @@ from dagger.serde.formats import describe_records
 
 if TYPE_CHECKING:
     from dagger.config.model import JobConfig
+    from dagger.job_view import JobView
 
 
 @dataclass(frozen=True)
@@ -228,14 +229,31 @@ def _offsets(value: Any) -> dict[str, Any]:
 
 
 @dataclass
+class MetricsView:
+    """A job's numbers at one moment, as the progress line shows them."""
+
+    last_batch: int
+    last_input_rows: int
+    processed_rate: float
+    max_lag: int | None
+    watermark_text: str | None
+    late: int
+    invalid_by_table: dict[str, int]
+    sinks: dict[str, dict[str, int]] = field(default_factory=dict)
+    lookups: dict[str, dict[str, int]] = field(default_factory=dict)
+    darts: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
 class JobMetrics:
     """The job's numbers, updated from query progress and the runner, read by the exporters (thread-safe).
 
-    ``job`` (a :class:`~dagger.stream_manager.StreamManager`) gives the accumulator-backed counters (sinks,
-    lookups, DARTS) and the static facts (streams, sinks, functions, processors).
+    ``job`` (its :class:`~dagger.job_view.JobView`) gives the accumulator-backed counters (sinks, lookups, DARTS)
+    and the static facts (streams, sinks, functions, processors). Each micro-batch is recorded once
+    (:meth:`record_progress`); the progress line reads :meth:`snapshot`.
     """
 
-    job: Any
+    job: JobView
     started: float = field(default_factory=time.time)
     up: int = 0
     restarts: int = 0
@@ -246,6 +264,8 @@ class JobMetrics:
     lag: dict[tuple[str, str, str], int] = field(default_factory=dict)
     late: int = 0
     watermark: float | None = None
+    watermark_text: str | None = None
+    last_input_rows: int = 0
     input_rate: float = 0.0
     processed_rate: float = 0.0
     state_rows: int = 0
@@ -272,11 +292,13 @@ class JobMetrics:
             if self.last_batch < 0 and batch > 0:
                 self.restarts += 1  # the first batch of this run continues a checkpoint
             self.last_batch = batch
+            self.last_input_rows = int(progress.get("numInputRows") or 0)
             self.input_rate = float(progress.get("inputRowsPerSecond") or 0.0)
             self.processed_rate = float(progress.get("processedRowsPerSecond") or 0.0)
-            watermark = _seconds((progress.get("eventTime") or {}).get("watermark"))
+            text = (progress.get("eventTime") or {}).get("watermark")
+            watermark = _seconds(text)
             if watermark is not None and watermark > 0:
-                self.watermark = watermark
+                self.watermark, self.watermark_text = watermark, text
             operators = progress.get("stateOperators") or []
             self.late += sum(op.get("numRowsDroppedByWatermark", 0) for op in operators)
             self.state_rows = sum(op.get("numRowsTotal", 0) for op in operators)
@@ -345,6 +367,28 @@ class JobMetrics:
 
     # -- reading ------------------------------------------------------------------------------------------------
 
+    def snapshot(self) -> MetricsView:
+        """The numbers the progress line shows, read at once."""
+        job = self.job
+        with self._lock:
+            invalid: dict[str, int] = {}
+            for (table, _policy), n in self.invalid.items():
+                invalid[table] = invalid.get(table, 0) + n
+            view = MetricsView(
+                last_batch=self.last_batch,
+                last_input_rows=self.last_input_rows,
+                processed_rate=self.processed_rate,
+                max_lag=max(self.lag.values()) if self.lag else None,
+                watermark_text=self.watermark_text,
+                late=self.late,
+                invalid_by_table=invalid,
+            )
+        view.sinks = {name: {k: a.value for k, a in kinds.items()} for name, kinds in job.sink_counters.items()}
+        view.lookups = {name: metrics.values() for name, metrics in job.lookup_metrics.items()}
+        context = job.udf_context
+        view.darts = {k: a.value for k, a in ((context.counters if context else None) or {}).items()}
+        return view
+
     def values(self) -> Iterator[tuple[Metric, dict[str, str], Any]]:
         """Every sample: ``(metric, labels, value)``; a histogram's value is ``(cumulative buckets, sum)``."""
         with self._lock:
@@ -389,7 +433,7 @@ class JobMetrics:
         """Counters Spark accumulators keep on the driver (summed from every task)."""
         job = self.job
         dead_letters = 0
-        for sink, kinds in sorted((getattr(job, "sink_counters", None) or {}).items()):
+        for sink, kinds in sorted((job.sink_counters).items()):
             for kind, outcome in SINK_OUTCOMES.items():
                 if kind in kinds:
                     value = kinds[kind].value
@@ -397,7 +441,7 @@ class JobMetrics:
                     if kind == "dead_letters":
                         dead_letters += value
                         yield BY_NAME["dagger_dead_letter_records_total"], {"origin": f"sink:{sink}"}, value
-        for source, metrics in sorted((getattr(job, "lookup_metrics", None) or {}).items()):
+        for source, metrics in sorted(job.lookup_metrics.items()):
             counts = metrics.values()
             for key, outcome in LOOKUP_OUTCOMES.items():
                 if key in counts:
@@ -421,12 +465,12 @@ class JobMetrics:
             yield BY_NAME["dagger_non_fatal_exceptions_total"], {"exception_type": "RejectedRow"}, dead_letters
         failed = sum(
             metrics.values().get(key, 0)
-            for metrics in (getattr(job, "lookup_metrics", None) or {}).values()
+            for metrics in job.lookup_metrics.values()
             for key in ("failures_code404", "failures_code4XX", "failures_code5XX", "failures_other", "timeouts")
         )
         if failed:  # a failed lookup passed on (fail_on_errors: false); with fail_on_errors the job fails instead
             yield BY_NAME["dagger_non_fatal_exceptions_total"], {"exception_type": "LookupFailure"}, failed
-        context = getattr(job, "udf_context", None)
+        context = job.udf_context
         for name, accumulator in sorted(((context.counters if context else None) or {}).items()):
             yield BY_NAME["dagger_darts_total"], {"event": name.removeprefix("dart_")}, accumulator.value
 
@@ -448,7 +492,7 @@ class JobMetrics:
             },
             1,
         )
-        for udf in sorted(getattr(self.job, "functions_used", None) or ()):
+        for udf in sorted(self.job.functions_used):
             yield BY_NAME["dagger_udf_info"], {"udf": udf}, 1
         for stage, kind in processors(config):
             yield BY_NAME["dagger_processor_info"], {"stage": stage, "type": kind}, 1
