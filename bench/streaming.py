@@ -333,7 +333,7 @@ class Bench:
         job = Path(tempfile.mkdtemp(prefix="bench-latency-")) / "job.json"
         port = free_port()  # the job's own metrics: where a micro-batch's time goes (Spark's durationMs)
         data = self._job(out, STATELESS_SQL, "dagger.examples.BookingSummaryMessage", source)
-        job.write_text(json.dumps({**data, "METRIC_PROMETHEUS_PORT": str(port)}))
+        job.write_text(json.dumps({**data, "METRIC_TELEMETRY_ENABLE": "true", "METRIC_PROMETHEUS_PORT": str(port)}))
         scrapes: dict[str, dict[str, float]] = {}
         generator = RecordGenerator(self.booking(), seed=1, start=START, events_per_second=EVENTS_PER_SECOND)
         window: dict[str, float] = {}

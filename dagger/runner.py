@@ -165,21 +165,27 @@ class JobRunner:
             log.info("cancelling the bounded run %r", self.job.config.FLINK_JOB_ID)
             query.stop()
             return
-        deadline = time.monotonic() + timeout
-        while (
-            query.isActive
-            and query.status.get("isTriggerActive")
-            and not self._at_once.is_set()
-            and time.monotonic() < deadline
-        ):
-            time.sleep(0.05)
-        if self._at_once.is_set():
-            log.info(
-                "stopping %r at once: the running micro-batch is redone by the next run", self.job.config.FLINK_JOB_ID
-            )
-        else:
-            log.info("stopping %r after the last finished micro-batch", self.job.config.FLINK_JOB_ID)
-        query.stop()
+        # no new input from here: with back-to-back micro-batches there is otherwise no moment between two of them
+        self.job.hold_input()
+        try:
+            deadline = time.monotonic() + timeout
+            while (
+                query.isActive
+                and query.status.get("isTriggerActive")
+                and not self._at_once.is_set()
+                and time.monotonic() < deadline
+            ):
+                time.sleep(0.005)  # planning an empty batch takes milliseconds: look often
+            if self._at_once.is_set():
+                log.info(
+                    "stopping %r at once: the running micro-batch is redone by the next run",
+                    self.job.config.FLINK_JOB_ID,
+                )
+            else:
+                log.info("stopping %r after the last finished micro-batch", self.job.config.FLINK_JOB_ID)
+            query.stop()
+        finally:
+            self.job.release_input()
 
     def _install_signal_handlers(self) -> None:
         if threading.current_thread() is not threading.main_thread():

@@ -19,6 +19,8 @@ Running it (signals, the loop, stop conditions, progress, the exit code) is :mod
 from __future__ import annotations
 
 import logging
+import tempfile
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -115,6 +117,8 @@ class StreamManager:
         self.functions_used: list[str] = []
         self._store = None
         self.bounded = self._is_bounded()
+        #: while this file exists, live sources admit no new input (:meth:`hold_input`)
+        self.hold_file = str(Path(tempfile.gettempdir()) / f"dagger-hold-{config.job_slug}-{uuid.uuid4().hex[:8]}")
 
     def _is_bounded(self) -> bool:
         """True when every stream has an end (Parquet, or Kafka with an end position or ``--to``)."""
@@ -260,6 +264,7 @@ class StreamManager:
             to_ms=self.to_ms,
             fields=self._pruned_fields(sql),
             event_time=event_time,
+            hold_file=self.hold_file,
         )
         delay = f"{self.config.FLINK_WATERMARK_DELAY_MS} milliseconds"
         rowtime = self.config.FLINK_ROWTIME_ATTRIBUTE_NAME
@@ -603,6 +608,14 @@ class StreamManager:
             sink.attach(counters, self.store.below(f"sinks/{sink.display_name}"))
             self.sink_counters[sink.display_name] = counters
             sink.prepare()
+
+    def hold_input(self) -> None:
+        """Live sources plan no new input from now on: the running micro-batch is the last one (a stop)."""
+        Path(self.hold_file).touch()
+
+    def release_input(self) -> None:
+        """Undo :meth:`hold_input` (the query is stopped; a restarted one reads on)."""
+        Path(self.hold_file).unlink(missing_ok=True)
 
     def finish(self, query: StreamingQuery | BoundedRun) -> None:
         """Once a live run stopped cleanly: let each source finish its streams (the Kafka source commits the last

@@ -72,6 +72,14 @@ def main() -> None:
             timings.setdefault(name, []).append((time.perf_counter() - began) * 1000)
             return out
 
+        from dagger.sources import event_time
+
+        original_times = event_time.EventTimeProbe.times
+
+        def probe_times(probe, wanted):  # noqa: ANN001, ANN202
+            return timed("event-time probe (one round)", lambda: original_times(probe, wanted))
+
+        event_time.EventTimeProbe.times = probe_times
         original_topics, original_marks = reader._topic_partitions, reader._watermarks
         reader._topic_partitions = lambda: timed("list topics", original_topics)
         reader._watermarks = lambda tps: timed("offsets + high-watermark probe", lambda: original_marks(tps))

@@ -168,3 +168,54 @@ def test_a_second_signal_stops_a_long_micro_batch_at_once(
     # the UDF gets rows 100 at a time (10 s of sleeps each): the writer had not produced a record when it was cut
     assert topic_size(broker.bootstrap, out) == 0
     assert manager.sink_counters["kafka"]["written"].value == 0
+
+
+class BackToBack:
+    """A live query whose micro-batches follow one another with no moment between them, as long as its source
+    admits input (its job's hold file is absent)."""
+
+    isActive = True
+
+    def __init__(self, hold_file: str):
+        self.hold_file = hold_file
+        self.stopped_with_hold = None
+
+    @property
+    def status(self) -> dict:
+        return {"isTriggerActive": not os.path.exists(self.hold_file)}
+
+    def stop(self) -> None:
+        self.stopped_with_hold = os.path.exists(self.hold_file)
+
+
+def test_a_stop_holds_the_input_so_back_to_back_batches_end_at_once(tmp_path, saved_signals):
+    """Without a moment between two micro-batches the runner waited out its whole timeout (120 s, beyond a
+    pod's grace period); holding the input makes the running batch the last."""
+    import time
+
+    from dagger.stream_manager import StreamManager
+
+    job = NotStarted()
+    job.hold_file = str(tmp_path / "hold")
+    job.hold_input = lambda: StreamManager.hold_input(job)
+    job.release_input = lambda: StreamManager.release_input(job)
+    job.config = SimpleNamespace(METRIC_TELEMETRY_ENABLE=False, FLINK_JOB_ID="j")
+    query = BackToBack(job.hold_file)
+    began = time.monotonic()
+    JobRunner(job)._stop_between_batches(query, timeout=10)
+    assert time.monotonic() - began < 2
+    assert query.stopped_with_hold is True  # no new batch could start between the wait and the stop
+    assert not os.path.exists(job.hold_file)  # released: a restarted query reads on
+
+
+def test_a_held_kafka_source_plans_no_new_input(tmp_path):
+    from pyspark.sql.datasource import ReadAllAvailable
+
+    from dagger.sources.kafka import KafkaSourceSpec, KafkaStreamReader
+
+    hold = tmp_path / "hold"
+    spec = KafkaSourceSpec("t", "x", {"bootstrap.servers": "127.0.0.1:1"}, "", "m", None)
+    spec.hold_file = str(hold)
+    hold.touch()
+    start = {"@table": "t", "x:0": 5}
+    assert KafkaStreamReader(spec).latestOffset(start, ReadAllAvailable()) == start  # no broker asked

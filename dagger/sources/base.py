@@ -32,6 +32,9 @@ class SourceOptions:
     to_ms: int | None = None  # dagger run --to: every Kafka stream stops here (exclusive)
     fields: dict[str, list[str]] | None = None  # table -> the message fields to decode (absent: all)
     event_time: bool = True  # the job's results depend on the watermark: read Kafka partitions aligned in event time
+    #: a file on the driver's machine whose presence means "admit no new input": the runner stopping the job
+    #: creates it so that the running micro-batch is the last one (a live source then plans none)
+    hold_file: str | None = None
 
 
 class Source(ABC):

@@ -100,7 +100,8 @@ class EventTimeProbe:
         done: set[str] = set()
         deadline = time.monotonic() + _FETCH_TIMEOUT
         while len(done) < len(todo) and time.monotonic() < deadline:
-            for message in consumer.consume(num_messages=max(64, 4 * len(todo)), timeout=0.1):
+            # ask for as many as are missing: consume() returns once it has them, or waits out its timeout
+            for message in consumer.consume(num_messages=len(todo) - len(done), timeout=0.1):
                 key = f"{message.topic()}:{message.partition()}"
                 if key not in todo or key in done:
                     continue

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 import time
 from collections.abc import Iterator
@@ -345,7 +346,10 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return ReadAllAvailable()
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
-        """End offsets of the next micro-batch: everything available, capped by the read limit."""
+        """End offsets of the next micro-batch: everything available, capped by the read limit; nothing new while
+        the job is stopping (its hold file exists), so that the running micro-batch is the last."""
+        if self.spec.hold_file and os.path.exists(self.spec.hold_file):
+            return self._tagged(positions(start))
         return self._tagged(self._latest(positions(start), limit))
 
     def _latest(self, start: dict[str, int], limit: ReadLimit) -> dict[str, int]:

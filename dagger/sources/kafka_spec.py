@@ -39,6 +39,7 @@ class KafkaSourceSpec:
     data_type: str = "PROTO"  # INPUT_DATATYPE: PROTO (message_name) or JSON (json_schema)
     json_schema: str | None = None  # INPUT_SCHEMA_JSON_SCHEMA
     rowtime_json_field: str | None = None  # INPUT_SCHEMA_JSON_EVENT_TIMESTAMP_FIELD_NAME
+    hold_file: str | None = None  # SourceOptions.hold_file: present, the next micro-batches admit nothing new
 
     def to_option(self) -> str:
         return json.dumps(asdict(self))

@@ -138,6 +138,7 @@ class KafkaSource(Source):
             data_type=stream.INPUT_DATATYPE,
             json_schema=stream.format.INPUT_SCHEMA_JSON_SCHEMA if json_input else None,
             rowtime_json_field=stream.format.INPUT_SCHEMA_JSON_EVENT_TIMESTAMP_FIELD_NAME if json_input else None,
+            hold_file=options.hold_file,
         )
         start, end = start_position(stream, options.from_ms), end_position(stream, options.to_ms)
         spec.start = asdict(start)
