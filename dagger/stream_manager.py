@@ -428,14 +428,17 @@ class StreamManager:
         tables = self.register_streams(rewritten)
         running = None
         try:
+            df = self.spark.sql(rewritten)
             if not self.bounded:  # a GROUP BY that forgets idle keys, as Dagger's retention
                 running = running_aggregates(
                     self.spark,
                     rewritten,
+                    df.columns,
                     self.config.FLINK_RETENTION_IDLE_STATE_MINUTE,
                     self.config.FLINK_ROWTIME_ATTRIBUTE_NAME,
                 )
-            df = running[0] if running else self.spark.sql(rewritten)
+                if running:
+                    df = running[0]
         except (AnalysisException, ParseException) as exc:
             raise SqlError(
                 f"FLINK_SQL_QUERY is not valid Spark SQL: {_first_line(exc)}\nquery as run: {rewritten}"

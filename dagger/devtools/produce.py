@@ -86,12 +86,14 @@ def consume_all(
 
     from confluent_kafka import Consumer, TopicPartition
 
+    from dagger.sources.kafka_embedded import READ_FETCH_WAIT_MS
+
     consumer = Consumer(
         {
             "bootstrap.servers": bootstrap,
             "group.id": f"reader-{uuid.uuid4()}",
             "enable.auto.commit": "false",
-            "fetch.wait.max.ms": "50",
+            "fetch.wait.max.ms": READ_FETCH_WAIT_MS,
             **(config or {}),
         }
     )

@@ -49,6 +49,7 @@ from dagger.kafka_logging import quiet
 from dagger.sources.event_time import EventTimeAligner, EventTimeProbe
 from dagger.sources.kafka_embedded import (
     GAP_RETRIES,
+    READ_FETCH_WAIT_MS,
     HighWatermarkProbe,
     contiguous_prefix,
     gap_wait,
@@ -249,10 +250,10 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             self._reached = True
             return result
 
-    def _topic_partitions(self, fresh: bool = False) -> list[tuple[str, int]]:
+    def _topic_partitions(self) -> list[tuple[str, int]]:
         """The partitions of the topics the stream reads, listed at most every :data:`TOPICS_REFRESH_SECONDS`
-        (a listing asks for every topic of the cluster: not once per micro-batch); ``fresh``: list now."""
-        if not fresh and self._listed and time.monotonic() - self._listed[0] < TOPICS_REFRESH_SECONDS:
+        (a listing asks for every topic of the cluster: not once per micro-batch)."""
+        if self._listed and time.monotonic() - self._listed[0] < TOPICS_REFRESH_SECONDS:
             return self._listed[1]
         metadata = self._brokers(lambda timeout: self._admin().list_topics(timeout=timeout), "list topics")
         self._embedded = is_embedded(metadata.cluster_id)
@@ -261,8 +262,9 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             if name.startswith("__") or not self._pattern.fullmatch(name) or topic.error is not None:
                 continue
             found.extend((name, p) for p in topic.partitions)
-        self._listed = (time.monotonic(), sorted(found)) if found else None  # none yet: look again next time
-        return sorted(found)
+        found.sort()
+        self._listed = (time.monotonic(), found) if found else None  # none yet: look again next time
+        return found
 
     def _watermarks(self, tps: list[tuple[str, int]]) -> dict[str, tuple[int, int]]:
         from confluent_kafka import TopicPartition
@@ -528,7 +530,7 @@ def read_partition(spec: KafkaSourceSpec, part: KafkaPartition) -> Iterator[Any]
             "enable.auto.commit": "false",
             "enable.auto.offset.store": "false",
             "enable.partition.eof": "true",
-            "fetch.wait.max.ms": "50",  # a range's reader: the broker's time under load has stayed under this (soak)
+            "fetch.wait.max.ms": READ_FETCH_WAIT_MS,
         }
     )
     conf.setdefault("queued.max.messages.kbytes", "262144")

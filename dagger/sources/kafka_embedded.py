@@ -36,6 +36,11 @@ EMBEDDED_CLUSTER_IDS = frozenset({"tansu_cluster"})
 #: paid on every micro-batch's planning, though (stateless bench: 529k records/s at 10 ms, 459k at 100, 326k at 500),
 #: so it is twice the shortest wait seen to work, not librdkafka's 500 ms default.
 FETCH_WAIT_MS = "100"
+#: ``fetch.wait.max.ms`` of consumers that read records they know exist up to a known end (a range's reader, the
+#: timestamp seeks, the test readers): such a fetch returns once records are there, and the broker's time to store
+#: them under load has stayed under this through the 30-minute soaks; a longer wait is paid wherever a read meets
+#: a partition's end
+READ_FETCH_WAIT_MS = "50"
 
 # re-reads of one gap before it is accepted as real (a transaction marker, say); waits 0.05, 0.2, 0.8 … s
 GAP_RETRIES = 5

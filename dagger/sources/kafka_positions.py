@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from dagger.errors import DaggerConfigError, SourceError
 from dagger.kafka_logging import quiet
+from dagger.sources.kafka_embedded import READ_FETCH_WAIT_MS
 
 if TYPE_CHECKING:
     from dagger.config.model import StreamConfig
@@ -249,7 +250,9 @@ class _Probe:
             from confluent_kafka import Consumer
 
             conf = dict(self.config)
-            conf.update({"enable.auto.commit": "false", "enable.partition.eof": "true", "fetch.wait.max.ms": "50"})
+            conf.update(
+                {"enable.auto.commit": "false", "enable.partition.eof": "true", "fetch.wait.max.ms": READ_FETCH_WAIT_MS}
+            )
             self._consumer = Consumer(quiet(conf))
         return self._consumer
 

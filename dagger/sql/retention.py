@@ -136,15 +136,18 @@ class _Unsupported(Exception):
     """An aggregate the running form does not compute (the query keeps Spark's own aggregation)."""
 
 
-def running_aggregates(spark: SparkSession, sql: str, minutes: float, rowtime: str) -> tuple[DataFrame, str] | None:
-    """The streaming DataFrame of ``sql`` with keys forgotten after ``minutes`` idle, and a note saying so; None
-    when the query is not of the supported form (or an argument's type is not one the running form sums)."""
+def running_aggregates(
+    spark: SparkSession, sql: str, names: list[str], minutes: float, rowtime: str
+) -> tuple[DataFrame, str] | None:
+    """The streaming DataFrame of ``sql`` (whose output columns Spark names ``names``) with keys forgotten after
+    ``minutes`` idle, and a note saying so; None when the query is not of the supported form (or an argument's
+    type is not one the running form sums)."""
     from pyspark.sql import types as T
 
     if minutes <= 0:
         return None
     view = f"__dagger_running_{abs(hash(sql)) % 10**8}"
-    grouping = split_grouping(sql, spark.sql(sql).columns, view, rowtime)
+    grouping = split_grouping(sql, names, view, rowtime)
     if grouping is None:
         return None
     inner = spark.sql(grouping.inner)
