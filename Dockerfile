@@ -39,6 +39,7 @@ ENV PATH=/opt/dagger/venv/bin:$PATH \
     SPARK_HOME=/opt/dagger/venv/lib/python3.11/site-packages/pyspark \
     PYSPARK_PYTHON=/opt/dagger/venv/bin/python \
     DAGGER_NATIVE_CACHE=/opt/dagger/native \
+    DAGGER_CLASS_CACHE=read \
     TZ=UTC \
     PYTHONUNBUFFERED=1
 USER 185:185

@@ -1,9 +1,12 @@
-"""A fork server for the Python processes Spark starts without its worker daemon.
+"""A fork server for the Python processes Spark starts as new interpreters: its worker daemons and the
+daemon-less source runner.
 
-Spark forks most Python workers from its daemon (``spark.python.daemon.module``), but it starts a streaming
-query's source runner (``pyspark.sql.streaming.python_streaming_source_runner``) as a new interpreter, once per
-query start. That interpreter imports pyspark, pyarrow, numpy and the source's code before the query can plan
-its first micro-batch: ~0.45 s of a 2-core machine on every query start or restart.
+Spark forks most Python workers from a daemon, but it starts each daemon as a new interpreter, one per worker
+module (the UDF workers, ``lookup_data_sources``, ``create_data_source``, ``plan_data_source_read``,
+``write_into_data_source``, the streaming sink runner: six for a one-stream job), and a streaming query's source
+runner (``pyspark.sql.streaming.python_streaming_source_runner``) as a new interpreter on every query start.
+Each imports pyspark, pyarrow, numpy, pandas and the job's reader/sink code first (~0.5-1 s of a 2-core machine
+each, all of them while the job starts), and holds its own copy of them (~45 MiB of private memory each).
 
 On local masters :func:`dagger.spark.get_session` starts this server next to the JVM (:func:`start`). It
 imports those modules once and waits on a Unix socket in a private directory. Spark's worker command
@@ -25,8 +28,9 @@ import socket
 import struct
 import sys
 
-#: Modules a client may ask the server to run (the daemon-less workers of Spark's Python data sources).
-MODULES = ("pyspark.sql.streaming.python_streaming_source_runner",)
+#: Modules a client may ask the server to run: the daemon-less workers of Spark's Python data sources, and the
+#: worker daemon (:mod:`dagger.spark_daemon`, which takes the worker module as its argument).
+MODULES = ("pyspark.sql.streaming.python_streaming_source_runner", "dagger.spark_daemon")
 SOCKET_ENV = "DAGGER_FORKSERVER_SOCKET"
 _HEADER = struct.Struct("!I")
 
@@ -37,7 +41,7 @@ _HEADER = struct.Struct("!I")
 def client(python: str, args: list[str]) -> None:
     """Run ``python args`` through the fork server named by ``$DAGGER_FORKSERVER_SOCKET``, or directly."""
     path = os.environ.get(SOCKET_ENV)
-    if path and len(args) == 2 and args[0] == "-m" and args[1] in MODULES:
+    if path and len(args) >= 2 and args[0] == "-m" and args[1] in MODULES:
         try:
             conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             conn.connect(path)
@@ -148,7 +152,8 @@ def _run_child(request: dict, fds: list[int]) -> None:
         os.environ.update(request["env"])
         os.chdir(request["cwd"])
         module = request["args"][1]
-        sys.argv = [module]
+        sys.argv = [module, *request["args"][2:]]
+        _extend_path(request["env"].get("PYTHONPATH", ""))
         sys.modules.pop(module, None)  # preloaded for its imports; run as a fresh __main__ (no runpy warning)
         runpy.run_module(module, run_name="__main__", alter_sys=True)
     except SystemExit as exc:
@@ -166,6 +171,17 @@ def _run_child(request: dict, fds: list[int]) -> None:
             os._exit(code)
 
 
+def _extend_path(pythonpath: str) -> None:
+    """Put the request's ``PYTHONPATH`` entries this server's path lacks first on ``sys.path``, where the
+    interpreter Spark asked for would have them (the server's own path came from the driver's environment)."""
+    missing = [entry for entry in pythonpath.split(os.pathsep) if entry and entry not in sys.path]
+    sys.path[1:1] = missing  # after the working directory, as the interpreter orders them
+    if missing:
+        import importlib
+
+        importlib.invalidate_caches()
+
+
 def _recv_exactly(conn: socket.socket, size: int) -> bytes:
     data = conn.recv(size, socket.MSG_WAITALL)
     if len(data) != size:
@@ -174,10 +190,14 @@ def _recv_exactly(conn: socket.socket, size: int) -> bytes:
 
 
 def _kill(pid: int) -> None:
+    """Stop a child, and the workers it forked when it leads its own process group (a worker daemon does)."""
     import signal
 
     try:
-        os.kill(pid, signal.SIGKILL)
+        if os.getpgid(pid) == pid:
+            os.killpg(pid, signal.SIGKILL)
+        else:
+            os.kill(pid, signal.SIGKILL)
         os.waitpid(pid, 0)
     except (ProcessLookupError, ChildProcessError):
         pass

@@ -11,6 +11,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from dagger import jvm_classes
 from dagger.errors import DaggerConfigError
 
 if TYPE_CHECKING:
@@ -66,10 +67,16 @@ def get_session(config: JobConfig, extra: dict[str, str] | None = None) -> Any:
     local = not submitted and master.startswith("local")
     if local and not given.contains("spark.pyspark.python"):
         use_worker_python()
-    for key, value in session_conf(config, master if local else None, extra).items():
+    conf = session_conf(config, master if local else None, extra)
+    if local:  # the driver JVM starts here: Spark's classes from the class-data archive
+        cds = jvm_classes.java_options(",".join(conf.get(k, "") for k in ("spark.driver.extraClassPath", "spark.jars")))
+        if cds:
+            conf["spark.driver.extraJavaOptions"] = f"{conf.get('spark.driver.extraJavaOptions', '')} {cds}".strip()
+    for key, value in conf.items():
         if not (submitted and given.contains(key)):
             builder = builder.config(key, value)
     spark = builder.getOrCreate()
+    jvm_classes.watch(spark)
     spark.sparkContext.setLogLevel(os.environ.get("DAGGER_SPARK_LOG_LEVEL", "WARN"))
     driver_side_python(spark.sparkContext.pythonExec)
     return spark
@@ -130,9 +137,10 @@ export PYTHONPATH
 # them with pyarrow, pandas and the reader/sink code already imported
 if [ "$1" = "-m" ] && [ "$2" = "pyspark.daemon" ] && [ -n "$3" ]; then
   shift 2
-  exec {python} -m dagger.spark_daemon "$@"
+  set -- -m dagger.spark_daemon "$@"
 fi
-# a streaming query's source runner, started without Spark's daemon: fork it from dagger's fork server
+# a worker daemon, or a streaming query's source runner (started without a daemon): forked from dagger's fork
+# server, which has their imports done
 if [ "$1" = "-m" ] && [ -n "$DAGGER_FORKSERVER_SOCKET" ]; then
   case "$2" in
     {forked}) exec {python} -I -S {client} --client {python} "$@" ;;

@@ -1,4 +1,5 @@
-"""Python workers fork from dagger's daemon, so a job's heavy modules are loaded before the first task."""
+"""Python workers fork from dagger's daemon, itself forked from the fork server, so a job's heavy modules are loaded
+before the first task, once for all daemons."""
 
 from __future__ import annotations
 
@@ -38,12 +39,16 @@ def test_data_source_workers_fork_from_the_preloading_daemon_too(spark):
             import os
             import sys
 
-            with open(f"/proc/{os.getppid()}/cmdline") as f:
-                daemon = f.read().split("\0")[2]
-            return f"`{daemon}/{'dagger.sinks' in sys.modules}/{'pandas' in sys.modules}` INT"
+            daemon = os.getppid()  # the worker's daemon: forked by the session's fork server, leading its group
+            with open(f"/proc/{daemon}/stat") as stat:
+                server = int(stat.read().rsplit(")", 1)[1].split()[1])
+            with open(f"/proc/{server}/cmdline") as f:
+                forked_by = f.read().split("\0")[2]
+            group = os.getpgid(daemon) == daemon
+            return f"`{forked_by}/{group}/{'dagger.sinks' in sys.modules}/{'pandas' in sys.modules}` INT"
 
     spark.dataSource.register(Probe)
-    assert spark.read.format("daemon_probe").load().columns == ["dagger.spark_daemon/True/True"]
+    assert spark.read.format("daemon_probe").load().columns == ["dagger.forkserver/True/True/True"]
 
 
 def _pyspark_origin(batches):

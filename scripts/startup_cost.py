@@ -1,0 +1,122 @@
+"""Where a job's start-up goes: ``dagger run`` (or ``validate``) of a one-stream stateless job with records
+waiting, each log line stamped with its time since launch, and the first output record's.
+
+Starts the embedded broker and a descriptor server, produces ``--records`` records, then launches the job as a
+user would (the README's defaults, ``local[2]``) and prints every stderr line with its offset in seconds, the
+time to the first output record, and the peak memory of the job's process tree by process (RSS and PSS).
+
+    .venv/bin/python scripts/startup_cost.py              # dagger run
+    .venv/bin/python scripts/startup_cost.py --validate   # dagger validate
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+
+def main() -> None:
+    from streaming import STATELESS_SQL, _first_timestamp, job_config
+
+    from dagger.devtools import proctree
+    from dagger.devtools.broker import Broker
+    from dagger.devtools.descriptor_server import DescriptorServer
+    from dagger.generate import RecordGenerator, produce_generated
+    from dagger.schema.registry import DescriptorSet
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--records", type=int, default=1000)
+    parser.add_argument("--validate", action="store_true", help="time `dagger validate` instead of `dagger run`")
+    parser.add_argument("--profile", help="write the job's cProfile statistics to this file (pstats)")
+    parser.add_argument("--conf", action="append", default=[], help="a Spark setting for the job (SPARK_CONF), k=v")
+    parser.add_argument(
+        "--after", type=float, default=5.0, help="seconds to keep the job running after its first output"
+    )
+    args = parser.parse_args()
+    desc = (ROOT / "descriptors" / "examples.desc").read_bytes()
+    booking = DescriptorSet([("x", desc)]).find_message("dagger.examples.BookingLogMessage")
+    with Broker() as broker, DescriptorServer(ROOT / "descriptors") as server:
+        broker.create_topic("in", 2)
+        broker.create_topic("out", 2)
+        produce_generated(RecordGenerator(booking, seed=1), broker.bootstrap, "in", args.records)
+        work = Path(tempfile.mkdtemp(prefix="startup-"))
+        data = job_config(
+            broker.bootstrap,
+            server.url("examples.desc"),
+            "in",
+            "out",
+            STATELESS_SQL,
+            "dagger.examples.BookingSummaryMessage",
+        )
+        data["SPARK_CONF"] = dict(kv.split("=", 1) for kv in args.conf)
+        (work / "job.json").write_text(json.dumps(data))
+        verb = (
+            ["validate", str(work / "job.json")]
+            if args.validate
+            else ["run", str(work / "job.json"), "--checkpoint-dir", str(work / "cp")]
+        )
+        launched = time.time()
+        process = subprocess.Popen(
+            [sys.executable, *(["-m", "cProfile", "-o", args.profile] if args.profile else []), "-m", "dagger", *verb],
+            cwd=ROOT,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        lines: list[str] = []
+
+        def pump() -> None:
+            for line in process.stderr:  # type: ignore[union-attr]
+                lines.append(f"{time.time() - launched:6.2f}  {line.rstrip()}")
+
+        reader = threading.Thread(target=pump, daemon=True)
+        reader.start()
+        first = None
+        stopping = False
+        peak, peak_rows = 0, []
+        while process.poll() is None:
+            pids = proctree.tree(process.pid)
+            rows = [(proctree.rss_of(p), proctree.pss_of(p), _name(p)) for p in pids]
+            total = sum(r[0] for r in rows)
+            if total > peak:
+                peak, peak_rows = total, rows
+            if not args.validate:
+                if first is None:
+                    stamp = _first_timestamp(broker.bootstrap, "out")
+                    if stamp is not None:
+                        first = stamp - launched
+                elif time.time() - launched > first + args.after and not stopping:
+                    process.terminate()  # once: a second SIGTERM stops the job at once
+                    stopping = True
+            time.sleep(0.1)
+        ended = time.time() - launched
+        reader.join(5)
+    print("\n".join(lines))
+    if args.validate:
+        print(f"validate: exit {process.returncode} after {ended:.2f} s")
+    else:
+        print(f"first output: {first:.2f} s after launch" if first else "no output")
+    print(f"peak RSS {peak / 2**20:,.0f} MiB, PSS {sum(r[1] for r in peak_rows) / 2**20:,.0f} MiB:")
+    for rss, pss, name in sorted(peak_rows, key=lambda r: -r[0]):
+        print(f"  {rss / 2**20:6.0f} {pss / 2**20:6.0f}  {name}")
+
+
+def _name(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()[:110]
+    except OSError:
+        return "?"
+
+
+if __name__ == "__main__":
+    main()
