@@ -95,41 +95,15 @@ class Sample:
     metrics: dict[str, float] = field(default_factory=dict)
 
 
-def process_kind(pid: int) -> str:
-    """What a process of the job's tree is, from its command line."""
-    try:
-        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-    except OSError:
-        return "gone"
-    line = " ".join(a.decode(errors="replace") for a in argv if a)
-    if "java" in Path(argv[0].decode(errors="replace")).name:
-        return "JVM"
-    if "dagger" in line and " run " in f" {line} ":
-        return "Python driver"
-    if "forkserver" in line:
-        return "data source runners"  # the fork server and the source runners it forks
-    if "spark_daemon pyspark.worker" in line:
-        return "Python UDF workers"  # Spark's Python worker daemon and the workers it forks (Arrow UDFs, sinks)
-    if "spark_daemon" in line:
-        return "data source workers"  # planners, readers and writers of the Python data sources and sinks
-    return "other Python"
-
-
 def memory_by_kind(root: int) -> tuple[dict[str, int], int, int]:
-    """Resident bytes of ``root``'s process tree by :func:`process_kind`, the number of processes, and the tree's
-    proportional set size (forked workers share pages with their parent: the RSS sum counts those twice)."""
+    """Resident bytes of ``root``'s process tree by kind (:func:`dagger.devtools.proctree.memory_by_kind`), the
+    number of processes, and the tree's proportional set size (forked workers share pages with their parent:
+    the RSS sum counts those twice)."""
     from dagger.devtools import proctree
 
-    by_kind: dict[str, int] = {}
-    pss = 0
-    pids = proctree.tree(root)
-    for pid in pids:
-        kind = process_kind(pid)
-        if kind == "gone":
-            continue
-        by_kind[kind] = by_kind.get(kind, 0) + proctree.rss_of(pid)
-        pss += proctree.pss_of(pid)
-    return by_kind, len(pids), pss
+    kinds = proctree.memory_by_kind(root)
+    rss = {kind: entry["rss"] for kind, entry in kinds.items()}
+    return rss, sum(e["processes"] for e in kinds.values()), sum(e["pss"] for e in kinds.values())
 
 
 def job_config(bootstrap: str, descriptors: str, source: str, sink: str, lookup: Any, port: int) -> dict:

@@ -3,7 +3,7 @@ waiting, each log line stamped with its time since launch, and the first output 
 
 Starts the embedded broker and a descriptor server, produces ``--records`` records, then launches the job as a
 user would (the README's defaults, ``local[2]``) and prints every stderr line with its offset in seconds, the
-time to the first output record, and the peak memory of the job's process tree by process (RSS and PSS).
+time to the first output record, and the peak memory of the job's process tree by kind of process (PSS, RSS).
 
     .venv/bin/python scripts/startup_cost.py              # dagger run
     .venv/bin/python scripts/startup_cost.py --validate   # dagger validate
@@ -83,13 +83,12 @@ def main() -> None:
         reader.start()
         first = None
         stopping = False
-        peak, peak_rows = 0, []
+        peak, peak_kinds = 0, {}
         while process.poll() is None:
-            pids = proctree.tree(process.pid)
-            rows = [(proctree.rss_of(p), proctree.pss_of(p), _name(p)) for p in pids]
-            total = sum(r[0] for r in rows)
+            kinds = proctree.memory_by_kind(process.pid)
+            total = sum(k["pss"] for k in kinds.values())
             if total > peak:
-                peak, peak_rows = total, rows
+                peak, peak_kinds = total, kinds
             if not args.validate:
                 if first is None:
                     stamp = _first_timestamp(broker.bootstrap, "out")
@@ -106,16 +105,10 @@ def main() -> None:
         print(f"validate: exit {process.returncode} after {ended:.2f} s")
     else:
         print(f"first output: {first:.2f} s after launch" if first else "no output")
-    print(f"peak RSS {peak / 2**20:,.0f} MiB, PSS {sum(r[1] for r in peak_rows) / 2**20:,.0f} MiB:")
-    for rss, pss, name in sorted(peak_rows, key=lambda r: -r[0]):
-        print(f"  {rss / 2**20:6.0f} {pss / 2**20:6.0f}  {name}")
-
-
-def _name(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()[:110]
-    except OSError:
-        return "?"
+    rss = sum(k["rss"] for k in peak_kinds.values())
+    print(f"peak PSS {peak / 2**20:,.0f} MiB (RSS summed {rss / 2**20:,.0f} MiB); PSS / RSS by kind of process:")
+    for kind, k in sorted(peak_kinds.items(), key=lambda item: -item[1]["pss"]):
+        print(f"  {k['pss'] / 2**20:6.0f} {k['rss'] / 2**20:6.0f}  {kind} ×{k['processes']}")
 
 
 if __name__ == "__main__":

@@ -17,7 +17,9 @@ pytestmark = pytest.mark.integration
 CORE = "baseline,stateless,quix,latency"  # the comparisons the README quotes; the other parts are variants
 
 
-@pytest.mark.parametrize("parts", [CORE, pytest.param("stateless_json,window,bytewax", marks=pytest.mark.variant)])
+@pytest.mark.parametrize(
+    "parts", [CORE, pytest.param("stateless_json,window,bytewax,latency_window", marks=pytest.mark.variant)]
+)
 def test_a_tiny_run_of_every_part_reports_each_measurement(tmp_path, parts):
     peers = ROOT / ".venv-peers" / "bin" / "python"
     if not peers.exists():
@@ -31,7 +33,7 @@ def test_a_tiny_run_of_every_part_reports_each_measurement(tmp_path, parts):
         BENCH_EVENTS_PER_SECOND="50",  # 2 minutes of event time: the window job closes one window per key pair
         BENCH_LATENCY_RATE="500",
         BENCH_WARMUP_SECONDS="2",
-        BENCH_LATENCY_SECONDS="4",
+        BENCH_LATENCY_SECONDS="4" if parts == CORE else "12",  # 10-second windows: at least one closes
         BENCH_PEERS_PYTHON=str(peers),
         BENCH_RESULTS_DIR=str(tmp_path),
     )
@@ -41,17 +43,25 @@ def test_a_tiny_run_of_every_part_reports_each_measurement(tmp_path, parts):
     assert done.returncode == 0, done.stderr[-3000:]
     results = json.loads((tmp_path / "streaming.json").read_text())
     for part in parts.split(","):
-        if part != "latency":
+        if not part.startswith("latency"):
             assert results[part]["records_per_s"] > 0, part
     table = (tmp_path / "streaming.md").read_text()
     if parts != CORE:
         assert "| stateless job over JSON input (the same records) |" in table
+        window = results["latency_window"]
+        assert window["measured_records"] > 0 and window["p50_ms"] <= window["p99_ms"]
+        assert "| 10-s window job, after the window closes: latency p50 / p99" in table
         return
     assert results["stateless"]["vs_baseline"] > 0 and results["stateless"]["vs_quix"] > 0
     latency = results["latency"]
     assert latency["measured_records"] > 0 and 0 < latency["p50_ms"] <= latency["p99_ms"] <= latency["max_ms"]
     assert 0 < latency["startup_s"] < 300 and latency["peak_rss_mib"] > 100
-    assert "| stateless job ÷ Quix Streams |" in table and "| start-up, launch to first output |" in table
+    assert 0 < latency["peak_pss_mib"] <= latency["peak_rss_mib"]
+    held = latency["memory_at_peak"]
+    assert {"JVM", "Python driver", "worker daemons", "Python workers"} <= set(held), held
+    assert sum(k["pss_mib"] for k in held.values()) == pytest.approx(latency["peak_pss_mib"], abs=len(held))
+    assert "| stateless job ÷ Quix Streams |" in table and "| start-up, launch to first output (" in table
+    assert "| stateless job: who holds it at the PSS peak" in table
 
 
 def test_a_run_that_wrote_fewer_records_than_a_complete_one_fails(broker, topic):

@@ -67,7 +67,7 @@ def test_a_short_soak_accounts_for_every_record_window_lookup_and_process(tmp_pa
     samples = results["samples"]
     assert len(samples) >= 10
     kinds = {k for s in samples for k in s["rss"]}
-    assert {"JVM", "Python driver", "Python UDF workers", "data source workers", "data source runners"} <= kinds
+    assert {"JVM", "Python driver", "fork server", "worker daemons", "Python workers", "source runners"} <= kinds
     assert all(s["rss"]["JVM"] > 100 * 2**20 for s in samples[3:])
     assert all(0 < s["pss"] < sum(s["rss"].values()) for s in samples[3:])
     assert max(s["metrics"].get("state_rows", 0) for s in samples) > 0

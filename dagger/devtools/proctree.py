@@ -74,3 +74,59 @@ def rss_bytes(root: int) -> int:
 def jvm_pid(spark: object) -> int:
     """The pid of the JVM PySpark launched for ``spark``."""
     return spark.sparkContext._gateway.proc.pid  # type: ignore[attr-defined]
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def _is_daemon(pid: int, cmd: str, parent_cmd: str) -> bool:
+    """A Spark worker daemon: it leads its own process group (``pyspark.daemon.manager``), forked by the fork
+    server or started as ``-m dagger.spark_daemon``/``pyspark.daemon``."""
+    try:
+        leads = os.getpgid(pid) == pid
+    except OSError:
+        return False
+    return leads and ("daemon" in cmd or "dagger.forkserver" in parent_cmd)
+
+
+def memory_by_kind(root: int) -> dict[str, dict[str, int]]:
+    """Memory of ``root``'s process tree (a ``dagger run`` or a Python driver) by kind of process: ``JVM``,
+    ``Python driver``, ``fork server``, ``worker daemons``, ``Python workers``, ``source runners``,
+    ``worker launchers`` (the small clients Spark starts for forked processes), ``other``. Each kind has
+    ``processes``, ``rss`` and ``pss`` in bytes; PSS divides pages shared by forked processes among them, so
+    its sum is what the tree holds, while the RSS sum counts a shared page once per process."""
+    pids = tree(root)
+    stats = {pid: _stat(pid) for pid in pids}
+    parent_of = {pid: int(fields[1]) for pid, fields in stats.items() if fields}
+    cmd = {pid: _cmdline(pid) for pid in pids}
+    daemons = {p for p in pids if p != root and _is_daemon(p, cmd[p], cmd.get(parent_of.get(p, -1), ""))}
+    out: dict[str, dict[str, int]] = {}
+    for pid in pids:
+        if not cmd[pid]:
+            continue
+        parent = parent_of.get(pid, -1)
+        if Path(cmd[pid].split(" ", 1)[0]).name == "java":
+            kind = "JVM"
+        elif pid == root:
+            kind = "Python driver"
+        elif "forkserver.py --client" in cmd[pid]:
+            kind = "worker launchers"
+        elif parent == root and "dagger.forkserver" in cmd[pid]:
+            kind = "fork server"
+        elif pid in daemons:
+            kind = "worker daemons"
+        elif parent in daemons:
+            kind = "Python workers"
+        elif "dagger.forkserver" in cmd.get(parent, ""):
+            kind = "source runners"
+        else:
+            kind = "other"
+        entry = out.setdefault(kind, {"processes": 0, "rss": 0, "pss": 0})
+        entry["processes"] += 1
+        entry["rss"] += rss_of(pid)
+        entry["pss"] += pss_of(pid)
+    return out
