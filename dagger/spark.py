@@ -69,7 +69,8 @@ def get_session(config: JobConfig, extra: dict[str, str] | None = None) -> Any:
         use_worker_python()
     conf = session_conf(config, master if local else None, extra)
     if local:  # the driver JVM starts here: Spark's classes from the class-data archive
-        cds = jvm_classes.java_options(",".join(conf.get(k, "") for k in ("spark.driver.extraClassPath", "spark.jars")))
+        extra_classes = [conf[k] for k in ("spark.driver.extraClassPath", "spark.jars") if conf.get(k)]
+        cds = jvm_classes.java_options(",".join(extra_classes))
         if cds:
             conf["spark.driver.extraJavaOptions"] = f"{conf.get('spark.driver.extraJavaOptions', '')} {cds}".strip()
     for key, value in conf.items():
