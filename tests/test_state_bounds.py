@@ -228,3 +228,21 @@ def test_a_group_by_forgets_a_key_idle_for_the_retention_as_dagger(
     assert rows[-1]["customer_id"] == "c0" and rows[-1]["n"] == after_idle
     assert rows[-1]["last"] == "o6"
     assert rows[-1]["cash"] == (40.0 if retained else 100.0)
+
+
+def test_the_analyses_of_one_query_parse_it_once():
+    from dagger.sql.parsed import parsed
+    from dagger.sql.retention import split_grouping
+    from dagger.sql.rewrite import reads_event_time, referenced_columns
+    from dagger.sql.state import unbounded_state
+
+    sql = "SELECT s, COUNT(1) AS n FROM t WHERE amount < 5 GROUP BY s"
+    parsed.cache_clear()
+    assert referenced_columns(sql) == {"s", "n", "t", "amount"}
+    assert reads_event_time(sql)
+    assert unbounded_state(sql)
+    grouping = split_grouping(sql, ["s", "n"], "v")
+    assert grouping is not None and "GROUP BY" not in grouping.inner
+    assert parsed.cache_info().misses == 1
+    assert split_grouping(sql, ["s", "n"], "v") == grouping  # the shared tree was not changed by the split
+    assert parsed("SELECT (") is None and unbounded_state("SELECT (") == [] and referenced_columns("SELECT (") is None

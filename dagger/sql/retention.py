@@ -23,10 +23,9 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import sqlglot
 from sqlglot import exp
-from sqlglot.errors import ParseError
 
+from dagger.sql.parsed import parsed
 from dagger.sql.state import grouping_is_bounded
 
 if TYPE_CHECKING:
@@ -51,10 +50,7 @@ def split_grouping(sql: str, names: list[str], view: str, rowtime: str = "rowtim
 
     ``names`` are the query's output column names as Spark gives them (the split keeps them); the outer query
     reads the running results from ``view``."""
-    try:
-        tree = sqlglot.parse_one(sql, read="spark")
-    except ParseError:
-        return None
+    tree = parsed(sql)  # shared: read only (the inner query is a copy)
     if not isinstance(tree, exp.Select):
         return None
     group = tree.args.get("group")

@@ -36,6 +36,7 @@ from dagger.errors import SqlError
 from dagger.sql.datetime_patterns import PATTERN_ARGUMENT, spark_pattern
 from dagger.sql.flink_functions import FLINK_FUNCTIONS
 from dagger.sql.joins import add_join_keys
+from dagger.sql.parsed import parsed
 from dagger.sql.state import bound_joins
 from dagger.sql.timestamps import rewrite_timestamp_fields
 from dagger.sql.unnest import rewrite_unnests
@@ -371,9 +372,8 @@ def referenced_columns(sql: str) -> set[str] | None:
     """Every name the query mentions, lower-cased (columns, struct fields, aliases), or ``None`` when it may
     read every column: it selects ``*`` / ``t.*`` / ``struct(*)`` (``COUNT(*)`` reads none) or cannot be parsed.
     A superset of the columns the query reads, which is what pruning and compatibility checks need."""
-    try:
-        tree = sqlglot.parse_one(sql, read="spark")
-    except ParseError:
+    tree = parsed(sql)
+    if tree is None:
         return None
     if any(not isinstance(star.parent, exp.Count) and not _keys_only(star) for star in tree.find_all(exp.Star)):
         return None
@@ -395,9 +395,8 @@ def reads_event_time(sql: str) -> bool:
     """Whether the result of ``sql`` (as Spark runs it) depends on the watermark: it groups or aggregates, joins
     two relations, removes duplicates or uses window functions. A query that only filters and projects rows never
     drops a record as late (or cannot be parsed: ``True``, to be safe)."""
-    try:
-        tree = sqlglot.parse_one(sql, read="spark")
-    except ParseError:
+    tree = parsed(sql)
+    if tree is None:
         return True
     if tree.find(exp.Group, exp.Distinct, exp.Window, exp.AggFunc) is not None:
         return True

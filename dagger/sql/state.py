@@ -14,9 +14,9 @@ the job's start-up log name each one and how to bound it (:func:`unbounded_state
 
 from __future__ import annotations
 
-import sqlglot
 from sqlglot import exp
-from sqlglot.errors import ParseError
+
+from dagger.sql.parsed import parsed
 
 _WINDOWS = {"window", "session_window", "window_time"}
 
@@ -24,9 +24,8 @@ _WINDOWS = {"window", "session_window", "window_time"}
 def unbounded_state(sql: str, rowtime: str = "rowtime", retained: bool = False) -> list[str]:
     """One sentence per operator of ``sql`` (as Spark runs it) whose state grows with its keys forever;
     ``retained``: the top-level GROUP BY forgets idle keys (:mod:`dagger.sql.retention`)."""
-    try:
-        tree = sqlglot.parse_one(sql, read="spark")
-    except ParseError:
+    tree = parsed(sql)
+    if tree is None:
         return []
     out = []
     for select in tree.find_all(exp.Select):
