@@ -60,14 +60,15 @@ def client(python: str, args: list[str]) -> None:
 # -- the server -------------------------------------------------------------------------------------------
 
 
-def serve(path: str) -> None:
-    """Preload, listen on ``path`` and fork a child per request until the parent process exits."""
+def serve(path: str, parent: int | None = None) -> None:
+    """Preload, listen on ``path`` and fork a child per request until the parent process (``parent``, else this
+    process's parent now) exits; a parent gone while the modules were imported ends the server at once."""
+    parent = os.getppid() if parent is None else parent
     from dagger.spark_daemon import preload
 
     for name in MODULES:
         __import__(name)
     preload()
-    parent = os.getppid()
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path + ".tmp")
     listener.listen(16)
@@ -211,7 +212,7 @@ def start() -> str | None:
     try:
         path = os.path.join(tempfile.mkdtemp(prefix="dagger-fork-"), "socket")  # a private (0700) directory
         subprocess.Popen(
-            [sys.executable, "-m", "dagger.forkserver", path],
+            [sys.executable, "-m", "dagger.forkserver", path, str(os.getpid())],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             close_fds=True,
@@ -225,4 +226,4 @@ if __name__ == "__main__":
     # `python -I -S .../dagger/forkserver.py --client PYTHON ARGS...` (stdlib only: no site, no dagger package)
     if sys.argv[1] == "--client":
         client(sys.argv[2], sys.argv[3:])
-    serve(sys.argv[1])
+    serve(sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else None)

@@ -208,9 +208,11 @@ def use_worker_python() -> None:
     """Point ``PYSPARK_PYTHON`` at :func:`worker_python` when the workers would run this very interpreter (a
     local master; ``PYSPARK_PYTHON`` unset or this interpreter). Call before the session starts."""
     current = os.environ.get("PYSPARK_PYTHON")
-    if current and os.path.abspath(current) != os.path.abspath(sys.executable):
-        return
     wrapper = worker_python()
+    # a wrapper inherited from a parent process that ran a session (a notebook, the benchmark) is ours too: this
+    # process still needs its own fork server (the parent's forks outside this job's process tree, and exits with it)
+    if current and current != wrapper and os.path.abspath(current) != os.path.abspath(sys.executable):
+        return
     if wrapper is not None:
         os.environ["PYSPARK_PYTHON"] = wrapper
         start_forkserver()

@@ -239,3 +239,20 @@ def test_the_worker_command_forks_the_source_runner_from_the_sessions_fork_serve
     runner.communicate(timeout=60)
     assert runner.returncode != 0
     listener.close()
+
+
+def test_a_job_started_by_a_process_with_a_session_gets_its_own_fork_server(spark):
+    """The benchmark and notebooks launch `dagger run` from a process whose session set PYSPARK_PYTHON to the
+    worker wrapper and started a fork server: the child must fork its workers from a server of its own."""
+    import subprocess
+    import sys
+
+    inherited = os.environ.get("DAGGER_FORKSERVER_SOCKET")
+    assert inherited and os.environ["PYSPARK_PYTHON"].rsplit("/", 1)[-1].startswith("worker-python-")
+    code = (
+        "import os; from dagger.spark import use_worker_python; use_worker_python(); "
+        "print(os.environ['PYSPARK_PYTHON']); print(os.environ['DAGGER_FORKSERVER_SOCKET'])"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    wrapper, own = done.stdout.split()
+    assert wrapper == os.environ["PYSPARK_PYTHON"] and own != inherited
