@@ -151,6 +151,9 @@ exec {python} "$@"
 """
 
 
+_WRAPPER_PREFIX = "worker-python-"
+
+
 def worker_python() -> str | None:
     """An executable that runs this interpreter for Spark's Python workers, importing pyspark from its installed
     package instead of Spark's ``python/lib/pyspark.zip`` (zip imports are never byte-code cached: each worker
@@ -181,7 +184,7 @@ def worker_python() -> str | None:
         client=shlex.quote(forkserver.__file__),
     )
     cache = cache_dir()
-    target = cache / f"worker-python-{hashlib.sha256(script.encode()).hexdigest()[:16]}"
+    target = cache / f"{_WRAPPER_PREFIX}{hashlib.sha256(script.encode()).hexdigest()[:16]}"
     if not target.exists():
         try:
             cache.mkdir(parents=True, exist_ok=True)
@@ -208,11 +211,12 @@ def use_worker_python() -> None:
     """Point ``PYSPARK_PYTHON`` at :func:`worker_python` when the workers would run this very interpreter (a
     local master; ``PYSPARK_PYTHON`` unset or this interpreter). Call before the session starts."""
     current = os.environ.get("PYSPARK_PYTHON")
-    wrapper = worker_python()
     # a wrapper inherited from a parent process that ran a session (a notebook, the benchmark) is ours too: this
     # process still needs its own fork server (the parent's forks outside this job's process tree, and exits with it)
-    if current and current != wrapper and os.path.abspath(current) != os.path.abspath(sys.executable):
+    inherited = current is not None and Path(current).name.startswith(_WRAPPER_PREFIX)
+    if current and not inherited and os.path.abspath(current) != os.path.abspath(sys.executable):
         return
+    wrapper = worker_python()
     if wrapper is not None:
         os.environ["PYSPARK_PYTHON"] = wrapper
         start_forkserver()

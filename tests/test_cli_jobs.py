@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from dagger.devtools import proctree
 from dagger.devtools.produce import consume_all, produce, topic_size
 from dagger.devtools.samples import bookings, message_class
 from tests.conftest import ROOT, START, dagger, job, kafka_sink, kafka_stream
@@ -51,6 +52,17 @@ def test_validate_prints_the_rewritten_sql_and_refuses_a_misfit(broker, stencil,
     result = dagger("validate", str(tmp_path / "unknown.json"))
     assert result.returncode == 2
     assert "FLINK_SQL_QUERY is not valid Spark SQL" in result.stderr and "no_such_column" in result.stderr
+
+
+def _wait_gone(pids: list[int], timeout: float) -> None:
+    """Wait until none of ``pids`` runs any more (a zombie counts as gone)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        alive = [p for p in pids if proctree.rss_of(p) > 0]
+        if not alive:
+            return
+        assert time.monotonic() < deadline, f"the job's processes {alive} outlived its killed driver by {timeout} s"
+        time.sleep(0.1)
 
 
 def _start(config_path, checkpoint, log_path) -> subprocess.Popen:
@@ -119,8 +131,10 @@ def test_restart_after_a_kill_loses_nothing_and_after_a_clean_stop_duplicates_no
     first_log, second_log = tmp_path / "first.log", tmp_path / "second.log"
     process = _start(config, checkpoint, first_log)
     _wait_for_output(broker.bootstrap, out, 400, process, first_log)
+    job_processes = proctree.tree(process.pid)  # the driver, its JVM, the fork server, daemons and workers
     process.kill()
     process.wait(30)
+    _wait_gone(job_processes, 60)  # the driver's death ends the rest within moments; until then they may produce
     partial = topic_size(broker.bootstrap, out)  # exact: nothing produces to it now
     assert 400 <= partial < total - 400
     assert len(consume_all(broker.bootstrap, out, expected=partial)) == partial
