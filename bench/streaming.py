@@ -355,6 +355,10 @@ class Bench:
         job = Path(tempfile.mkdtemp(prefix=f"bench-{name}-")) / "job.json"
         port = free_port()  # the job's own metrics: where a micro-batch's time goes (Spark's durationMs)
         data = self._job(out, sql, message, source)
+        # BENCH_SPARK_CONF="key=value;key=value": Spark settings of an experiment, as the job's SPARK_CONF
+        data["SPARK_CONF"] = dict(
+            kv.split("=", 1) for kv in filter(None, os.environ.get("BENCH_SPARK_CONF", "").split(";"))
+        )
         job.write_text(json.dumps({**data, "METRIC_TELEMETRY_ENABLE": "true", "METRIC_PROMETHEUS_PORT": str(port)}))
         scrapes: dict[str, dict[str, float]] = {}
         generator = RecordGenerator(self.booking(), seed=1, start=START, events_per_second=events_per_second)
