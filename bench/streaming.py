@@ -81,6 +81,7 @@ JOBS = {
     "stateless_json": (STATELESS_SQL, "dagger.examples.BookingSummaryMessage"),
     "window": (WINDOW_SQL, "dagger.examples.BookingCountMessage"),
 }
+WATERMARK_DELAY_MS = 10_000  # FLINK_WATERMARK_DELAY_MS of the benchmark's jobs
 # the window job of the latency runs: 10-second windows, so a minute's measurement sees six of them close
 LATENCY_WINDOW_SQL = WINDOW_SQL.replace("INTERVAL '1' MINUTE", "INTERVAL '10' SECOND")
 THROUGHPUT = ("baseline", "stateless", "stateless_json", "window", "bytewax", "quix")
@@ -94,7 +95,7 @@ def job_config(
     data = {
         "FLINK_JOB_ID": f"bench-{uuid.uuid4().hex[:6]}",
         "FLINK_SQL_QUERY": sql,
-        "FLINK_WATERMARK_DELAY_MS": "10000",
+        "FLINK_WATERMARK_DELAY_MS": str(WATERMARK_DELAY_MS),
         "FLINK_ROWTIME_ATTRIBUTE_NAME": "rowtime",
         "STREAMS": [
             {
@@ -331,7 +332,7 @@ class Bench:
     def latency(self) -> dict:
         """The stateless job under a steady load: latency from each input record's produce time to its output's."""
         return self._latency_run(
-            "latency", STATELESS_SQL, "dagger.examples.BookingSummaryMessage", EVENTS_PER_SECOND, _latencies
+            "latency", STATELESS_SQL, "dagger.examples.BookingSummaryMessage", EVENTS_PER_SECOND, _latencies, True
         )
 
     def latency_window(self) -> dict:
@@ -339,14 +340,29 @@ class Bench:
         from the input record that closes a window (its event time passes the window's end plus the watermark
         delay) to each of the window's output rows, i.e. beyond the window's own wait."""
         return self._latency_run(
-            "latency_window", LATENCY_WINDOW_SQL, "dagger.examples.BookingCountMessage", LATENCY_RATE, _window_latencies
+            "latency_window",
+            LATENCY_WINDOW_SQL,
+            "dagger.examples.BookingCountMessage",
+            LATENCY_RATE,
+            _window_latencies,
+            drain=False,  # the last windows need input after the measured window to close
         )
 
-    def _latency_run(self, name: str, sql: str, message: str, events_per_second: float, measure) -> dict:  # noqa: ANN001
+    def _latency_run(
+        self,
+        name: str,
+        sql: str,
+        message: str,
+        events_per_second: float,
+        measure,
+        drain: bool,  # noqa: ANN001
+    ) -> dict:
         """Launch ``dagger run`` of ``sql`` and feed it at a steady rate; ``measure(bootstrap, source, out, begin,
         end)`` gives the latencies of the records fed from ``BENCH_WARMUP_SECONDS`` after its first output for
-        ``BENCH_LATENCY_SECONDS``; also the job's start-up, memory and where a micro-batch's time goes."""
+        ``BENCH_LATENCY_SECONDS``; also the job's start-up, memory and where a micro-batch's time goes. ``drain``:
+        after the feed, wait until every record the stateless filter keeps is written (else a few batches)."""
         from dagger import jvm_classes
+        from dagger.devtools import proctree
         from dagger.devtools.broker import free_port
         from dagger.devtools.job_metrics import per_batch_ms, scrape
         from dagger.generate import RecordGenerator, produce_generated
@@ -378,7 +394,7 @@ class Bench:
         process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=log_file, text=True)
         print(f"[bench] {name}: the job logs to {log_path}", flush=True)
         feeding.start()
-        memory = _PeakMemory(process.pid)
+        memory = proctree.PeakMemory(process.pid)
         try:
             while "end" not in window or time.time() < window["end"]:
                 memory.sample()
@@ -398,7 +414,7 @@ class Bench:
             stopped.set()
             feeding.join()
             print(f"[bench] {name}: fed until {time.time() - launched:.0f} s after launch", flush=True)
-            if measure is _latencies:
+            if drain:
                 expected = _expected_outputs(self.bootstrap, source)
                 deadline = time.time() + 60  # let the job write the last records
                 while time.time() < deadline and output_end(self.bootstrap, out)[0] < expected:
@@ -486,30 +502,6 @@ class Bench:
         return registry.get().find_message("dagger.examples.BookingLogMessage")
 
 
-class _PeakMemory:
-    """The peak of a job's process tree memory: the RSS sum and the PSS sum (what the tree really holds: pages
-    its forked Python processes share count once), and the PSS peak's breakdown by kind of process."""
-
-    def __init__(self, root: int):
-        self.root, self.rss, self.pss = root, 0, 0
-        self.kinds: dict[str, dict[str, int]] = {}
-
-    def sample(self) -> None:
-        from dagger.devtools import proctree
-
-        kinds = proctree.memory_by_kind(self.root)
-        self.rss = max(self.rss, sum(k["rss"] for k in kinds.values()))
-        pss = sum(k["pss"] for k in kinds.values())
-        if pss > self.pss:
-            self.pss, self.kinds = pss, kinds
-
-    def by_kind_mib(self) -> dict[str, dict[str, int]]:
-        return {
-            kind: {"processes": k["processes"], "rss_mib": round(k["rss"] / 2**20), "pss_mib": round(k["pss"] / 2**20)}
-            for kind, k in sorted(self.kinds.items(), key=lambda item: -item[1]["pss"])
-        }
-
-
 def _first_timestamp(bootstrap: str, topic: str) -> float | None:
     """Produce time (s) of the earliest record in ``topic`` so far, or None when it is empty."""
     from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
@@ -567,26 +559,20 @@ def _window_latencies(bootstrap: str, source: str, out: str, begin: float, end: 
     row of a window closed by an input produced in [begin, end). A window ending at W closes when the watermark
     (the largest event time read minus the delay) reaches W: at the first input, in produce order, whose event
     time makes the largest so far ≥ W + delay; what the job takes after that is its latency."""
-    import bisect
-
+    import numpy as np
     import pyarrow as pa
 
-    delay_us = 10_000 * 1000  # FLINK_WATERMARK_DELAY_MS of the benchmark's jobs
     sent = _read(bootstrap, source, "dagger.examples.BookingLogMessage")  # {event time us: produce ms}
     order = sorted((produced, stamp) for stamp, produced in sent.items())
-    produced_at, running = [], []
-    largest = -(2**63)
-    for produced, stamp in order:
-        largest = max(largest, stamp)
-        produced_at.append(produced)
-        running.append(largest)
-    rows = _read_batch(bootstrap, out, "dagger.examples.BookingCountMessage")
-    ends = rows[0].column("window_timestamp").cast(pa.int64()).to_pylist()
+    produced_at = np.array([produced for produced, _ in order])
+    largest = np.maximum.accumulate(np.array([stamp for _, stamp in order]))  # the watermark's source, in order
+    rows, written = _read_batch(bootstrap, out, "dagger.examples.BookingCountMessage")
+    ends = rows.column("window_timestamp").cast(pa.int64()).to_numpy()
+    closing = np.searchsorted(largest, ends + WATERMARK_DELAY_MS * 1000)  # the first input to pass end + delay
     timed = []
-    for window_end, produced in zip(ends, rows[1], strict=True):
-        i = bisect.bisect_left(running, window_end + delay_us)
-        if i < len(running) and begin * 1000 <= produced_at[i] < end * 1000:
-            timed.append((produced_at[i] / 1000, produced - produced_at[i]))
+    for i, produced in zip(closing.tolist(), written, strict=True):
+        if i < len(produced_at) and begin * 1000 <= produced_at[i] < end * 1000:
+            timed.append((produced_at[i] / 1000, produced - int(produced_at[i])))
     return sorted(timed)
 
 

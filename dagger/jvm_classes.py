@@ -108,6 +108,7 @@ def finish(proc: subprocess.Popen, partial: Path, archive: Path, timeout: float 
     """Close the JVM's stdin (it exits when its Python driver is gone), wait while it writes ``partial``, and
     rename it to ``archive`` after a clean exit; a JVM that fails or takes too long leaves no archive."""
     began = time.monotonic()
+    log.info("saving Spark's classes for faster start-ups (once, at most %.0f s): %s", timeout, archive)
     try:
         if proc.stdin is not None:
             proc.stdin.close()
@@ -126,10 +127,9 @@ def finish(proc: subprocess.Popen, partial: Path, archive: Path, timeout: float 
         return False
     if written:
         log.info(
-            "Spark's classes saved for faster start-ups in %.1f s (%d MB, once): %s",
+            "Spark's classes saved in %.1f s (%d MB); later start-ups map them",
             time.monotonic() - began,
             archive.stat().st_size // 2**20,
-            archive,
         )
     return written
 

@@ -83,12 +83,9 @@ def main() -> None:
         reader.start()
         first = None
         stopping = False
-        peak, peak_kinds = 0, {}
+        memory = proctree.PeakMemory(process.pid)
         while process.poll() is None:
-            kinds = proctree.memory_by_kind(process.pid)
-            total = sum(k["pss"] for k in kinds.values())
-            if total > peak:
-                peak, peak_kinds = total, kinds
+            memory.sample()
             if not args.validate:
                 if first is None:
                     stamp = _first_timestamp(broker.bootstrap, "out")
@@ -105,10 +102,9 @@ def main() -> None:
         print(f"validate: exit {process.returncode} after {ended:.2f} s")
     else:
         print(f"first output: {first:.2f} s after launch" if first else "no output")
-    rss = sum(k["rss"] for k in peak_kinds.values())
-    print(f"peak PSS {peak / 2**20:,.0f} MiB (RSS summed {rss / 2**20:,.0f} MiB); PSS / RSS by kind of process:")
-    for kind, k in sorted(peak_kinds.items(), key=lambda item: -item[1]["pss"]):
-        print(f"  {k['pss'] / 2**20:6.0f} {k['rss'] / 2**20:6.0f}  {kind} ×{k['processes']}")
+    print(f"peak PSS {memory.pss / 2**20:,.0f} MiB (RSS summed {memory.rss / 2**20:,.0f} MiB); PSS / RSS by kind:")
+    for kind, k in memory.by_kind_mib().items():
+        print(f"  {k['pss_mib']:6} {k['rss_mib']:6}  {kind} ×{k['processes']}")
 
 
 if __name__ == "__main__":

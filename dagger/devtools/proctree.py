@@ -66,11 +66,6 @@ def pss_of(pid: int) -> int:
     return 0
 
 
-def rss_bytes(root: int) -> int:
-    """Resident memory of ``root``'s tree right now."""
-    return sum(rss_of(pid) for pid in tree(root))
-
-
 def jvm_pid(spark: object) -> int:
     """The pid of the JVM PySpark launched for ``spark``."""
     return spark.sparkContext._gateway.proc.pid  # type: ignore[attr-defined]
@@ -130,3 +125,26 @@ def memory_by_kind(root: int) -> dict[str, dict[str, int]]:
         entry["rss"] += rss_of(pid)
         entry["pss"] += pss_of(pid)
     return out
+
+
+class PeakMemory:
+    """The peak memory of a process tree over repeated :meth:`sample` calls: the RSS sum, the PSS sum (what the
+    tree holds: pages its forked processes share count once), and the PSS peak's :func:`memory_by_kind`."""
+
+    def __init__(self, root: int):
+        self.root, self.rss, self.pss = root, 0, 0
+        self.kinds: dict[str, dict[str, int]] = {}
+
+    def sample(self) -> None:
+        kinds = memory_by_kind(self.root)
+        self.rss = max(self.rss, sum(k["rss"] for k in kinds.values()))
+        pss = sum(k["pss"] for k in kinds.values())
+        if pss > self.pss:
+            self.pss, self.kinds = pss, kinds
+
+    def by_kind_mib(self) -> dict[str, dict[str, int]]:
+        """The PSS peak's breakdown in MiB, the largest holder first."""
+        return {
+            kind: {"processes": k["processes"], "rss_mib": round(k["rss"] / 2**20), "pss_mib": round(k["pss"] / 2**20)}
+            for kind, k in sorted(self.kinds.items(), key=lambda item: -item[1]["pss"])
+        }

@@ -433,7 +433,7 @@ class JobMetrics:
         """Counters Spark accumulators keep on the driver (summed from every task)."""
         job = self.job
         dead_letters = 0
-        for sink, kinds in sorted((job.sink_counters).items()):
+        for sink, kinds in sorted(job.sink_counters.items()):
             for kind, outcome in SINK_OUTCOMES.items():
                 if kind in kinds:
                     value = kinds[kind].value
