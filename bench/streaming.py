@@ -395,11 +395,12 @@ class Bench:
         print(f"[bench] {name}: the job logs to {log_path}", flush=True)
         feeding.start()
         memory = proctree.PeakMemory(process.pid)
+        first_output = FirstOutput(self.bootstrap, out)
         try:
             while "end" not in window or time.time() < window["end"]:
                 memory.sample()
                 if "first_output" not in window:
-                    first = _first_timestamp(self.bootstrap, out)
+                    first = first_output.look()
                     if first is not None:
                         window.update(first_output=first, begin=first + WARMUP_SECONDS)
                         window["end"] = window["begin"] + LATENCY_SECONDS
@@ -423,6 +424,7 @@ class Bench:
             else:
                 time.sleep(5)  # windows closed by the last records fed are written within a few micro-batches
         finally:
+            first_output.close()
             stopped.set()
             process.terminate()
             try:
@@ -502,16 +504,32 @@ class Bench:
         return registry.get().find_message("dagger.examples.BookingLogMessage")
 
 
-def _first_timestamp(bootstrap: str, topic: str) -> float | None:
-    """Produce time (s) of the earliest record in ``topic`` so far, or None when it is empty."""
-    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+class FirstOutput:
+    """The produce time of the first record written to ``topic``, watched by one consumer kept open (a consumer
+    made for every look starts threads and connections ten times a second, on the cores the job is starting on).
+    """
 
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"first-{uuid.uuid4()}"})
-    partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
-    consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in partitions])
-    found = [m.timestamp()[1] / 1000 for m in consumer.consume(100, timeout=1) if m.error() is None]
-    consumer.close()
-    return min(found) if found else None
+    def __init__(self, bootstrap: str, topic: str):
+        from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+        self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"first-{uuid.uuid4()}"})
+        partitions = self.consumer.list_topics(topic, timeout=10).topics[topic].partitions
+        self.consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in partitions])
+        self.at: float | None = None
+
+    def look(self, timeout: float = 0.1) -> float | None:
+        """The first output's produce time (s) once a record has arrived, else None."""
+        if self.at is None:
+            found = [m.timestamp()[1] / 1000 for m in self.consumer.consume(100, timeout) if m.error() is None]
+            if found:
+                self.at = min(found)
+                self.close()
+        return self.at
+
+    def close(self) -> None:
+        if self.consumer is not None:
+            self.consumer.close()
+            self.consumer = None
 
 
 def _expected_outputs(bootstrap: str, source: str) -> int:

@@ -1,7 +1,7 @@
 """What a running job tells its operator: a progress line per reporting interval and a final summary.
 
 The lines are a view of the job's metrics (:class:`~dagger.telemetry.metrics.JobMetrics`, which records each
-micro-batch once, from the query listener): input rows and rate of the last batch, consumer lag, the watermark,
+micro-batch once, as the runner polls the query): input rows and rate of the last batch, consumer lag, the watermark,
 invalid records and rows dropped as late since the last line, what each sink wrote or dead-lettered, the lookups'
 outcomes and DARTS' counters. Telemetry exports the same numbers.
 """

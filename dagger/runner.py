@@ -87,7 +87,7 @@ class JobRunner:
         if job.available_now and job.bounded:
             log.info("the input is bounded: --available-now changes nothing (the run reads it all and stops)")
         query = self.query = job.start(plan)
-        telemetry.attach(query, job.spark)
+        telemetry.attach()
         last_report = time.monotonic()
         refresh = job.refresh_seconds
         watcher = DescriptorWatcher(job.fetch_descriptors, refresh) if refresh else None
@@ -107,6 +107,7 @@ class JobRunner:
                     query.awaitTermination(0.5)
                 except StreamingQueryException:
                     break  # reported below from query.exception()
+                telemetry.poll(query)
                 if time.monotonic() - last_report >= self.progress_interval:
                     self.progress.report(query)
                     last_report = time.monotonic()
@@ -117,7 +118,7 @@ class JobRunner:
                 if query.lastProgress:
                     telemetry.metrics.record_bounded(query.lastProgress, job.inputs)
             else:
-                telemetry.record(query.lastProgress)  # the last batch, if the listener has not had it yet
+                telemetry.poll(query)  # the last batches
             self.progress.report(query, final=True)
         job.finish(query)
         if self.failure is not None:  # stopped by the runner: descriptors changed incompatibly
@@ -156,7 +157,8 @@ class JobRunner:
         self._stop_between_batches(query)
         job.adopt_descriptors(fresh)
         restarted = job.start(job.plan())
-        telemetry.attach(restarted, job.spark)
+        telemetry.poll(query)  # the stopped query's last batches
+        telemetry.attach()
         log.info("the query runs again, with descriptor sets sha256 %s", fresh.sha256[:12])
         return restarted
 

@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 
 def main() -> None:
-    from streaming import STATELESS_SQL, _first_timestamp, job_config
+    from streaming import STATELESS_SQL, FirstOutput, job_config
 
     from dagger.devtools import proctree
     from dagger.devtools.broker import Broker
@@ -84,18 +84,21 @@ def main() -> None:
         first = None
         stopping = False
         memory = proctree.PeakMemory(process.pid)
+        first_output = FirstOutput(broker.bootstrap, "out")
         while process.poll() is None:
             memory.sample()
             if not args.validate:
                 if first is None:
-                    stamp = _first_timestamp(broker.bootstrap, "out")
+                    stamp = first_output.look()
                     if stamp is not None:
                         first = stamp - launched
                 elif time.time() - launched > first + args.after and not stopping:
                     process.terminate()  # once: a second SIGTERM stops the job at once
                     stopping = True
-            time.sleep(0.1)
+            if args.validate or first is not None:
+                time.sleep(0.1)  # (looking for the first output waits 0.1 s for it)
         ended = time.time() - launched
+        first_output.close()
         reader.join(5)
     print("\n".join(lines))
     if args.validate:

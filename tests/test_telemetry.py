@@ -323,3 +323,42 @@ def test_the_progress_line_is_a_view_of_the_metrics_that_record_each_batch_once(
     assert lines[1].startswith("final batch 1: 4 input rows") and "consumer lag 0" in lines[1]
     assert lines[1].endswith("late rows dropped 2 (4 since start)")
     assert reporter.late_rows == metrics.late == 4
+
+
+def test_polling_a_running_query_records_every_finished_batch_once(spark):
+    """The runner polls the query between its waits: batches finished in between come in one piece, in order,
+    each recorded once, whether one or many finished since the last poll."""
+    from dagger.telemetry import Telemetry, finished_batches
+
+    query = (
+        spark.readStream.format("rate")
+        .option("rowsPerSecond", 50)
+        .load()
+        .writeStream.format("noop")
+        .trigger(processingTime="50 milliseconds")
+        .start()
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while (query.lastProgress or {}).get("batchId", -1) < 5 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        query.stop()  # nothing moves while the test looks
+        last = query.lastProgress["batchId"]
+        assert last >= 5
+        everything = finished_batches(query, -1)
+        assert [p["batchId"] for p in everything] == list(range(last + 1))  # several since: from the retained ones
+        assert sum(p["numInputRows"] for p in everything) > 0
+        assert [p["batchId"] for p in finished_batches(query, last - 1)] == [last]  # one since: the last alone
+        assert finished_batches(query, last) == []
+
+        telemetry = Telemetry(fake_job())
+        telemetry.attach()
+        telemetry.poll(query)
+        telemetry.poll(query)  # nothing new: nothing counted twice
+        assert telemetry.metrics.batches == last + 1
+        assert telemetry.metrics.last_batch == last
+        assert telemetry.metrics.phase_seconds["triggerExecution"] == pytest.approx(
+            sum(p["durationMs"]["triggerExecution"] for p in everything) / 1000
+        )
+    finally:
+        query.stop()
