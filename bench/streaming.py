@@ -55,6 +55,7 @@ WARMUP_RUNS = int(os.environ.get("BENCH_WARMUP_RUNS", "2"))  # unmeasured runs o
 WARMUP_RECORDS = int(os.environ.get("BENCH_WARMUP_RECORDS", "0"))
 LATENCY_RATE = float(os.environ.get("BENCH_LATENCY_RATE", "20000"))
 LATENCY_SECONDS = float(os.environ.get("BENCH_LATENCY_SECONDS", "60"))
+LATENCY_PARTITIONS = int(os.environ.get("BENCH_LATENCY_PARTITIONS", "2"))  # of the latency parts' input topic
 WARMUP_SECONDS = float(os.environ.get("BENCH_WARMUP_SECONDS", "20"))
 PARTS = os.environ.get(
     "BENCH_PARTS", "baseline,stateless,stateless_json,window,bytewax,quix,latency,latency_window"
@@ -84,6 +85,10 @@ JOBS = {
 WATERMARK_DELAY_MS = 10_000  # FLINK_WATERMARK_DELAY_MS of the benchmark's jobs
 # the window job of the latency runs: 10-second windows, so a minute's measurement sees six of them close
 LATENCY_WINDOW_SQL = WINDOW_SQL.replace("INTERVAL '1' MINUTE", "INTERVAL '10' SECOND")
+# BENCH_SPARK_CONF="key=value;key=value": Spark settings of an experiment, every job's SPARK_CONF
+SPARK_CONF = dict(kv.split("=", 1) for kv in filter(None, os.environ.get("BENCH_SPARK_CONF", "").split(";")))
+# BENCH_JOB_CONF='{"KEY": "value"}': job settings of an experiment, added to every job of ours
+JOB_CONF = json.loads(os.environ.get("BENCH_JOB_CONF", "{}"))
 THROUGHPUT = ("baseline", "stateless", "stateless_json", "window", "bytewax", "quix")
 
 
@@ -116,6 +121,8 @@ def job_config(
         "SCHEMA_REGISTRY_STENCIL_URLS": descriptors,
         "SPARK_MASTER": f"local[{CORES}]",
         "METRIC_TELEMETRY_ENABLE": "false",
+        "SPARK_CONF": dict(SPARK_CONF),
+        **JOB_CONF,
     }
     if json_schema is not None:
         stream = data["STREAMS"][0]
@@ -178,9 +185,9 @@ class Bench:
         self.results: dict = {}
         self.expected: dict[str, int] = {}  # part -> the output records a complete run writes
 
-    def topic(self, name: str) -> str:
+    def topic(self, name: str, partitions: int = CORES) -> str:
         topic = f"bench-{name}-{uuid.uuid4().hex[:6]}"
-        self.broker.create_topic(topic, CORES)
+        self.broker.create_topic(topic, partitions)
         return topic
 
     def generate(self) -> None:
@@ -367,14 +374,10 @@ class Bench:
         from dagger.devtools.job_metrics import per_batch_ms, scrape
         from dagger.generate import RecordGenerator, produce_generated
 
-        source, out = self.topic(f"{name}-in"), self.topic(f"{name}-out")
+        source, out = self.topic(f"{name}-in", LATENCY_PARTITIONS), self.topic(f"{name}-out")
         job = Path(tempfile.mkdtemp(prefix=f"bench-{name}-")) / "job.json"
         port = free_port()  # the job's own metrics: where a micro-batch's time goes (Spark's durationMs)
         data = self._job(out, sql, message, source)
-        # BENCH_SPARK_CONF="key=value;key=value": Spark settings of an experiment, as the job's SPARK_CONF
-        data["SPARK_CONF"] = dict(
-            kv.split("=", 1) for kv in filter(None, os.environ.get("BENCH_SPARK_CONF", "").split(";"))
-        )
         job.write_text(json.dumps({**data, "METRIC_TELEMETRY_ENABLE": "true", "METRIC_PROMETHEUS_PORT": str(port)}))
         scrapes: dict[str, dict[str, float]] = {}
         generator = RecordGenerator(self.booking(), seed=1, start=START, events_per_second=events_per_second)

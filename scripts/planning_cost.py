@@ -1,6 +1,6 @@
 """Where a micro-batch's planning time goes: the Kafka source's driver-side calls, timed one by one.
 
-Starts the embedded broker, feeds a 2-partition topic at ``--rate`` records/s (event time stamped at send), and
+Starts the embedded broker, feeds a ``--partitions`` (2) partition topic at ``--rate`` records/s (event time stamped at send), and
 every ``--every`` seconds plans as the source does for a micro-batch (``latestOffset``), timing each of its
 round trips: the topic listing, the offsets (ListOffsets), the high-watermark probe of the embedded broker, and
 the event-time alignment; prints the median and p90 of each in milliseconds.
@@ -34,18 +34,19 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=20000)
     parser.add_argument("--seconds", type=float, default=20)
     parser.add_argument("--every", type=float, default=0.2)
+    parser.add_argument("--partitions", type=int, default=2)
     args = parser.parse_args()
     desc = (ROOT / "descriptors" / "examples.desc").read_bytes()
     booking = DescriptorSet([("x", desc)]).find_message("dagger.examples.BookingLogMessage")
     with Broker() as broker:
         topic = "planning"
-        broker.create_topic(topic, 2)
+        broker.create_topic(topic, args.partitions)
         stop = threading.Event()
         generator = RecordGenerator(booking, seed=1, events_per_second=args.rate)
         feeder = threading.Thread(
             target=produce_generated,
             args=(generator, broker.bootstrap, topic, 0),
-            kwargs={"rate": args.rate, "stop": stop.is_set, "partitions": 2},
+            kwargs={"rate": args.rate, "stop": stop.is_set, "partitions": args.partitions},
         )
         feeder.start()
         time.sleep(2)
@@ -80,6 +81,12 @@ def main() -> None:
             return timed("event-time probe (one round)", lambda: original_times(probe, wanted))
 
         event_time.EventTimeProbe.times = probe_times
+        from dagger.sources import kafka_embedded
+
+        original_highs = kafka_embedded.HighWatermarkProbe.highs
+        kafka_embedded.HighWatermarkProbe.highs = lambda probe, marks: timed(
+            "high-watermark probe (embedded broker)", lambda: original_highs(probe, marks)
+        )
         original_topics, original_marks = reader._topic_partitions, reader._watermarks
         reader._topic_partitions = lambda: timed("list topics", original_topics)
         reader._watermarks = lambda tps: timed("offsets + high-watermark probe", lambda: original_marks(tps))

@@ -8,6 +8,7 @@ import importlib.util
 import multiprocessing
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +16,15 @@ import pytest
 from pyspark.sql.streaming.datasource import ReadAllAvailable
 
 from dagger.devtools.produce import consume_all
-from dagger.sources.kafka import KafkaPartition, KafkaSourceSpec, KafkaStreamReader, positions, read_partition
+from dagger.sources.kafka import (
+    KafkaPartition,
+    KafkaRanges,
+    KafkaSourceSpec,
+    KafkaStreamReader,
+    positions,
+    read_partition,
+    tasks,
+)
 from dagger.sources.kafka_embedded import contiguous_prefix
 from tests.conftest import varint
 
@@ -97,11 +106,14 @@ def test_the_broker_alone_hides_the_end_of_a_multi_record_batch_from_list_offset
     assert result["list_offsets_latest"] < 25  # the base offset + 1 of the last batch
 
 
-def test_the_source_plans_and_reads_every_record_of_multi_record_batches(broker, topic):
+@pytest.mark.parametrize("records_per_task", [10_000, 0])
+def test_the_source_plans_and_reads_every_record_of_multi_record_batches(broker, topic, records_per_task):
+    """Both partitions' ranges in one task (a small micro-batch, read one after the other with the second's reader
+    opened ahead), or one task each (``SPARK_KAFKA_RECORDS_PER_TASK`` 0): every record once."""
     name = topic("tail", partitions=2)
     acked = sum(_produce_in_batches(broker.bootstrap, name, p, 250, batch=50) for p in (0, 1))
     assert acked == 500
-    reader = KafkaStreamReader(_spec(broker.bootstrap, name))
+    reader = KafkaStreamReader(replace(_spec(broker.bootstrap, name), records_per_task=records_per_task))
     try:
         start = reader.initialOffset()
         first = reader.latestOffset(start, ReadAllAvailable())  # one read batch per partition after a start
@@ -110,9 +122,26 @@ def test_the_source_plans_and_reads_every_record_of_multi_record_batches(broker,
         parts = reader.partitions(start, end)
     finally:
         reader.stop()
-    assert all(p.verify_gaps for p in parts)  # the embedded broker: gaps are checked
-    rows = sum(batch.num_rows for part in parts for batch in read_partition(reader.spec, part))
-    assert rows == 500
+    ranges = [r for p in parts for r in (p.ranges if isinstance(p, KafkaRanges) else [p])]
+    assert len(parts) == (1 if records_per_task else 2) and len(ranges) == 2
+    assert all(r.verify_gaps for r in ranges)  # the embedded broker: gaps are checked
+    batches = [batch for part in parts for batch in reader.read(part)]
+    assert sum(batch.num_rows for batch in batches) == 500
+
+
+def test_small_ranges_share_tasks_and_large_ones_keep_their_own():
+    def ranges(*sizes: int) -> list[KafkaPartition]:
+        return [KafkaPartition("t", p, 100, 100 + n) for p, n in enumerate(sizes)]
+
+    def shape(tasks_: list) -> list[list[int]]:
+        return [[r.partition for r in (t.ranges if isinstance(t, KafkaRanges) else [t])] for t in tasks_]
+
+    assert shape(tasks(ranges(*[1000] * 8), 10_000)) == [[0, 1, 2, 3, 4, 5, 6, 7]]  # a live stream: one task
+    assert shape(tasks(ranges(*[1000] * 8), 0)) == [[p] for p in range(8)]  # 0: one per partition
+    assert shape(tasks(ranges(30_000, 5_000, 5_000), 10_000)) == [[0], [1], [2]]  # never more tasks than ranges
+    assert shape(tasks(ranges(20_000, 5_000, 5_000, 5_000, 4_000), 20_000)) == [[0], [1, 2, 3, 4]]  # balanced
+    assert shape(tasks(ranges(6_000, 6_000, 6_000, 6_000), 10_000)) == [[0, 3], [1], [2]]  # 24,000: 3 tasks
+    assert shape(tasks(ranges(500), 10_000)) == [[0]]
 
 
 def _burn(stop) -> None:

@@ -635,6 +635,14 @@ class JobConfig(_Strict):
     SPARK_KAFKA_READ_BATCH_SIZE: int = Field(
         50_000, gt=0, description="Records per Arrow batch produced by the Kafka reader."
     )
+    SPARK_KAFKA_RECORDS_PER_TASK: int = Field(
+        10_000,
+        ge=0,
+        description="A micro-batch reads its Kafka partitions in as few Spark tasks as give each about this many "
+        "records (at most one task per partition): a live stream's small micro-batches run one task (a Python "
+        "reader and writer each) instead of one per partition, which shortens them; a backlog is read with one "
+        "task per partition. `0`: always one task per partition.",
+    )
     SPARK_PRUNE_INPUT_COLUMNS: bool = Field(
         True,
         description="Decode only the fields of a Kafka stream's message that the SQL names (Spark cannot prune "

@@ -162,6 +162,31 @@ class KafkaPartition(InputPartition):
         self.verify_gaps = verify_gaps
 
 
+class KafkaRanges(InputPartition):
+    """Several partitions' offset ranges read one after the other by one Spark task (small micro-batches)."""
+
+    def __init__(self, ranges: list[KafkaPartition]):
+        super().__init__(tuple(r.value for r in ranges))
+        self.ranges = ranges
+
+
+def tasks(ranges: list[KafkaPartition], records_per_task: int) -> list[KafkaPartition | KafkaRanges]:
+    """``ranges`` spread over as few tasks as give each about ``records_per_task`` records, at most one task per
+    range (``records_per_task`` 0: one each). The largest ranges are placed first, each on the task with the
+    fewest records so far."""
+    total = sum(r.end - r.start for r in ranges)
+    count = len(ranges) if records_per_task <= 0 else min(len(ranges), max(1, -(-total // records_per_task)))
+    if count >= len(ranges):
+        return list(ranges)
+    groups: list[list[KafkaPartition]] = [[] for _ in range(count)]
+    loads = [0] * count
+    for r in sorted(ranges, key=lambda r: r.start - r.end):
+        least = loads.index(min(loads))
+        groups[least].append(r)
+        loads[least] += r.end - r.start
+    return [KafkaRanges(sorted(g, key=lambda r: (r.topic, r.partition))) for g in groups]
+
+
 class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     """Driver-side planning (offsets, partitions, commits) and executor-side reading."""
 
@@ -412,7 +437,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         except Exception:  # noqa: BLE001 - progress reporting must never fail the query
             return None
 
-    def partitions(self, start: dict, end: dict) -> list[KafkaPartition]:
+    def partitions(self, start: dict, end: dict) -> list[KafkaPartition | KafkaRanges]:
         start, end = positions(start), positions(end)
         parts = []
         for key, stop in sorted(end.items()):
@@ -422,7 +447,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             if stop > begin:
                 topic, partition = _split(key)
                 parts.append(KafkaPartition(topic, partition, begin, stop, self._embedded))
-        return parts
+        return tasks(parts, self.spec.records_per_task)
 
     def _low(self, key: str) -> int:
         topic, partition = _split(key)
@@ -448,9 +473,13 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     # -- executor side ------------------------------------------------------------------------------------
 
-    def read(self, partition: KafkaPartition) -> Iterator[Any]:
-        """Consume ``[start, end)`` of one partition and yield decoded Arrow record batches."""
-        yield from read_partition(self.spec, partition)
+    def read(self, partition: KafkaPartition | KafkaRanges) -> Iterator[Any]:
+        """Consume ``[start, end)`` of one partition (or of several, one after the other) and yield decoded Arrow
+        record batches."""
+        if isinstance(partition, KafkaRanges):
+            yield from read_ranges(self.spec, partition.ranges)
+        else:
+            yield from read_partition(self.spec, partition)
 
 
 def _commit(consumer: Any, end: dict[str, int], table: str, group: str) -> None:
@@ -519,11 +548,26 @@ def _cap(start: dict[str, int], end: dict[str, int], max_rows: int) -> dict[str,
     return capped
 
 
-def read_partition(spec: KafkaSourceSpec, part: KafkaPartition) -> Iterator[Any]:
-    """Read one offset range, decode it and apply the invalid-record policy."""
-    from dagger.sources.kafka_batch import FetchError, open_fetcher
+#: ranges of one task whose readers are opened ahead of the one being read, so that their first fetches overlap
+READ_AHEAD = 4
 
-    decoder = _decoder(spec)
+
+def read_ranges(spec: KafkaSourceSpec, ranges: list[KafkaPartition]) -> Iterator[Any]:
+    """Read ``ranges`` one after the other, each range's reader opened while up to :data:`READ_AHEAD` - 1 earlier
+    ones are read (opening connects and fetches: done one by one, a task of many small ranges waited for each)."""
+    opened: dict[int, Any] = {}
+    try:
+        for index, part in enumerate(ranges):
+            for ahead in range(index, min(index + READ_AHEAD, len(ranges))):
+                if ahead not in opened:
+                    opened[ahead] = open_range(spec, ranges[ahead])
+            yield from read_partition(spec, part, opened.pop(index))
+    finally:
+        for fetcher in opened.values():
+            fetcher.close()
+
+
+def _reader_config(spec: KafkaSourceSpec) -> dict[str, str]:
     conf = dict(spec.client_config)
     conf.update(
         {
@@ -537,10 +581,27 @@ def read_partition(spec: KafkaSourceSpec, part: KafkaPartition) -> Iterator[Any]
     # librdkafka stops prefetching at 100k queued records by default, which halves a reader's speed on a backlog
     # (139k -> 263k records/s for one partition here); the kbytes cap above still bounds the memory
     conf.setdefault("queued.min.messages", "1000000")
+    return conf
+
+
+def open_range(spec: KafkaSourceSpec, part: KafkaPartition, start: int | None = None) -> Any:
+    """A reader of ``part``'s partition from ``start`` (default the range's start); fetching begins at once."""
+    from dagger.sources.kafka_batch import FetchError, open_fetcher
+
     try:
-        fetcher = open_fetcher(conf, part.topic, part.partition, part.start)
+        return open_fetcher(_reader_config(spec), part.topic, part.partition, part.start if start is None else start)
     except FetchError as exc:
         raise SourceError(f"stream '{spec.table}': cannot read {part.topic}[{part.partition}]: {exc}") from exc
+
+
+def read_partition(spec: KafkaSourceSpec, part: KafkaPartition, fetcher: Any = None) -> Iterator[Any]:
+    """Read one offset range (with ``fetcher``, a reader :func:`open_range` opened for it, which this closes),
+    decode it and apply the invalid-record policy."""
+    from dagger.sources.kafka_batch import FetchError
+
+    decoder = _decoder(spec)
+    if fetcher is None:
+        fetcher = open_range(spec, part)
     dead_letters = None
     if spec.invalid_policy == "dead-letter" and spec.dead_letter:
         from pyspark import TaskContext
@@ -578,7 +639,7 @@ def read_partition(spec: KafkaSourceSpec, part: KafkaPartition) -> Iterator[Any]
                     chunk = chunk.take(np.arange(len(chunk)) < keep)
                     fetcher.close()
                     time.sleep(gap_wait(attempt - 1))
-                    fetcher = open_fetcher(conf, part.topic, part.partition, gap)
+                    fetcher = open_range(spec, part, gap)
                     if not len(chunk):
                         continue
                 elif keep < len(chunk):

@@ -28,6 +28,7 @@ class KafkaSourceSpec:
     dead_letter: dict[str, Any] | None = None  # a DeadLetterSpec's fields
     max_records_per_trigger: int | None = None
     read_batch_size: int = 50_000
+    records_per_task: int = 10_000  # SPARK_KAFKA_RECORDS_PER_TASK: small ranges share a task; 0: one per partition
     aligned_delay_ms: int | None = None  # event-time alignment (dagger.sources.event_time); None: by offsets only
     idle_timeout_ms: int = 30_000
     unreachable_timeout_ms: int = 300_000  # SOURCE_KAFKA_UNREACHABLE_TIMEOUT_MS

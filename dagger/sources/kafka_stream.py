@@ -128,6 +128,7 @@ class KafkaSource(Source):
             dead_letter=asdict(dead_letter) if dead_letter else None,
             max_records_per_trigger=config.SPARK_MAX_RECORDS_PER_TRIGGER,
             read_batch_size=config.SPARK_KAFKA_READ_BATCH_SIZE,
+            records_per_task=config.SPARK_KAFKA_RECORDS_PER_TASK,
             aligned_delay_ms=(
                 config.FLINK_WATERMARK_DELAY_MS if config.SPARK_EVENT_TIME_ALIGNMENT and options.event_time else None
             ),
