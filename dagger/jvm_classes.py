@@ -103,7 +103,13 @@ def watch(spark: Any) -> None:
     if proc is None:
         return
     archive.parent.mkdir(parents=True, exist_ok=True)
-    atexit.register(finish, proc, partial, archive)
+    atexit.register(_at_exit, proc, partial, archive)
+
+
+def _at_exit(proc: subprocess.Popen, partial: Path, archive: Path) -> None:
+    """At the driver's exit: quiet PySpark's accumulator server, then :func:`finish`."""
+    _stop_accumulator_server()
+    finish(proc, partial, archive)
 
 
 def finish(proc: subprocess.Popen, partial: Path, archive: Path, timeout: float = EXIT_TIMEOUT) -> bool:
@@ -111,7 +117,6 @@ def finish(proc: subprocess.Popen, partial: Path, archive: Path, timeout: float 
     rename it to ``archive`` after a clean exit; a JVM that fails or takes too long leaves no archive."""
     began = time.monotonic()
     log.info("saving Spark's classes for faster start-ups (once per installation, up to %.0f s): %s", timeout, archive)
-    _stop_accumulator_server()
     try:
         if proc.stdin is not None:
             proc.stdin.close()

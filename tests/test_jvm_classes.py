@@ -9,6 +9,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from pyspark.sql.datasource import DataSource, DataSourceReader
 
 from dagger import jvm_classes
 
@@ -61,6 +62,31 @@ def test_finish_renames_the_archive_after_a_clean_exit_only(cache):
     assert not partial.exists() and not archive.exists()  # a failed JVM leaves nothing to map
     assert jvm_classes.finish(_writer(partial, 0), partial, archive)
     assert archive.read_bytes() == b"classes" and not partial.exists()
+
+
+def test_finishing_another_jvm_leaves_the_running_session_working(cache, spark):
+    # finish() waits for the JVM it is given; the session's own accumulator server is left to the driver's exit
+    archive, partial = cache / "s.jsa", cache / "s.jsa.1.partial"
+    assert jvm_classes.finish(_writer(partial, 0), partial, archive)
+    spark.dataSource.register(_Three)  # a Python data source's planning reports to the accumulator server
+    assert [r.n for r in spark.read.format("three").load().collect()] == [0, 1, 2]
+
+
+class _Three(DataSource):
+    @classmethod
+    def name(cls) -> str:
+        return "three"
+
+    def schema(self) -> str:
+        return "n int"
+
+    def reader(self, schema) -> DataSourceReader:
+        return _ThreeReader()
+
+
+class _ThreeReader(DataSourceReader):
+    def read(self, partition):
+        yield from ((n,) for n in range(3))
 
 
 def test_finish_gives_up_on_a_jvm_that_does_not_exit(cache):
