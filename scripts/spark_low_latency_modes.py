@@ -1,6 +1,6 @@
-"""Spark 4.3's asynchronous progress tracking cannot stop a query that reads a Python data source.
+"""What Spark 4.3's two low-latency options do with a query that reads a Python data source.
 
-Nothing of dagger's is in the path: a ten-line Python streaming source (PySpark's own API), a ``noop`` sink,
+**Asynchronous progress tracking cannot stop it.** Nothing of dagger's is in the path: a ten-line Python streaming source (PySpark's own API), a ``noop`` sink,
 ``asyncProgressTrackingEnabled`` with the override of Spark's sink check. ``query.stop()`` runs
 ``AsyncProgressTrackingMicroBatchExecution.cleanup``, which commits every source's latest offsets *after* the
 sources were stopped: the Python source's runner is gone, the commit fails with ``ClosedChannelException`` on
@@ -9,8 +9,14 @@ of the same name then could not start again: "a query with that name is already 
 schema refresh restarts its query). Without async progress tracking the same query stops cleanly.
 Seen on 2026-11-25 with pyspark 4.3.0: exit 1 (async: ``still active: ['repro']``), exit 0 with ``--sync``.
 
-    .venv/bin/python scripts/spark_async_progress_stop.py          # async: the stopped query stays active
-    .venv/bin/python scripts/spark_async_progress_stop.py --sync   # Spark's default: it does not
+**Real-time mode refuses it**: ``trigger(realTime=...)`` fails at start with
+``STREAMING_REAL_TIME_MODE.INPUT_STREAM_NOT_SUPPORTED`` ("The input stream ... PythonMicroBatchStream is not
+supported in Real-time Mode"; the sink allowlist check turned off, so the source is what is refused). Its
+sources implement a JVM interface PySpark's data source API does not reach. Exit 1 with ``--real-time``.
+
+    .venv/bin/python scripts/spark_low_latency_modes.py              # async: the stopped query stays active
+    .venv/bin/python scripts/spark_low_latency_modes.py --sync       # Spark's default: it does not
+    .venv/bin/python scripts/spark_low_latency_modes.py --real-time  # real-time mode: the source is refused
 """
 
 from __future__ import annotations
@@ -70,15 +76,32 @@ def run(spark: SparkSession, asynchronous: bool, checkpoint: str) -> bool:
     return not active
 
 
+def real_time(spark: SparkSession, checkpoint: str) -> bool:
+    """Start the query with a real-time trigger; whether it ran."""
+    writer = spark.readStream.format("counter").load().writeStream.format("noop").outputMode("update")
+    query = writer.option("checkpointLocation", checkpoint).trigger(realTime="5 seconds").start()
+    try:
+        query.processAllAvailable()
+    except Exception as exc:  # noqa: BLE001 - the point of the script
+        print(f"real-time mode: {str(exc).splitlines()[0][:500]}")
+        return False
+    query.stop()
+    print("real-time mode ran the query")
+    return True
+
+
 def main() -> None:
     import tempfile
 
     asynchronous = "--sync" not in sys.argv
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    spark = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false").getOrCreate()
+    builder = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
+    spark = builder.config("spark.sql.streaming.realTimeMode.allowlistCheck", "false").getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     spark.dataSource.register(Counter)
     checkpoint = tempfile.mkdtemp()
+    if "--real-time" in sys.argv:
+        sys.exit(0 if real_time(spark, checkpoint) else 1)
     stuck = 0
     for _ in range(CYCLES):  # the failure is a race: start and stop the query several times on one checkpoint
         try:
