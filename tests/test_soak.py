@@ -70,6 +70,10 @@ def test_a_short_soak_accounts_for_every_record_window_lookup_and_process(tmp_pa
     assert {"JVM", "Python driver", "fork server", "worker daemons", "Python workers", "source runners"} <= kinds
     assert all(s["rss"]["JVM"] > 100 * 2**20 for s in samples[3:])
     assert all(0 < s["pss"] < sum(s["rss"].values()) for s in samples[3:])
-    assert max(s["metrics"].get("state_rows", 0) for s in samples) > 0
+    scraped = [s["metrics"] for s in samples if s["metrics"]]
+    assert scraped, f"the job's /metrics never answered in {len(samples)} samples: {done.stderr[-3000:]}"
+    assert max(m.get("state_rows", 0) for m in scraped) > 0, (
+        f"no rows in state in {len(scraped)} scrapes: {scraped[-2:]}"
+    )
     assert (tmp_path / "soak.png").read_bytes()[:4] == b"\x89PNG"
     assert "counted in windows" in (tmp_path / "soak.md").read_text()
