@@ -1,9 +1,9 @@
 """Where a micro-batch's planning time goes: the Kafka source's driver-side calls, timed one by one.
 
-Starts the embedded broker, feeds a ``--partitions`` (2) partition topic at ``--rate`` records/s (event time stamped at send), and
-every ``--every`` seconds plans as the source does for a micro-batch (``latestOffset``), timing each of its
-round trips: the topic listing, the offsets (ListOffsets), the high-watermark probe of the embedded broker, and
-the event-time alignment; prints the median and p90 of each in milliseconds.
+Starts the embedded broker, feeds a topic of ``--partitions`` (2) partitions at ``--rate`` records/s (event time
+stamped at send), and every ``--every`` seconds plans as the source does for a micro-batch (``latestOffset``),
+timing each of its round trips: the topic listing, the offsets (ListOffsets), the high-watermark probe of the
+embedded broker, and the event-time alignment; prints the median and p90 of each in milliseconds.
 
     .venv/bin/python scripts/planning_cost.py --rate 20000 --seconds 20
 """

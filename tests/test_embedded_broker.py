@@ -18,7 +18,6 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable
 from dagger.devtools.produce import consume_all
 from dagger.sources.kafka import (
     KafkaPartition,
-    KafkaRanges,
     KafkaSourceSpec,
     KafkaStreamReader,
     positions,
@@ -122,7 +121,7 @@ def test_the_source_plans_and_reads_every_record_of_multi_record_batches(broker,
         parts = reader.partitions(start, end)
     finally:
         reader.stop()
-    ranges = [r for p in parts for r in (p.ranges if isinstance(p, KafkaRanges) else [p])]
+    ranges = [r for p in parts for r in p.ranges]
     assert len(parts) == (1 if records_per_task else 2) and len(ranges) == 2
     assert all(r.verify_gaps for r in ranges)  # the embedded broker: gaps are checked
     batches = [batch for part in parts for batch in reader.read(part)]
@@ -134,7 +133,7 @@ def test_small_ranges_share_tasks_and_large_ones_keep_their_own():
         return [KafkaPartition("t", p, 100, 100 + n) for p, n in enumerate(sizes)]
 
     def shape(tasks_: list) -> list[list[int]]:
-        return [[r.partition for r in (t.ranges if isinstance(t, KafkaRanges) else [t])] for t in tasks_]
+        return [[r.partition for r in t.ranges] for t in tasks_]
 
     assert shape(tasks(ranges(*[1000] * 8), 10_000)) == [[0, 1, 2, 3, 4, 5, 6, 7]]  # a live stream: one task
     assert shape(tasks(ranges(*[1000] * 8), 0)) == [[p] for p in range(8)]  # 0: one per partition

@@ -163,21 +163,22 @@ class KafkaPartition(InputPartition):
 
 
 class KafkaRanges(InputPartition):
-    """Several partitions' offset ranges read one after the other by one Spark task (small micro-batches)."""
+    """The offset ranges one Spark task of a micro-batch reads, one after the other: one range, or several small
+    ones (:func:`tasks`)."""
 
     def __init__(self, ranges: list[KafkaPartition]):
         super().__init__(tuple(r.value for r in ranges))
         self.ranges = ranges
 
 
-def tasks(ranges: list[KafkaPartition], records_per_task: int) -> list[KafkaPartition | KafkaRanges]:
+def tasks(ranges: list[KafkaPartition], records_per_task: int) -> list[KafkaRanges]:
     """``ranges`` spread over as few tasks as give each about ``records_per_task`` records, at most one task per
     range (``records_per_task`` 0: one each). The largest ranges are placed first, each on the task with the
     fewest records so far."""
     total = sum(r.end - r.start for r in ranges)
     count = len(ranges) if records_per_task <= 0 else min(len(ranges), max(1, -(-total // records_per_task)))
     if count >= len(ranges):
-        return list(ranges)
+        return [KafkaRanges([r]) for r in ranges]
     groups: list[list[KafkaPartition]] = [[] for _ in range(count)]
     loads = [0] * count
     for r in sorted(ranges, key=lambda r: r.start - r.end):
@@ -437,7 +438,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         except Exception:  # noqa: BLE001 - progress reporting must never fail the query
             return None
 
-    def partitions(self, start: dict, end: dict) -> list[KafkaPartition | KafkaRanges]:
+    def partitions(self, start: dict, end: dict) -> list[KafkaRanges]:
         start, end = positions(start), positions(end)
         parts = []
         for key, stop in sorted(end.items()):
@@ -473,13 +474,9 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     # -- executor side ------------------------------------------------------------------------------------
 
-    def read(self, partition: KafkaPartition | KafkaRanges) -> Iterator[Any]:
-        """Consume ``[start, end)`` of one partition (or of several, one after the other) and yield decoded Arrow
-        record batches."""
-        if isinstance(partition, KafkaRanges):
-            yield from read_ranges(self.spec, partition.ranges)
-        else:
-            yield from read_partition(self.spec, partition)
+    def read(self, partition: KafkaRanges) -> Iterator[Any]:
+        """Consume the task's offset ranges, one after the other, and yield decoded Arrow record batches."""
+        yield from read_ranges(self.spec, partition.ranges)
 
 
 def _commit(consumer: Any, end: dict[str, int], table: str, group: str) -> None:
