@@ -396,6 +396,13 @@ def _validate(config: JobConfig) -> int:
             + "\n  - ".join(plan.unbounded_state)
             + "\n"
         )
+    if plan.longbow is not None:
+        lb = plan.longbow
+        reads = f", its range from {'longbow_duration' if lb.range == 'duration' else 'longbow_earliest/latest'}"
+        out.write(
+            f"longbow: {lb.kind.label} ({lb.key}){reads if lb.range else ''}; not run yet: its columns go to the"
+            " sink as the SQL gives them\n"
+        )
     out.write("output columns:\n")
     for f in plan.output_schema.fields:
         out.write(f"  {f.name}: {f.dataType.simpleString()}\n")

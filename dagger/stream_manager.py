@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from dagger.config.ignored import ignored_keys_set
 from dagger.config.model import JobConfig
 from dagger.errors import DaggerConfigError, DescriptorFetchError, SqlError
+from dagger.longbow.schema import LongbowSchema, check_types, longbow_schema
 from dagger.serde.types import VALIDITY_COLUMN
 
 if TYPE_CHECKING:
@@ -63,6 +64,8 @@ class Plan:
     notes: list[str] = field(default_factory=list)
     #: the operators whose state grows with their keys forever (:mod:`dagger.sql.state`); empty for bounded runs
     unbounded_state: list[str] = field(default_factory=list)
+    #: the Longbow the SQL output's columns ask for (:mod:`dagger.longbow.schema`), None without one
+    longbow: LongbowSchema | None = None
 
 
 class StreamManager:
@@ -443,10 +446,13 @@ class StreamManager:
             raise SqlError(
                 f"FLINK_SQL_QUERY is not valid Spark SQL: {_first_line(exc)}\nquery as run: {rewritten}"
             ) from None
+        longbow = longbow_schema(df.columns, self.config.FLINK_ROWTIME_ATTRIBUTE_NAME)
+        if longbow is not None:  # switched on by the output's column names, as in Dagger (before post-processors)
+            check_types(longbow, df.schema)
         from dagger.processors import postprocess
 
         df = postprocess(df, self._processor_context("post"))
-        plan = Plan(self.config.sql, rewritten, tables, df.schema, dataframe=df, notes=rewrite.notes)
+        plan = Plan(self.config.sql, rewritten, tables, df.schema, dataframe=df, notes=rewrite.notes, longbow=longbow)
         if running:
             plan.notes.append(running[1])
             self._processor_settings[STATE_STORE_PROVIDER] = ROCKSDB_STATE_STORE  # transformWithState needs it
@@ -513,6 +519,13 @@ class StreamManager:
             )
         for key, reason in ignored_keys_set(self.config):
             log.warning("%s is accepted and ignored: %s", key, reason)
+        if plan.longbow is not None:
+            log.warning(
+                "the SQL output asks for Longbow type %s (%s), which is not run yet: its columns go to the sink as "
+                "the SQL gives them",
+                plan.longbow.kind.label,
+                plan.longbow.key,
+            )
         if self.config.sink_type_note:
             log.warning("%s", self.config.sink_type_note)
         if self.bounded:
