@@ -34,10 +34,11 @@ $(PEERS_VENV)/.installed:
 	$(PEERS_VENV)/bin/pip install -q bytewax==0.21.1 quixstreams==3.28.1 protobuf
 	@touch $@
 
-test-servers: $(BQEMU_VENV)/.installed $(PEERS_VENV)/.installed ## InfluxDB, PostgreSQL, Prometheus (apt), the BigQuery emulator and the bench peers, for the integration tests
+test-servers: install $(BQEMU_VENV)/.installed $(PEERS_VENV)/.installed ## InfluxDB, PostgreSQL, Prometheus, the Bigtable emulator (apt), the BigQuery emulator and the bench peers, for the integration tests
 	@command -v influxd >/dev/null 2>&1 || { echo "installing InfluxDB 1.x (Debian)"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends influxdb; }
 	@test -x /usr/lib/postgresql/15/bin/initdb || { echo "installing PostgreSQL 15 (Debian)"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends postgresql; }
 	@command -v promtool >/dev/null 2>&1 || { echo "installing Prometheus and promtool (Debian)"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus; }
+	@$(PY) -c "from dagger.devtools.bigtable_emulator import find_binary; raise SystemExit(find_binary() is None)" || { echo "installing the Bigtable emulator (the Cloud CLI's google-cloud-cli-bigtable-emulator)"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends google-cloud-cli-bigtable-emulator; }
 
 quickstart: install ## broker + descriptor server + sample bookings + configs/quickstart.json, then stop
 	$(PY) scripts/quickstart.py

@@ -397,12 +397,20 @@ def _validate(config: JobConfig) -> int:
             + "\n"
         )
     if plan.longbow is not None:
+        from dagger.longbow.schema import LongbowKind
+
         lb = plan.longbow
         reads = f", its range from {'longbow_duration' if lb.range == 'duration' else 'longbow_earliest/latest'}"
-        out.write(
-            f"longbow: {lb.kind.label} ({lb.key}){reads if lb.range else ''}; not run yet: its columns go to the"
-            " sink as the SQL gives them\n"
-        )
+        if lb.kind is LongbowKind.CLASSIC:
+            from dagger.longbow.classic import table_name
+
+            does = (
+                f"each row written to Bigtable table {table_name(config).path}, its "
+                f"{', '.join(lb.data_columns)} replaced by their history (ARRAY<STRING>, most recent first)"
+            )
+        else:
+            does = "not run yet: its columns go to the sink as the SQL gives them"
+        out.write(f"longbow: {lb.kind.label} ({lb.key}){reads if lb.range else ''}; {does}\n")
     out.write("output columns:\n")
     for f in plan.output_schema.fields:
         out.write(f"  {f.name}: {f.dataType.simpleString()}\n")

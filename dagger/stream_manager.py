@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from dagger.config.ignored import ignored_keys_set
 from dagger.config.model import JobConfig
 from dagger.errors import DaggerConfigError, DescriptorFetchError, SqlError
-from dagger.longbow.schema import LongbowSchema, check_types, longbow_schema
+from dagger.longbow.schema import LongbowKind, LongbowSchema, check_types, duration_ms, longbow_schema
 from dagger.serde.types import VALIDITY_COLUMN
 
 if TYPE_CHECKING:
@@ -112,6 +112,8 @@ class StreamManager:
         self._processor_observations: dict[str, Any] = {}
         #: external source label (``HTTP.0``) → its metrics (calls, failures by kind, latency histogram)
         self.lookup_metrics: dict[str, Any] = {}
+        #: classic Longbow's counters (Dagger's longbow.writer / longbow.reader meters), when the SQL asks for it
+        self.longbow_metrics: Any = None
         #: session settings the job's processors asked for (ProcessorContext.session_settings)
         self._processor_settings: dict[str, str] = {}
         self._sinks: tuple[Any, list[Sink]] | None = None  # (the descriptor sets they were built for, the sinks)
@@ -449,6 +451,11 @@ class StreamManager:
         longbow = longbow_schema(df.columns, self.config.FLINK_ROWTIME_ATTRIBUTE_NAME)
         if longbow is not None:  # switched on by the output's column names, as in Dagger (before post-processors)
             check_types(longbow, df.schema)
+            if longbow.kind is LongbowKind.CLASSIC:
+                from dagger.longbow.classic import LongbowMetrics, classic_longbow
+
+                self.longbow_metrics = LongbowMetrics.create(self.spark)
+                df = classic_longbow(df, longbow, self.config, self.longbow_metrics)
         from dagger.processors import postprocess
 
         df = postprocess(df, self._processor_context("post"))
@@ -467,6 +474,22 @@ class StreamManager:
         for sink in plan.sinks:
             plan.problems.extend(sink.check(arrow_schema))
         return plan
+
+    def _ensure_longbow_table(self) -> None:
+        """Create Longbow's Bigtable table with Dagger's GC rule unless it exists (a failure stops the job)."""
+        from dagger.longbow.bigtable import ensure_table
+        from dagger.longbow.classic import table_name
+
+        name = table_name(self.config)
+        max_age = duration_ms(self.config.PROCESSOR_LONGBOW_DOCUMENT_DURATION, "PROCESSOR_LONGBOW_DOCUMENT_DURATION")
+        if ensure_table(name, max_age):
+            log.info(
+                "Longbow: created Bigtable table %s (one version per cell, kept %s)",
+                name.path,
+                self.config.PROCESSOR_LONGBOW_DOCUMENT_DURATION,
+            )
+        else:
+            log.info("Longbow: history in Bigtable table %s", name.path)
 
     def _declared_schemas(self) -> dict[str, StructType]:
         """Table → the schema its message gives it (before any pre-processor), for the SQL rewrite."""
@@ -519,7 +542,9 @@ class StreamManager:
             )
         for key, reason in ignored_keys_set(self.config):
             log.warning("%s is accepted and ignored: %s", key, reason)
-        if plan.longbow is not None:
+        if plan.longbow is not None and plan.longbow.kind is LongbowKind.CLASSIC:
+            self._ensure_longbow_table()
+        elif plan.longbow is not None:
             log.warning(
                 "the SQL output asks for Longbow type %s (%s), which is not run yet: its columns go to the sink as "
                 "the SQL gives them",

@@ -37,7 +37,9 @@ for _key, _value in {
 
 # fixtures that start a real server or a Spark session: a test using any of them is an integration test, marked
 # here so that `pytest -m "not integration"` is the fast unit layer whatever a module declares
-INTEGRATION_FIXTURES = frozenset({"broker", "topic", "spark", "influx", "bigquery", "postgres", "elasticsearch", "s3"})
+INTEGRATION_FIXTURES = frozenset(
+    {"broker", "topic", "spark", "influx", "bigquery", "bigtable", "postgres", "elasticsearch", "s3"}
+)
 
 
 def pytest_collection_modifyitems(config, items):
@@ -79,6 +81,14 @@ def influx():
     from dagger.devtools.influx import InfluxServer
 
     yield from _serve("InfluxDB", InfluxServer())
+
+
+@pytest.fixture(scope="session")
+def bigtable():
+    """The Cloud CLI's Bigtable emulator (cbtemulator), for Longbow."""
+    from dagger.devtools.bigtable_emulator import BigtableEmulator
+
+    yield from _serve("the Bigtable emulator", BigtableEmulator())
 
 
 @pytest.fixture(scope="session")

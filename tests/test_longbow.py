@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
+import uuid
 
 import pytest
 
-from tests.conftest import dagger, job, kafka_stream
+from dagger.devtools.produce import produce
+from dagger.devtools.samples import bookings
+from tests.conftest import START, dagger, job, kafka_stream, output_rows, run_job
 
 pytestmark = pytest.mark.integration
 
@@ -41,3 +45,97 @@ def test_validate_names_the_longbow_kind_and_refuses_a_misfit_column(broker, ste
             "both longbow_earliest and longbow_latest"
         )
     )
+
+
+def _longbow_job(stencil, broker, source: str, out: str, sql: str, table: str, **extra) -> dict:
+    return job(
+        stencil,
+        [kafka_stream(broker, source)],
+        sql,
+        SINK_TYPE="kafka",
+        SINK_KAFKA_BROKERS=broker.bootstrap,
+        SINK_KAFKA_TOPIC=out,
+        SINK_KAFKA_DATA_TYPE="JSON",
+        PROCESSOR_LONGBOW_GCP_PROJECT_ID="longbow-test",
+        PROCESSOR_LONGBOW_GCP_INSTANCE_ID="history",
+        PROCESSOR_LONGBOW_GCP_TABLE_ID=table,
+        SPARK_MAX_RECORDS_PER_TRIGGER="7",  # several micro-batches: histories span them
+        **extra,
+    )
+
+
+def _by_order(rows: list) -> dict[str, dict]:
+    decoded = [json.loads(m.value()) for m in rows]
+    return {r["longbow_data1"][0]: r for r in decoded}
+
+
+def test_classic_longbow_gives_each_row_its_keys_history_over_the_duration(
+    spark, broker, stencil, topic, bigtable, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("BIGTABLE_EMULATOR_HOST", bigtable.host)
+    source, out = topic("longbow-src"), topic("longbow-out")
+    # booking i: customer c{i % 5} at START + i minutes, so each customer books every 5 minutes
+    produce(broker.bootstrap, source, ((None, v) for v in bookings(40, START, step_seconds=60)))
+    table = f"history-{uuid.uuid4().hex[:6]}"
+    sql = CLASSIC_SQL.replace("'30d'", "'10m'")
+    data = _longbow_job(stencil, broker, source, out, sql, table, PROCESSOR_LONGBOW_DOCUMENT_DURATION="30d")
+    manager, query = run_job(spark, data, tmp_path / "cp")
+    assert query.exception() is None, query.exception()
+    rows = _by_order(output_rows(broker, manager, out, 40))
+    assert len(rows) == 40
+    for i in range(40):
+        # the row itself, then the key's rows 5 and 10 minutes earlier: the range's far edge is inclusive
+        expected = [f"order-{j}" for j in (i, i - 5, i - 10) if j >= 0]
+        assert rows[f"order-{i}"]["longbow_key"] == f"c{i % 5}"
+        assert rows[f"order-{i}"]["longbow_data1"] == expected, i
+    counters = manager.longbow_metrics.values()
+    assert counters["success_on_write_document"] == 40 and counters["failed_on_write_document"] == 0
+    assert counters["success_on_read_document"] == 40 and counters["failed_on_read_document"] == 0
+    assert counters["documents_read_per_scan"] == sum(min(3, i // 5 + 1) for i in range(40))
+    assert counters["failed_to_read_last_record"] == 0
+    # the table the job created: Dagger's column family and GC rule (one version, the document duration)
+    from google.cloud import bigtable as client_library
+
+    created = client_library.Client(project="longbow-test", admin=True).instance("history").table(table)
+    from google.cloud.bigtable.column_family import GCRuleUnion, MaxAgeGCRule, MaxVersionsGCRule
+
+    rule = created.list_column_families()["ts"].gc_rule
+    assert rule == GCRuleUnion([MaxVersionsGCRule(1), MaxAgeGCRule(dt.timedelta(days=30))]), rule.to_pb()
+    # a row as Dagger writes it: key#(Long.MAX_VALUE - rowtime ms), ts:<column> as UTF-8, cell time = rowtime
+    stored = created.read_row(f"c3#{2**63 - 1 - int((START.timestamp() + 8 * 60) * 1000)}".encode())
+    cell = stored.cells["ts"][b"longbow_data1"][0]
+    assert cell.value == b"order-8" and cell.timestamp == START + dt.timedelta(minutes=8)
+
+
+def test_classic_longbow_reads_rows_dagger_wrote_over_an_absolute_range(
+    spark, broker, stencil, topic, bigtable, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("BIGTABLE_EMULATOR_HOST", bigtable.host)
+    from google.cloud import bigtable as client_library
+
+    table = f"dagger-{uuid.uuid4().hex[:6]}"
+    existing = client_library.Client(project="longbow-test", admin=True).instance("history").table(table)
+    existing.create(column_families={"ts": None})
+    # written by Dagger's LongbowWriter before the migration: c0 five minutes before the first booking
+    before = START - dt.timedelta(minutes=5)
+    row = existing.direct_row(f"c0#{2**63 - 1 - int(before.timestamp() * 1000)}".encode())
+    row.set_cell("ts", b"longbow_data1", b"from-dagger", timestamp=before)
+    row.commit()
+    source, out = topic("longbow-abs-src"), topic("longbow-abs-out")
+    produce(broker.bootstrap, source, ((None, v) for v in bookings(12, START, step_seconds=60)))
+    start_ms = int((START - dt.timedelta(hours=1)).timestamp() * 1000)
+    sql = (
+        "SELECT customer_id AS longbow_key, order_number AS longbow_data1, event_timestamp, rowtime, "
+        f"CAST({start_ms} AS BIGINT) AS longbow_earliest, unix_millis(rowtime) AS longbow_latest FROM data_stream_0"
+    )
+    manager, query = run_job(spark, _longbow_job(stencil, broker, source, out, sql, table), tmp_path / "cp")
+    assert query.exception() is None, query.exception()
+    rows = _by_order(output_rows(broker, manager, out, 12))
+    # everything of the key from an hour before the first booking up to the row: Dagger's row included
+    assert rows["order-0"]["longbow_data1"] == ["order-0", "from-dagger"]
+    assert rows["order-5"]["longbow_data1"] == ["order-5", "order-0", "from-dagger"]
+    assert rows["order-10"]["longbow_data1"] == ["order-10", "order-5", "order-0", "from-dagger"]
+    assert rows["order-11"]["longbow_data1"] == ["order-11", "order-6", "order-1"]  # c1: nothing from Dagger
+    assert rows["order-4"]["longbow_data1"] == ["order-4"]  # a key with no history but itself
+    read = manager.longbow_metrics.values()["documents_read_per_scan"]
+    assert read == sum(len(r["longbow_data1"]) for r in rows.values()) == 24

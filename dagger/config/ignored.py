@@ -36,13 +36,6 @@ IGNORED_KEYS: dict[str, str] = {
     "sets their size); there is no separate bundle to flush",
     "PYTHON_FN_EXECUTION_BUNDLE_TIME": "Spark hands Python UDFs whole Arrow batches within a micro-batch; there is no "
     "bundle timer (`SPARK_TRIGGER_INTERVAL_MS` paces the micro-batches)",
-    # Longbow: not built yet
-    "PROCESSOR_LONGBOW_ASYNC_TIMEOUT": "Longbow is not available yet",
-    "PROCESSOR_LONGBOW_THREAD_CAPACITY": "Longbow is not available yet",
-    "PROCESSOR_LONGBOW_GCP_PROJECT_ID": "Longbow is not available yet",
-    "PROCESSOR_LONGBOW_GCP_INSTANCE_ID": "Longbow is not available yet",
-    "PROCESSOR_LONGBOW_GCP_TABLE_ID": "Longbow is not available yet",
-    "PROCESSOR_LONGBOW_DOCUMENT_DURATION": "Longbow is not available yet",
     "UDF_DART_GCS_PROJECT_ID": "the GCS client finds the bucket's project itself (credentials from the environment)",
     # sinks
     "SINK_KAFKA_STREAM": "a name for Dagger's telemetry tags; metrics here name a sink by `SINK_NAME`",

@@ -557,12 +557,30 @@ class JobConfig(_Strict):
     PROCESSOR_PREPROCESSOR_CONFIG: Annotated[PreProcessorConfig | None, Json] = None
     PROCESSOR_POSTPROCESSOR_ENABLE: bool = False
     PROCESSOR_POSTPROCESSOR_CONFIG: Annotated[PostProcessorConfig | None, Json] = None
-    PROCESSOR_LONGBOW_ASYNC_TIMEOUT: int = 15000
-    PROCESSOR_LONGBOW_THREAD_CAPACITY: int = 30
-    PROCESSOR_LONGBOW_GCP_PROJECT_ID: str | None = None
-    PROCESSOR_LONGBOW_GCP_INSTANCE_ID: str | None = None
-    PROCESSOR_LONGBOW_GCP_TABLE_ID: str | None = None
-    PROCESSOR_LONGBOW_DOCUMENT_DURATION: str = "90d"
+    PROCESSOR_LONGBOW_ASYNC_TIMEOUT: int = Field(
+        15000,
+        ge=1,
+        description="Milliseconds a Longbow call to Bigtable may take (a micro-batch's rows are written in one call "
+        "and read in calls of up to 1,000 rows); a slower call stops the job, as in Dagger.",
+    )
+    PROCESSOR_LONGBOW_THREAD_CAPACITY: int = Field(
+        30, ge=1, description="Longbow's Bigtable reads in flight at once per task (each of up to 1,000 rows)."
+    )
+    PROCESSOR_LONGBOW_GCP_PROJECT_ID: str = Field(
+        "default-gcp-project", min_length=1, description="Google Cloud project of Longbow's Bigtable instance."
+    )
+    PROCESSOR_LONGBOW_GCP_INSTANCE_ID: str = Field(
+        "default-gcp-project", min_length=1, description="Bigtable instance of Longbow's table (Dagger's default, sic)."
+    )
+    PROCESSOR_LONGBOW_GCP_TABLE_ID: str | None = Field(
+        None, description="Longbow's Bigtable table; unset: `FLINK_JOB_ID`. Created when missing."
+    )
+    PROCESSOR_LONGBOW_DOCUMENT_DURATION: str = Field(
+        "90d",
+        pattern=r"^\d+[mhd]$",
+        description="Maximum age of Longbow's history (`<n>m`, `<n>h` or `<n>d`): the garbage-collection rule of a "
+        "table Longbow creates, with one version per cell.",
+    )
     UDF_DART_GCS_PROJECT_ID: str | None = Field(None, description="GCS project of the DARTS bucket.")
     UDF_DART_GCS_BUCKET_ID: str | None = Field(
         None, description="DARTS files live in gs://<bucket>/dart-get|dart-contains/."

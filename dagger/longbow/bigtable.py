@@ -1,0 +1,248 @@
+"""Longbow's Bigtable store, in Dagger's layout: rows written by one job are read by the other.
+
+* **Row key** ``<key>#<Long.MAX_VALUE − rowtime_ms>`` (UTF-8): a key's rows sort most recent first, so a scan from
+  the key of a row's rowtime to the key of its rowtime minus the range reads its history newest first.
+* **Cells** in column family ``ts``, one per ``longbow_data*`` column (the column name as qualifier, the value as
+  UTF-8), cell timestamp = rowtime.
+* **Table** ``PROCESSOR_LONGBOW_GCP_TABLE_ID`` (default ``FLINK_JOB_ID``) in ``PROCESSOR_LONGBOW_GCP_PROJECT_ID`` /
+  ``PROCESSOR_LONGBOW_GCP_INSTANCE_ID``, created when missing with the GC rule max-versions 1 ∪ max-age
+  ``PROCESSOR_LONGBOW_DOCUMENT_DURATION`` (:func:`ensure_table`, on the driver before the query starts).
+
+The executors talk to Bigtable's data API directly over gRPC with the client library's own protobuf messages
+(:class:`BigtableStore`): a micro-batch's Arrow batch of rows is one ``MutateRows`` call for the writes and one
+``ReadRows`` call per slice of rows for the reads, every row's range in one row set, the answer split among the
+rows by key. The library's data client builds Python objects per row and cell and merges a response chunk by
+chunk in Python: on the emulator here it wrote 3,300 rows/s and read 1,400 rows/s where the same messages sent
+as they are went 90,000 and 10,000 rows/s. ``BIGTABLE_EMULATOR_HOST`` selects an emulator (no credentials, as
+the library does): the driver's, shipped with the job (executors of a local job do not see a variable set after
+the session started), else the executor's. Otherwise the channel carries the application default credentials.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from dagger.errors import DaggerError
+
+FAMILY = "ts"
+MAX_LONG = 2**63 - 1
+EMULATOR_ENV = "BIGTABLE_EMULATOR_HOST"
+ENDPOINT = "bigtable.googleapis.com:443"
+SCOPE = "https://www.googleapis.com/auth/bigtable.data"
+#: rows per ``ReadRows`` call: one row set of this many ranges (a request well under gRPC's 4 MiB)
+READ_SLICE = 1000
+
+
+class LongbowTimeout(DaggerError):
+    """A Bigtable call took longer than ``PROCESSOR_LONGBOW_ASYNC_TIMEOUT``: fatal, as in Dagger."""
+
+
+class LongbowTableError(DaggerError):
+    """The Longbow table could not be checked or created: fatal, as in Dagger."""
+
+
+@dataclass(frozen=True)
+class TableName:
+    """Where Longbow's rows live."""
+
+    project: str
+    instance: str
+    table: str
+
+    @property
+    def path(self) -> str:
+        return f"projects/{self.project}/instances/{self.instance}/tables/{self.table}"
+
+
+def row_key(key: str, rowtime_ms: int) -> bytes:
+    """Dagger's row key of ``key`` at ``rowtime_ms``."""
+    return f"{key}#{MAX_LONG - rowtime_ms}".encode()
+
+
+def ensure_table(name: TableName, max_age_ms: int) -> bool:
+    """Create the table with Dagger's GC rule unless it exists; returns whether it was created. Any failure is a
+    :class:`LongbowTableError` naming the table (the job cannot write its history without it)."""
+    import datetime as dt
+
+    from google.cloud import bigtable
+    from google.cloud.bigtable import column_family
+
+    try:
+        client = bigtable.Client(project=name.project, admin=True)
+        table = client.instance(name.instance).table(name.table)
+        if table.exists():
+            return False
+        rule = column_family.GCRuleUnion(
+            [column_family.MaxVersionsGCRule(1), column_family.MaxAgeGCRule(dt.timedelta(milliseconds=max_age_ms))]
+        )
+        table.create(column_families={FAMILY: rule})
+        return True
+    except Exception as exc:  # noqa: BLE001 - google-api-core, grpc and auth errors alike: one message
+        where = f"Longbow's Bigtable table {name.path}"
+        if "AlreadyExists" in type(exc).__name__:  # another task or job created it meanwhile
+            return False
+        raise LongbowTableError(f"cannot check or create {where}: {type(exc).__name__}: {exc}") from None
+
+
+class BigtableStore:
+    """Executor side: writes rows and reads row ranges of one table over one gRPC channel.
+
+    ``timeout_s`` bounds every call (:class:`LongbowTimeout` past it); any other failure of a call is returned as
+    its error text, for the caller to count, as Dagger counts a failed read or write and lets the row pass.
+    """
+
+    def __init__(self, name: TableName, timeout_s: float, emulator: str | None = None):
+        import grpc
+        from google.cloud.bigtable_v2.types import bigtable as messages
+
+        self.name = name
+        self.timeout_s = timeout_s
+        self._read_request = messages.ReadRowsRequest.pb()
+        self._mutate_request = messages.MutateRowsRequest.pb()
+        emulator = emulator or os.environ.get(EMULATOR_ENV)
+        if emulator:
+            self.channel = grpc.insecure_channel(emulator)
+        else:
+            import google.auth
+            import google.auth.transport.grpc
+            import google.auth.transport.requests
+
+            credentials, _ = google.auth.default(scopes=[SCOPE])
+            self.channel = google.auth.transport.grpc.secure_authorized_channel(
+                credentials, google.auth.transport.requests.Request(), ENDPOINT
+            )
+        self._metadata = (("x-goog-request-params", f"table_name={name.path}"),)
+        self._mutate = self.channel.unary_stream(
+            "/google.bigtable.v2.Bigtable/MutateRows",
+            request_serializer=self._mutate_request.SerializeToString,
+            response_deserializer=messages.MutateRowsResponse.pb().FromString,
+        )
+        self._read = self.channel.unary_stream(
+            "/google.bigtable.v2.Bigtable/ReadRows",
+            request_serializer=self._read_request.SerializeToString,
+            response_deserializer=messages.ReadRowsResponse.pb().FromString,
+        )
+
+    def write(self, keys: Sequence[bytes], micros: Sequence[int], cells: dict[str, Sequence[str | None]]) -> list[int]:
+        """Write row ``keys[i]`` with one cell per ``cells`` column (None: no cell) at ``micros[i]``; returns the
+        indexes of the rows that failed."""
+        request = self._mutate_request(table_name=self.name.path)
+        qualifiers = [(q.encode(), values) for q, values in cells.items()]
+        for i, key in enumerate(keys):
+            entry = request.entries.add()
+            entry.row_key = key
+            for qualifier, values in qualifiers:
+                value = values[i]
+                if value is None:
+                    continue
+                cell = entry.mutations.add().set_cell
+                cell.family_name = FAMILY
+                cell.column_qualifier = qualifier
+                cell.timestamp_micros = micros[i]
+                cell.value = value.encode()
+        failed: list[int] = []
+        try:
+            for answer in self._mutate(request, timeout=self.timeout_s, metadata=self._metadata):
+                failed.extend(e.index for e in answer.entries if e.status.code != 0)
+        except Exception as exc:  # noqa: BLE001 - a grpc.RpcError; a deadline is fatal, the rest counted
+            self._raise_on_deadline(exc, "write")
+            return list(range(len(keys)))
+        return failed
+
+    def scan(self, ranges: Sequence[tuple[bytes, bytes]], qualifiers: Iterable[str]) -> dict[bytes, dict[bytes, bytes]]:
+        """Every stored row within one of the inclusive ``ranges``: row key → qualifier → newest value, for the
+        ``qualifiers`` of family ``ts``. Raises the call's error (a deadline as :class:`LongbowTimeout`)."""
+        request = self._read_request(table_name=self.name.path)
+        for start, end in ranges:
+            span = request.rows.row_ranges.add()
+            span.start_key_closed = start
+            span.end_key_closed = end
+        chain = request.filter.chain.filters
+        chain.add().family_name_regex_filter = f"^{FAMILY}$"
+        chain.add().column_qualifier_regex_filter = ("^(" + "|".join(re.escape(q) for q in qualifiers) + ")$").encode()
+        chain.add().cells_per_column_limit_filter = 1
+        rows: dict[bytes, dict[bytes, bytes]] = {}
+        key, qualifier, value, cells = b"", b"", b"", {}
+        try:
+            for answer in self._read(request, timeout=self.timeout_s, metadata=self._metadata):
+                for chunk in answer.chunks:  # Bigtable's cell chunks: a row's cells, a value possibly split
+                    if chunk.reset_row:
+                        cells, value = {}, b""
+                        continue
+                    if chunk.row_key:
+                        key = chunk.row_key
+                    if chunk.HasField("qualifier"):
+                        qualifier = chunk.qualifier.value
+                    value += chunk.value
+                    if chunk.value_size == 0:  # the cell's last (or only) chunk
+                        cells.setdefault(qualifier, value)
+                        value = b""
+                    if chunk.commit_row:
+                        rows[key] = cells
+                        cells = {}
+        except LongbowTimeout:
+            raise
+        except Exception as exc:  # noqa: BLE001 - a grpc.RpcError
+            self._raise_on_deadline(exc, "read")
+            raise
+        return rows
+
+    def _raise_on_deadline(self, exc: Exception, what: str) -> None:
+        import grpc
+
+        if isinstance(exc, grpc.RpcError) and exc.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
+            raise LongbowTimeout(
+                f"Longbow: a Bigtable {what} of {self.name.path} took longer than PROCESSOR_LONGBOW_ASYNC_TIMEOUT "
+                f"({self.timeout_s * 1000:.0f} ms); a timeout stops the job, as in Dagger"
+            ) from None
+
+    def close(self) -> None:
+        self.channel.close()
+
+
+def describe_error(exc: Exception) -> str:
+    """A failed call in one line: its gRPC status and details, or the exception."""
+    code = getattr(exc, "code", None)
+    details = getattr(exc, "details", None)
+    if callable(code) and callable(details):
+        return f"{code().name}: {details()}"
+    return f"{type(exc).__name__}: {exc}"
+
+
+def scan_all(
+    store: BigtableStore, ranges: Sequence[tuple[bytes, bytes] | None], qualifiers: list[str], capacity: int
+) -> tuple[dict[bytes, dict[bytes, bytes]], list[int], list[str]]:
+    """Scan ``ranges`` (None: no range) :data:`READ_SLICE` at a time, at most ``capacity`` calls in flight;
+    returns the rows found, the indexes whose slice failed (their history is empty, as Dagger's after a failed
+    read) and the failures' texts. A timeout raises :class:`LongbowTimeout`."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    wanted = [i for i, r in enumerate(ranges) if r is not None]
+    slices = [wanted[start : start + READ_SLICE] for start in range(0, len(wanted), READ_SLICE)]
+    rows: dict[bytes, dict[bytes, bytes]] = {}
+    failed: list[int] = []
+    errors: list[str] = []
+
+    def one(part: list[int]) -> dict[bytes, dict[bytes, bytes]] | Exception:
+        try:
+            return store.scan([ranges[i] for i in part], qualifiers)
+        except LongbowTimeout:
+            raise
+        except Exception as exc:  # noqa: BLE001 - counted: the rows pass on with no history
+            return exc
+
+    if len(slices) <= 1 or capacity <= 1:
+        answers = [one(part) for part in slices]
+    else:
+        with ThreadPoolExecutor(max_workers=min(capacity, len(slices))) as pool:  # gRPC calls release the GIL
+            answers = list(pool.map(one, slices))
+    for part, answer in zip(slices, answers, strict=True):
+        if isinstance(answer, Exception):
+            failed.extend(part)
+            errors.append(describe_error(answer))
+        else:
+            rows.update(answer)
+    return rows, failed, errors

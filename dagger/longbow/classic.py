@@ -1,0 +1,196 @@
+"""Classic Longbow on Bigtable (``longbow_key``): each row of the SQL output is written to the key's history,
+then each ``longbow_data*`` column is replaced by that column's values over the row's range, most recent
+first, the row's own value included (reference/dagger.md §4.8).
+
+Runs on the executors inside ``mapInArrow``, one Arrow batch at a time: the batch's rows are written in one
+``MutateRows`` call, then every row's range is read in ``ReadRows`` calls of up to 1,000 ranges each (at most
+``PROCESSOR_LONGBOW_THREAD_CAPACITY`` in flight), and the rows found are split among the ranges by key. Writing
+the whole batch before reading makes a row's history hold every row of its key at or before its rowtime,
+including rows that arrived later in the same micro-batch with an earlier event time (Dagger, writing and
+reading one row at a time, sees those only if their write happened to finish first).
+
+Outcomes, as in Dagger: a failed write or read is counted and the row passes on (a failed read gives empty
+histories); a call slower than ``PROCESSOR_LONGBOW_ASYNC_TIMEOUT`` stops the job. A row without a key or a
+rowtime is neither written nor read (empty histories, counted). A ``longbow_duration`` that is not ``<n>m``,
+``<n>h`` or ``<n>d`` stops the job, naming the value.
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from dagger.longbow.bigtable import EMULATOR_ENV, BigtableStore, TableName, row_key, scan_all
+from dagger.longbow.schema import DURATION, EARLIEST, LATEST, LongbowSchema, duration_ms
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from dagger.config.model import JobConfig
+
+log = logging.getLogger(__name__)
+
+#: Dagger's ``longbow.writer`` and ``longbow.reader`` meters, and the rows we pass on without a key or rowtime
+COUNTERS = (
+    "success_on_write_document",
+    "failed_on_write_document",
+    "success_on_read_document",
+    "failed_on_read_document",
+    "documents_read_per_scan",  # summed: documents read over all scans
+    "failed_to_read_last_record",
+    "rows_without_key",
+)
+
+
+@dataclass
+class LongbowMetrics:
+    """Longbow's counters: Spark accumulators summed on the driver."""
+
+    counters: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def create(cls, spark: SparkSession) -> LongbowMetrics:
+        return cls({name: spark.sparkContext.accumulator(0) for name in COUNTERS})
+
+    def add(self, counts: dict[str, int]) -> None:
+        for name, n in counts.items():
+            if n:
+                self.counters[name].add(n)
+
+    def values(self) -> dict[str, int]:
+        """Driver side: every counter's total."""
+        return {name: accumulator.value for name, accumulator in self.counters.items()}
+
+
+def table_name(config: JobConfig) -> TableName:
+    """The Longbow table of ``config``: Dagger's keys and defaults."""
+    return TableName(
+        config.PROCESSOR_LONGBOW_GCP_PROJECT_ID,
+        config.PROCESSOR_LONGBOW_GCP_INSTANCE_ID,
+        config.PROCESSOR_LONGBOW_GCP_TABLE_ID or config.FLINK_JOB_ID,
+    )
+
+
+def classic_longbow(df: DataFrame, schema: LongbowSchema, config: JobConfig, metrics: LongbowMetrics) -> DataFrame:
+    """``df`` with its ``longbow_data*`` columns replaced by their histories (``ARRAY<STRING>``)."""
+    from pyspark.sql.types import ArrayType, StringType, StructField, StructType
+
+    data = set(schema.data_columns)
+    out = StructType(
+        [StructField(f.name, ArrayType(StringType()), True) if f.name in data else f for f in df.schema.fields]
+    )
+    spec = {
+        "table": table_name(config),
+        "timeout_s": config.PROCESSOR_LONGBOW_ASYNC_TIMEOUT / 1000,
+        "capacity": config.PROCESSOR_LONGBOW_THREAD_CAPACITY,
+        "key": schema.key,
+        "rowtime": schema.rowtime,
+        "data": schema.data_columns,
+        "range": schema.range,
+        "emulator": os.environ.get(EMULATOR_ENV),  # the driver's: a local job's workers may not see it
+    }
+
+    def batches(iterator: Iterator[Any]) -> Iterator[Any]:
+        return _classic_batches(iterator, spec, out, metrics)
+
+    return df.mapInArrow(batches, out)
+
+
+def _millis(column: Any) -> list[int | None]:
+    """A timestamp (µs) or epoch-millisecond column as epoch milliseconds."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if pa.types.is_timestamp(column.type):
+        micros = pc.cast(pc.cast(column, pa.timestamp("us")), pa.int64())
+        return pc.floor(pc.divide(pc.cast(micros, pa.float64()), 1000.0)).cast(pa.int64()).to_pylist()
+    return pc.cast(column, pa.int64()).to_pylist()
+
+
+def _classic_batches(iterator: Iterator[Any], spec: dict, out: Any, metrics: LongbowMetrics) -> Iterator[Any]:
+    import pyarrow as pa
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    arrow_schema = to_arrow_schema(out, timezone="UTC")
+    store = BigtableStore(spec["table"], spec["timeout_s"], spec["emulator"])
+    durations: dict[str, int] = {}
+    data = spec["data"]
+    try:
+        for batch in iterator:
+            counts = dict.fromkeys(COUNTERS, 0)
+            keys = batch.column(spec["key"]).to_pylist()
+            rowtimes = _millis(batch.column(spec["rowtime"]))
+            present = [
+                i for i, (k, t) in enumerate(zip(keys, rowtimes, strict=True)) if k is not None and t is not None
+            ]
+            counts["rows_without_key"] = batch.num_rows - len(present)
+            own = [None] * batch.num_rows
+            for i in present:
+                own[i] = row_key(keys[i], rowtimes[i])
+            values = {c: batch.column(c).to_pylist() for c in data}
+            failed = store.write(
+                [own[i] for i in present],
+                [rowtimes[i] * 1000 for i in present],
+                {c: [values[c][i] for i in present] for c in data},
+            )
+            counts["failed_on_write_document"] = len(failed)
+            counts["success_on_write_document"] = len(present) - len(failed)
+            ranges = _ranges(batch, spec, keys, rowtimes, own, durations)
+            rows, unread, errors = scan_all(store, ranges, data, spec["capacity"])
+            if errors:
+                log.warning("Longbow: %d row(s) read no history: %s", len(unread), errors[0])
+            counts["failed_on_read_document"] = len(unread)
+            found = sorted(rows)
+            history: dict[str, list[list[str | None] | None]] = {c: [None] * batch.num_rows for c in data}
+            unread_set = set(unread)
+            for i, span in enumerate(ranges):
+                if span is None or i in unread_set:
+                    for c in data:
+                        history[c][i] = []
+                    continue
+                hits = found[bisect.bisect_left(found, span[0]) : bisect.bisect_right(found, span[1])]
+                counts["success_on_read_document"] += 1
+                counts["documents_read_per_scan"] += len(hits)
+                if not hits or hits[0] != own[i]:
+                    counts["failed_to_read_last_record"] += 1
+                for c in data:
+                    qualifier = c.encode()
+                    history[c][i] = [_text(rows[k].get(qualifier)) for k in hits]
+            metrics.add(counts)
+            arrays = [
+                pa.array(history[name], type=arrow_schema.field(name).type) if name in history else batch.column(name)
+                for name in batch.schema.names
+            ]
+            yield pa.RecordBatch.from_arrays(arrays, schema=arrow_schema)
+    finally:
+        store.close()
+
+
+def _text(value: bytes | None) -> str | None:
+    return None if value is None else value.decode("utf-8", "replace")
+
+
+def _ranges(
+    batch: Any, spec: dict, keys: list, rowtimes: list, own: list, durations: dict[str, int]
+) -> list[tuple[bytes, bytes] | None]:
+    """Each row's inclusive scan: from its own row key back over its range (None: nothing to read)."""
+    ranges: list[tuple[bytes, bytes] | None] = [None] * batch.num_rows
+    if spec["range"] == "duration":
+        texts = batch.column(DURATION).to_pylist()
+        for i, text in enumerate(texts):
+            if own[i] is None or text is None:
+                continue
+            if text not in durations:
+                durations[text] = duration_ms(text, f"{DURATION} of a row (key {keys[i]!r})")
+            ranges[i] = (own[i], row_key(keys[i], rowtimes[i] - durations[text]))
+        return ranges
+    earliest, latest = _millis(batch.column(EARLIEST)), _millis(batch.column(LATEST))
+    for i in range(batch.num_rows):
+        if keys[i] is None or earliest[i] is None or latest[i] is None or earliest[i] > latest[i]:
+            continue
+        ranges[i] = (row_key(keys[i], latest[i]), row_key(keys[i], earliest[i]))
+    return ranges
