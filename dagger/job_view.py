@@ -22,6 +22,8 @@ class JobView(Protocol):
     sink_counters: dict[str, dict[str, Any]]
     #: external source label (``HTTP.0``) → its metrics (calls, failures by kind, latency histogram)
     lookup_metrics: dict[str, Any]
+    #: classic Longbow's counters (:class:`~dagger.longbow.classic.LongbowMetrics`), None without Longbow
+    longbow_metrics: Any
     #: DARTS' counters and stores (None without DARTS functions)
     udf_context: Any
     #: the functions of the library the SQL uses

@@ -93,6 +93,18 @@ def test_classic_longbow_gives_each_row_its_keys_history_over_the_duration(
     assert counters["success_on_read_document"] == 40 and counters["failed_on_read_document"] == 0
     assert counters["documents_read_per_scan"] == sum(min(3, i // 5 + 1) for i in range(40))
     assert counters["failed_to_read_last_record"] == 0
+    # the same counters as the job exports them (Dagger's longbow.writer / longbow.reader meters)
+    from dagger.telemetry.metrics import JobMetrics
+
+    exported = {
+        (metric.name, tuple(sorted(labels.values()))): value
+        for metric, labels, value in JobMetrics(manager).values()
+        if metric.name.startswith("dagger_longbow")
+    }
+    assert exported[("dagger_longbow_rows_total", ("success", "writer"))] == 40
+    assert exported[("dagger_longbow_rows_total", ("reader", "success"))] == 40
+    assert exported[("dagger_longbow_rows_total", ("failed", "reader"))] == 0
+    assert exported[("dagger_longbow_documents_read_total", ())] == counters["documents_read_per_scan"]
     # the table the job created: Dagger's column family and GC rule (one version, the document duration)
     from google.cloud import bigtable as client_library
 

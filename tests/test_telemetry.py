@@ -40,6 +40,7 @@ def fake_job(**config) -> SimpleNamespace:
         config=load_config(data=data),
         sink_counters={},
         lookup_metrics={},
+        longbow_metrics=None,
         udf_context=None,
         functions_used=[],
         inputs=[],

@@ -149,6 +149,23 @@ METRICS: tuple[Metric, ...] = (
     Metric("dagger_external_cache_hits_total", "counter", ("source",), "Lookups answered from the answer cache.", ""),
     Metric("dagger_external_retries_total", "counter", ("source",), "Retried lookup calls.", ""),
     Metric(
+        "dagger_longbow_rows_total",
+        "counter",
+        ("role", "outcome"),
+        "Longbow's rows by role (writer, reader) and outcome: written or read (success), failed and passed on "
+        "(failed), read without the row's own document (missing_last_record), passed on without a key or rowtime "
+        "(no_key).",
+        "longbow.writer / longbow.reader: success_on_write_document, failed_on_write_document, "
+        "success_on_read_document, failed_on_read_document, failed_to_read_last_record",
+    ),
+    Metric(
+        "dagger_longbow_documents_read_total",
+        "counter",
+        (),
+        "Documents (stored rows) Longbow's reads returned, over all rows: divided by the reads, the documents per scan.",
+        "longbow.reader: documents_read_per_scan",
+    ),
+    Metric(
         "dagger_batch_duration_seconds",
         "histogram",
         (),
@@ -208,6 +225,15 @@ LOOKUP_OUTCOMES = {
     "invalid_response": "invalid_response",
 }
 SINK_OUTCOMES = {"written": "written", "dead_letters": "dead_letter", "dropped": "dropped"}
+#: Longbow's counters (dagger.longbow.classic.COUNTERS) as (role, outcome)
+LONGBOW_OUTCOMES = {
+    "success_on_write_document": ("writer", "success"),
+    "failed_on_write_document": ("writer", "failed"),
+    "rows_without_key": ("writer", "no_key"),
+    "success_on_read_document": ("reader", "success"),
+    "failed_on_read_document": ("reader", "failed"),
+    "failed_to_read_last_record": ("reader", "missing_last_record"),
+}
 
 
 def _seconds(iso: str | None) -> float | None:
@@ -470,6 +496,17 @@ class JobMetrics:
         )
         if failed:  # a failed lookup passed on (fail_on_errors: false); with fail_on_errors the job fails instead
             yield BY_NAME["dagger_non_fatal_exceptions_total"], {"exception_type": "LookupFailure"}, failed
+        if job.longbow_metrics is not None:
+            counts = job.longbow_metrics.values()
+            for key, (role, outcome) in LONGBOW_OUTCOMES.items():
+                yield BY_NAME["dagger_longbow_rows_total"], {"role": role, "outcome": outcome}, counts[key]
+            yield BY_NAME["dagger_longbow_documents_read_total"], {}, counts["documents_read_per_scan"]
+            for key, kind in (
+                ("failed_on_write_document", "LongbowWriterException"),
+                ("failed_on_read_document", "LongbowReaderException"),
+            ):
+                if counts[key]:  # Dagger reports each as a non-fatal exception
+                    yield BY_NAME["dagger_non_fatal_exceptions_total"], {"exception_type": kind}, counts[key]
         context = job.udf_context
         for name, accumulator in sorted(((context.counters if context else None) or {}).items()):
             yield BY_NAME["dagger_darts_total"], {"event": name.removeprefix("dart_")}, accumulator.value
