@@ -151,3 +151,22 @@ def test_classic_longbow_reads_rows_dagger_wrote_over_an_absolute_range(
     assert rows["order-4"]["longbow_data1"] == ["order-4"]  # a key with no history but itself
     read = manager.longbow_metrics.values()["documents_read_per_scan"]
     assert read == sum(len(r["longbow_data1"]) for r in rows.values()) == 24
+
+
+def test_the_longbow_example_config_runs(broker, stencil, topic, bigtable, tmp_path):
+    source = topic("longbow-example")
+    produce(broker.bootstrap, source, ((None, v) for v in bookings(15, START, step_seconds=60)))
+    env = {
+        **bigtable.env,
+        "KAFKA_BOOTSTRAP": broker.bootstrap,
+        "DESCRIPTOR_URL": stencil.url("examples.desc"),
+        "SOURCE_TOPIC": source,
+        "LONGBOW_TABLE": f"cash-{uuid.uuid4().hex[:6]}",
+    }
+    result = dagger("run", "configs/longbow.json", "--available-now", "--checkpoint-dir", str(tmp_path / "cp"), env=env)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "Longbow: created Bigtable table projects/dagger-local/instances/longbow/tables/cash-" in result.stderr
+    rows = [line for line in result.stderr.splitlines() if line.startswith("{longbow_key=")]
+    assert len(rows) == 15
+    # customer c2 booked at minutes 2, 7 and 12 (cash = 10 x booking number): its last row sees all three
+    assert "{longbow_key=c2, longbow_data_cash=[120, 70, 20], order_number=order-12," in "\n".join(rows)
