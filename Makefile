@@ -47,10 +47,10 @@ test: install test-servers ## lint, then the whole suite (unit + integration aga
 	$(VENV)/bin/ruff check dagger udfs tests scripts bench
 	$(VENV)/bin/ruff format --check dagger udfs tests scripts bench
 	$(VENV)/bin/hadolint Dockerfile
-	$(VENV)/bin/pytest -q -m "not long and not variant" -n 2 --dist loadfile
+	$(VENV)/bin/pytest -q -m "not long and not variant" -n 2 --dist loadfile --no-loadscope-reorder
 
 test-all: install test-servers ## every test: make test's, the variants and the long failure tests
-	$(VENV)/bin/pytest -q -n 2 --dist loadfile
+	$(VENV)/bin/pytest -q -n 2 --dist loadfile --no-loadscope-reorder
 
 cluster-up: install ## a local Spark standalone cluster: a master and two workers (JVMs from the pyspark package)
 	$(PY) -m dagger.devtools.cluster up
@@ -127,9 +127,13 @@ dist: ## what spark-submit ships to a cluster: the package zip and a packed Pyth
 	$(PYTHON) -m zipfile -c dist/dagger_on_spark.zip dagger udfs
 	$(PYTHON) -m venv dist/venv
 	dist/venv/bin/pip install -q ".[all]" venv-pack==0.2.0
-	@# executors get pyspark from the cluster's Spark; leave it out of the archive
+	@# executors get pyspark from the cluster's Spark; leave it out of the archive, and what no job runs (the
+	@# libraries' own test suites and C headers, pip and setuptools): 80 of 500 MB every executor unpacks
 	dist/venv/bin/venv-pack -q -p dist/venv -o dist/dagger_env.tar.gz \
-		--exclude 'lib/python*/site-packages/pyspark/*' --exclude 'lib/python*/site-packages/py4j/*'
+		--exclude 'lib/python*/site-packages/pyspark/*' --exclude 'lib/python*/site-packages/py4j/*' \
+		--exclude 'lib/python*/site-packages/pandas/tests/*' --exclude 'lib/python*/site-packages/pyarrow/tests/*' \
+		--exclude 'lib/python*/site-packages/pyarrow/include/*' --exclude 'lib/python*/site-packages/numpy/*/tests/*' \
+		--exclude 'lib/python*/site-packages/pip/*' --exclude 'lib/python*/site-packages/setuptools/*'
 	rm -rf dist/venv build
 	@echo "PYSPARK_PYTHON=./environment/bin/python spark-submit --archives dist/dagger_env.tar.gz#environment dagger/entry.py CONFIG"
 

@@ -42,10 +42,31 @@ INTEGRATION_FIXTURES = frozenset(
 )
 
 
+#: files whose tests take minutes (measured with --durations: a cluster run, image and dist builds, the bench's and
+#: the soak's subprocesses), run first so that `make test`'s two workers (--dist loadfile, without xdist's
+#: reordering by test count, which put them last) end together instead of one waiting on the other
+SLOW_FILES = (
+    "test_packaging.py",
+    "test_image_chart_run.py",
+    "test_bench.py",
+    "test_soak.py",
+    "test_cli_jobs.py",
+    "test_jvm_classes.py",
+    "test_longbow.py",
+    "test_failures.py",
+    "test_schema_refresh.py",
+    "test_sink_outages.py",
+    "test_kafka_security.py",
+    "test_state_bounds.py",
+)
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
         if INTEGRATION_FIXTURES.intersection(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.integration)
+    rank = {name: i for i, name in enumerate(SLOW_FILES)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: each file keeps its order
 
 
 def _serve(what: str, server):

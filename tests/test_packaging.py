@@ -33,6 +33,7 @@ def test_make_dist_builds_a_packed_environment_executors_can_run(dist, tmp_path)
     with tarfile.open(ROOT / "dist" / "dagger_env.tar.gz") as archive:
         members = archive.getnames()
         assert not [m for m in members if "/site-packages/pyspark/" in m]  # the cluster's Spark provides it
+        assert not [m for m in members if "/site-packages/pandas/tests/" in m or "/site-packages/pip/" in m]
         archive.extractall(tmp_path / "environment", filter="fully_trusted")
     # an executor runs the archive's Python with Spark's own pyspark.zip and py4j on PYTHONPATH
     spark_python = os.path.join(os.path.dirname(pyspark.__file__), "python", "lib")
