@@ -408,8 +408,15 @@ def _validate(config: JobConfig) -> int:
                 f"each row written to Bigtable table {table_name(config).path}, its "
                 f"{', '.join(lb.data_columns)} replaced by their history (ARRAY<STRING>, most recent first)"
             )
+        elif lb.kind is LongbowKind.WRITER:
+            from dagger.longbow.plus import input_message
+
+            does = (
+                f"each row written to Bigtable table {table_name(config).path} as {input_message(config)}, with "
+                "bigtable_table_id, input_class_name and longbow_read_key appended (the synchronizer log)"
+            )
         else:
-            does = "not run yet: its columns go to the sink as the SQL gives them"
+            does = "proto_data appended: the serialized messages of the key's range (ARRAY<BINARY>, most recent first)"
         out.write(f"longbow: {lb.kind.label} ({lb.key}){reads if lb.range else ''}; {does}\n")
     out.write("output columns:\n")
     for f in plan.output_schema.fields:

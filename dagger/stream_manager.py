@@ -451,11 +451,16 @@ class StreamManager:
         longbow = longbow_schema(df.columns, self.config.FLINK_ROWTIME_ATTRIBUTE_NAME)
         if longbow is not None:  # switched on by the output's column names, as in Dagger (before post-processors)
             check_types(longbow, df.schema)
-            if longbow.kind is LongbowKind.CLASSIC:
-                from dagger.longbow.classic import LongbowMetrics, classic_longbow
+            from dagger.longbow.classic import LongbowMetrics, classic_longbow
+            from dagger.longbow.plus import plus_reader, plus_writer
 
-                self.longbow_metrics = LongbowMetrics.create(self.spark)
-                df = classic_longbow(df, longbow, self.config, self.longbow_metrics)
+            metrics = self.longbow_metrics = LongbowMetrics.create(self.spark)
+            if longbow.kind is LongbowKind.CLASSIC:
+                df = classic_longbow(df, longbow, self.config, metrics)
+            elif longbow.kind is LongbowKind.WRITER:
+                df = plus_writer(df, longbow, self.config, self.descriptors, metrics)
+            else:
+                df = plus_reader(df, longbow, self.config, metrics)
         from dagger.processors import postprocess
 
         df = postprocess(df, self._processor_context("post"))
@@ -542,15 +547,8 @@ class StreamManager:
             )
         for key, reason in ignored_keys_set(self.config):
             log.warning("%s is accepted and ignored: %s", key, reason)
-        if plan.longbow is not None and plan.longbow.kind is LongbowKind.CLASSIC:
+        if plan.longbow is not None and plan.longbow.kind is not LongbowKind.READER:  # the writers own the table
             self._ensure_longbow_table()
-        elif plan.longbow is not None:
-            log.warning(
-                "the SQL output asks for Longbow type %s (%s), which is not run yet: its columns go to the sink as "
-                "the SQL gives them",
-                plan.longbow.kind.label,
-                plan.longbow.key,
-            )
         if self.config.sink_type_note:
             log.warning("%s", self.config.sink_type_note)
         if self.bounded:

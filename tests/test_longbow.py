@@ -170,3 +170,72 @@ def test_the_longbow_example_config_runs(broker, stencil, topic, bigtable, tmp_p
     assert len(rows) == 15
     # customer c2 booked at minutes 2, 7 and 12 (cash = 10 x booking number): its last row sees all three
     assert "{longbow_key=c2, longbow_data_cash=[120, 70, 20], order_number=order-12," in "\n".join(rows)
+
+
+def test_longbow_plus_writer_log_feeds_a_reader_whose_sql_selects_from_proto_data(
+    spark, broker, stencil, topic, bigtable, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("BIGTABLE_EMULATOR_HOST", bigtable.host)
+    source, log_topic, out = topic("lbplus-src"), topic("lbplus-log"), topic("lbplus-out")
+    produce(broker.bootstrap, source, ((None, v) for v in bookings(20, START, step_seconds=60)))
+    table = f"plus-{uuid.uuid4().hex[:6]}"
+    writer_sql = (
+        "SELECT customer_id AS longbow_write_key, order_number, customer_id, amount_paid_by_cash, event_timestamp, "
+        "rowtime FROM data_stream_0"
+    )
+    writer, query = run_job(
+        spark, _longbow_job(stencil, broker, source, log_topic, writer_sql, table), tmp_path / "writer"
+    )
+    assert query.exception() is None, query.exception()
+    log = [json.loads(m.value()) for m in output_rows(broker, writer, log_topic, 20)]
+    # the synchronizer log: the row, then the table, the message the rows were written as, and the read key
+    first = next(r for r in log if r["order_number"] == "order-7")
+    assert list(first)[-3:] == ["bigtable_table_id", "input_class_name", "longbow_read_key"]
+    assert (first["bigtable_table_id"], first["input_class_name"], first["longbow_read_key"]) == (
+        table,
+        "dagger.examples.BookingLogMessage",
+        "c2",
+    )
+    assert writer.longbow_metrics.values()["success_on_write_document"] == 20
+    # a reader job over the bookings, naming the writer's table as a synchronizer log row would
+    # (an absolute range, so that no rowtime column reaches the SQLTransformer: it would watermark it again,
+    # which Spark refuses after the reader's mapInArrow, "Redefining watermark is disallowed")
+    reader_sql = (
+        f"SELECT customer_id AS longbow_read_key, '{table}' AS bigtable_table_id, order_number, event_timestamp, "
+        "unix_millis(rowtime) - 600000 AS longbow_earliest, unix_millis(rowtime) AS longbow_latest FROM data_stream_0"
+    )
+    post = {
+        "internal_source": [{"output_field": "*", "value": "*", "type": "sql"}],
+        "transformers": [
+            {
+                "transformation_class": "SQLTransformer",
+                "transformation_arguments": {
+                    "sqlQuery": "SELECT order_number, size(proto_data) AS documents, "
+                    "SelectFields(proto_data, 'dagger.examples.BookingLogMessage', 'order_number') AS orders, "
+                    "SelectFields(Filters(proto_data, 'dagger.examples.BookingLogMessage', "
+                    "CondEq('amount_paid_by_cash', '120')), 'order_number') AS paid_120 FROM data_stream"
+                },
+            }
+        ],
+    }
+    reader_job = _longbow_job(
+        stencil,
+        broker,
+        source,
+        out,
+        reader_sql,
+        table,
+        PROCESSOR_POSTPROCESSOR_ENABLE="true",
+        PROCESSOR_POSTPROCESSOR_CONFIG=json.dumps(post),
+    )
+    reader, query = run_job(spark, reader_job, tmp_path / "reader")
+    assert query.exception() is None, query.exception()
+    rows = {r["order_number"]: r for r in (json.loads(m.value()) for m in output_rows(broker, reader, out, 20))}
+    for i in range(20):
+        expected = [f"order-{j}" for j in (i, i - 5, i - 10) if j >= 0]
+        assert rows[f"order-{i}"]["orders"] == expected, i
+        assert rows[f"order-{i}"]["documents"] == len(expected)
+    assert rows["order-17"]["paid_120"] == ["order-12"]  # cash 10 x booking number, c2's within 10 minutes
+    assert rows["order-16"]["paid_120"] == []
+    read = reader.longbow_metrics.values()
+    assert read["success_on_read_document"] == 20 and read["success_on_write_document"] == 0

@@ -126,9 +126,11 @@ class BigtableStore:
             response_deserializer=messages.ReadRowsResponse.pb().FromString,
         )
 
-    def write(self, keys: Sequence[bytes], micros: Sequence[int], cells: dict[str, Sequence[str | None]]) -> list[int]:
-        """Write row ``keys[i]`` with one cell per ``cells`` column (None: no cell) at ``micros[i]``; returns the
-        indexes of the rows that failed."""
+    def write(
+        self, keys: Sequence[bytes], micros: Sequence[int], cells: dict[str, Sequence[str | bytes | None]]
+    ) -> list[int]:
+        """Write row ``keys[i]`` with one cell per ``cells`` qualifier (a string as UTF-8, bytes as they are;
+        None: no cell) at ``micros[i]``; returns the indexes of the rows that failed."""
         request = self._mutate_request(table_name=self.name.path)
         qualifiers = [(q.encode(), values) for q, values in cells.items()]
         for i, key in enumerate(keys):
@@ -142,7 +144,7 @@ class BigtableStore:
                 cell.family_name = FAMILY
                 cell.column_qualifier = qualifier
                 cell.timestamp_micros = micros[i]
-                cell.value = value.encode()
+                cell.value = value if isinstance(value, bytes) else value.encode()
         failed: list[int] = []
         try:
             for answer in self._mutate(request, timeout=self.timeout_s, metadata=self._metadata):

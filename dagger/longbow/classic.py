@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from dagger.longbow.bigtable import EMULATOR_ENV, BigtableStore, TableName, row_key, scan_all
-from dagger.longbow.schema import DURATION, EARLIEST, LATEST, LongbowSchema, duration_ms
+from dagger.longbow.ranges import millis, scan_ranges
+from dagger.longbow.schema import LongbowSchema
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -100,17 +101,6 @@ def classic_longbow(df: DataFrame, schema: LongbowSchema, config: JobConfig, met
     return df.mapInArrow(batches, out)
 
 
-def _millis(column: Any) -> list[int | None]:
-    """A timestamp (µs) or epoch-millisecond column as epoch milliseconds."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    if pa.types.is_timestamp(column.type):
-        micros = pc.cast(pc.cast(column, pa.timestamp("us")), pa.int64())
-        return pc.floor(pc.divide(pc.cast(micros, pa.float64()), 1000.0)).cast(pa.int64()).to_pylist()
-    return pc.cast(column, pa.int64()).to_pylist()
-
-
 def _classic_batches(iterator: Iterator[Any], spec: dict, out: Any, metrics: LongbowMetrics) -> Iterator[Any]:
     import pyarrow as pa
     from pyspark.sql.pandas.types import to_arrow_schema
@@ -123,7 +113,7 @@ def _classic_batches(iterator: Iterator[Any], spec: dict, out: Any, metrics: Lon
         for batch in iterator:
             counts = dict.fromkeys(COUNTERS, 0)
             keys = batch.column(spec["key"]).to_pylist()
-            rowtimes = _millis(batch.column(spec["rowtime"]))
+            rowtimes = millis(batch.column(spec["rowtime"]))
             present = [
                 i for i, (k, t) in enumerate(zip(keys, rowtimes, strict=True)) if k is not None and t is not None
             ]
@@ -139,7 +129,7 @@ def _classic_batches(iterator: Iterator[Any], spec: dict, out: Any, metrics: Lon
             )
             counts["failed_on_write_document"] = len(failed)
             counts["success_on_write_document"] = len(present) - len(failed)
-            ranges = _ranges(batch, spec, keys, rowtimes, own, durations)
+            ranges = scan_ranges(batch, spec["range"], keys, rowtimes, own, durations)
             rows, unread, errors = scan_all(store, ranges, data, spec["capacity"])
             if errors:
                 log.warning("Longbow: %d row(s) read no history: %s", len(unread), errors[0])
@@ -172,25 +162,3 @@ def _classic_batches(iterator: Iterator[Any], spec: dict, out: Any, metrics: Lon
 
 def _text(value: bytes | None) -> str | None:
     return None if value is None else value.decode("utf-8", "replace")
-
-
-def _ranges(
-    batch: Any, spec: dict, keys: list, rowtimes: list, own: list, durations: dict[str, int]
-) -> list[tuple[bytes, bytes] | None]:
-    """Each row's inclusive scan: from its own row key back over its range (None: nothing to read)."""
-    ranges: list[tuple[bytes, bytes] | None] = [None] * batch.num_rows
-    if spec["range"] == "duration":
-        texts = batch.column(DURATION).to_pylist()
-        for i, text in enumerate(texts):
-            if own[i] is None or text is None:
-                continue
-            if text not in durations:
-                durations[text] = duration_ms(text, f"{DURATION} of a row (key {keys[i]!r})")
-            ranges[i] = (own[i], row_key(keys[i], rowtimes[i] - durations[text]))
-        return ranges
-    earliest, latest = _millis(batch.column(EARLIEST)), _millis(batch.column(LATEST))
-    for i in range(batch.num_rows):
-        if keys[i] is None or earliest[i] is None or latest[i] is None or earliest[i] > latest[i]:
-            continue
-        ranges[i] = (row_key(keys[i], latest[i]), row_key(keys[i], earliest[i]))
-    return ranges
