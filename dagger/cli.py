@@ -401,7 +401,12 @@ def _validate(config: JobConfig) -> int:
 
         lb = plan.longbow
         reads = f", its range from {'longbow_duration' if lb.range == 'duration' else 'longbow_earliest/latest'}"
-        if lb.kind is LongbowKind.CLASSIC:
+        if lb.kind is LongbowKind.CLASSIC and config.PROCESSOR_LONGBOW_STORE == "state":
+            does = (
+                f"each key's history kept in this job's state store (PROCESSOR_LONGBOW_STORE=state), its "
+                f"{', '.join(lb.data_columns)} replaced by their history (ARRAY<STRING>, most recent first)"
+            )
+        elif lb.kind is LongbowKind.CLASSIC:
             from dagger.longbow.classic import table_name
 
             does = (
@@ -409,6 +414,7 @@ def _validate(config: JobConfig) -> int:
                 f"{', '.join(lb.data_columns)} replaced by their history (ARRAY<STRING>, most recent first)"
             )
         elif lb.kind is LongbowKind.WRITER:
+            from dagger.longbow.classic import table_name
             from dagger.longbow.plus import input_message
 
             does = (

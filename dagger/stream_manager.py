@@ -455,7 +455,22 @@ class StreamManager:
             from dagger.longbow.plus import plus_reader, plus_writer
 
             metrics = self.longbow_metrics = LongbowMetrics.create(self.spark)
-            if longbow.kind is LongbowKind.CLASSIC:
+            on_state = self.config.PROCESSOR_LONGBOW_STORE == "state"
+            if on_state and (longbow.kind is not LongbowKind.CLASSIC or self.bounded):
+                raise DaggerConfigError(
+                    "PROCESSOR_LONGBOW_STORE=state keeps classic Longbow's history in this job's own state: "
+                    + (
+                        "a bounded run has none; use bigtable"
+                        if self.bounded
+                        else f"Longbow type {longbow.kind.label} shares its table between jobs; use bigtable"
+                    )
+                )
+            if on_state:
+                from dagger.longbow.state import state_longbow
+
+                self._processor_settings[STATE_STORE_PROVIDER] = ROCKSDB_STATE_STORE  # transformWithState needs it
+                df = state_longbow(df, longbow, self.config, metrics)
+            elif longbow.kind is LongbowKind.CLASSIC:
                 df = classic_longbow(df, longbow, self.config, metrics)
             elif longbow.kind is LongbowKind.WRITER:
                 df = plus_writer(df, longbow, self.config, self.descriptors, metrics)
@@ -547,7 +562,8 @@ class StreamManager:
             )
         for key, reason in ignored_keys_set(self.config):
             log.warning("%s is accepted and ignored: %s", key, reason)
-        if plan.longbow is not None and plan.longbow.kind is not LongbowKind.READER:  # the writers own the table
+        on_bigtable = self.config.PROCESSOR_LONGBOW_STORE == "bigtable"
+        if plan.longbow is not None and plan.longbow.kind is not LongbowKind.READER and on_bigtable:  # writers own it
             self._ensure_longbow_table()
         if self.config.sink_type_note:
             log.warning("%s", self.config.sink_type_note)

@@ -8,7 +8,7 @@ import uuid
 
 import pytest
 
-from dagger.devtools.produce import produce
+from dagger.devtools.produce import consume_all, produce
 from dagger.devtools.samples import bookings
 from tests.conftest import START, dagger, job, kafka_stream, output_rows, run_job
 
@@ -239,3 +239,34 @@ def test_longbow_plus_writer_log_feeds_a_reader_whose_sql_selects_from_proto_dat
     assert rows["order-16"]["paid_120"] == []
     read = reader.longbow_metrics.values()
     assert read["success_on_read_document"] == 20 and read["success_on_write_document"] == 0
+
+
+def test_longbow_on_the_state_store_gives_the_bigtable_output_and_survives_a_restart(
+    spark, broker, stencil, topic, tmp_path
+):
+    source, out = topic("longbow-state-src"), topic("longbow-state-out")
+    values = bookings(40, START, step_seconds=60)
+    produce(broker.bootstrap, source, ((None, v) for v in values[:25]))
+    sql = CLASSIC_SQL.replace("'30d'", "'10m'")
+    data = _longbow_job(stencil, broker, source, out, sql, "unused", PROCESSOR_LONGBOW_STORE="state")
+    manager, query = run_job(spark, data, tmp_path / "cp")
+    assert query.exception() is None, query.exception()
+    assert manager.longbow_metrics.values()["success_on_write_document"] == 25
+    # the rest after a restart from the checkpoint: the histories go on from the state it kept
+    produce(broker.bootstrap, source, ((None, v) for v in values[25:]))
+    manager, query = run_job(spark, data, tmp_path / "cp")
+    assert query.exception() is None, query.exception()
+    rows = _by_order(consume_all(broker.bootstrap, out, expected=40))
+    assert len(rows) == 40
+    for i in range(40):  # what the Bigtable store gives for the same input (the test above)
+        assert rows[f"order-{i}"]["longbow_data1"] == [f"order-{j}" for j in (i, i - 5, i - 10) if j >= 0], i
+    assert manager.longbow_metrics.values()["documents_read_per_scan"] == sum(min(3, i // 5 + 1) for i in range(25, 40))
+
+
+def test_the_state_store_refuses_longbow_plus(broker, stencil, topic, tmp_path):
+    sql = "SELECT customer_id AS longbow_write_key, order_number, event_timestamp, rowtime FROM data_stream_0"
+    data = job(stencil, [kafka_stream(broker, topic("longbow-state-plus"))], sql, PROCESSOR_LONGBOW_STORE="state")
+    (tmp_path / "plus.json").write_text(json.dumps(data))
+    result = dagger("validate", str(tmp_path / "plus.json"))
+    assert result.returncode == 2
+    assert "Longbow type longbow_write shares its table between jobs; use bigtable" in result.stderr

@@ -575,6 +575,12 @@ class JobConfig(_Strict):
     PROCESSOR_LONGBOW_GCP_TABLE_ID: str | None = Field(
         None, description="Longbow's Bigtable table; unset: `FLINK_JOB_ID`. Created when missing."
     )
+    PROCESSOR_LONGBOW_STORE: Literal["bigtable", "state"] = Field(
+        "bigtable",
+        description="Where classic Longbow keeps each key's history: `bigtable` (Dagger's tables, shared with "
+        "Dagger jobs and Longbow+) or `state` (Spark's state store, checkpointed with the job; no Bigtable, "
+        "unbounded input only).",
+    )
     PROCESSOR_LONGBOW_DOCUMENT_DURATION: str = Field(
         "90d",
         pattern=r"^\d+[mhd]$",
