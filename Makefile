@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 
-.PHONY: install test-servers quickstart test test-all chaos soak cluster-up cluster-down lint lint-dockerfile format descriptors docs dist image image-root clean bench bench-udfs bench-enrichment
+.PHONY: install test-servers quickstart test test-all chaos soak cluster-up cluster-down lint lint-dockerfile format descriptors docs dist image image-root clean bench bench-udfs bench-enrichment bench-longbow
 
 $(VENV)/.installed: pyproject.toml
 	@command -v java >/dev/null 2>&1 || { echo "installing Java 17 (Spark needs a JVM)"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless; }
@@ -69,6 +69,9 @@ soak: install ## a window job with an HTTP lookup at a fixed rate for 30 minutes
 
 bench-udfs: install ## rows/s of every function vs built-ins, and a job's throughput with Distance + GeoHash
 	$(PY) bench/udfs.py
+
+bench-longbow: install test-servers ## Longbow: Bigtable reads/s on the emulator, and a Longbow job's rows/s on Bigtable and on state
+	$(PY) bench/longbow.py
 
 bench-enrichment: install ## HTTP lookups/s against a 10 ms service, and the warm-cache throughput ratio
 	$(PY) bench/enrichment.py

@@ -79,3 +79,25 @@ def test_a_run_that_wrote_fewer_records_than_a_complete_one_fails(broker, topic)
     complete = topic("bench-out")
     produce(broker.bootstrap, complete, ((None, b"x") for _ in range(5)))
     assert bench.finish("quix", complete, launched=0.0) > 0
+
+
+@pytest.mark.integration
+def test_a_tiny_longbow_bench_reports_reads_and_each_jobs_rows(tmp_path):
+    env = dict(
+        os.environ,
+        BENCH_LONGBOW_ROWS="3000",
+        BENCH_LONGBOW_JOB_ROWS="400",
+        BENCH_RUNS="1",
+        BENCH_RESULTS_DIR=str(tmp_path),
+    )
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "longbow.py")], env=env, capture_output=True, text=True, timeout=900
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = json.loads((tmp_path / "longbow.json").read_text())
+    assert results["store"]["rows"] == 3000 and results["store"]["reads_per_s"] > 0
+    assert results["store"]["writes_per_s"] > 0
+    jobs = results["jobs_rows_per_s"]
+    assert set(jobs) == {"without Longbow", "Longbow on Bigtable (emulator)", "Longbow on state"}
+    assert all(v > 0 for v in jobs.values())
+    assert "| Bigtable reads: one row's 30-day history each" in (tmp_path / "longbow.md").read_text()
