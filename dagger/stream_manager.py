@@ -502,7 +502,7 @@ class StreamManager:
 
         name = table_name(self.config)
         max_age = duration_ms(self.config.PROCESSOR_LONGBOW_DOCUMENT_DURATION, "PROCESSOR_LONGBOW_DOCUMENT_DURATION")
-        if ensure_table(name, max_age):
+        if ensure_table(name, max_age, self.config.PROCESSOR_LONGBOW_ASYNC_TIMEOUT / 1000):
             log.info(
                 "Longbow: created Bigtable table %s (one version per cell, kept %s)",
                 name.path,

@@ -270,3 +270,29 @@ def test_the_state_store_refuses_longbow_plus(broker, stencil, topic, tmp_path):
     result = dagger("validate", str(tmp_path / "plus.json"))
     assert result.returncode == 2
     assert "Longbow type longbow_write shares its table between jobs; use bigtable" in result.stderr
+
+
+def test_an_unreachable_bigtable_stops_the_job_at_start_with_one_clear_line(broker, stencil, topic, tmp_path):
+    from dagger.devtools.broker import free_port
+
+    data = job(
+        stencil,
+        [kafka_stream(broker, topic("longbow-down"))],
+        CLASSIC_SQL,
+        PROCESSOR_LONGBOW_ASYNC_TIMEOUT="2000",
+        PROCESSOR_LONGBOW_GCP_TABLE_ID="history",
+    )
+    (tmp_path / "job.json").write_text(json.dumps(data))
+    gone = f"127.0.0.1:{free_port()}"  # nothing listens there
+    result = dagger(
+        "run",
+        str(tmp_path / "job.json"),
+        "--available-now",
+        "--checkpoint-dir",
+        str(tmp_path / "cp"),
+        env={"BIGTABLE_EMULATOR_HOST": gone},
+    )
+    assert result.returncode != 0
+    last = result.stderr.strip().splitlines()[-1]
+    assert "Longbow cannot check or create its Bigtable table projects/default-gcp-project/instances/" in last
+    assert f"tables/history at {gone} within 2 s (PROCESSOR_LONGBOW_ASYNC_TIMEOUT)" in last

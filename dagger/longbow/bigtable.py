@@ -62,29 +62,46 @@ def row_key(key: str, rowtime_ms: int) -> bytes:
     return f"{key}#{MAX_LONG - rowtime_ms}".encode()
 
 
-def ensure_table(name: TableName, max_age_ms: int) -> bool:
-    """Create the table with Dagger's GC rule unless it exists; returns whether it was created. Any failure is a
-    :class:`LongbowTableError` naming the table (the job cannot write its history without it)."""
+def ensure_table(name: TableName, max_age_ms: int, timeout_s: float = 15.0) -> bool:
+    """Create the table with Dagger's GC rule unless it exists; returns whether it was created. Each admin call
+    gives up after ``timeout_s`` (``PROCESSOR_LONGBOW_ASYNC_TIMEOUT``); any failure is a
+    :class:`LongbowTableError` naming the table and where it was looked for (the job cannot keep its history
+    without it)."""
     import datetime as dt
 
+    from google.api_core import exceptions
+    from google.api_core.retry import Retry
     from google.cloud import bigtable
     from google.cloud.bigtable import column_family
 
+    where = os.environ.get(EMULATOR_ENV) or ENDPOINT
+    retry = Retry(timeout=timeout_s)
     try:
-        client = bigtable.Client(project=name.project, admin=True)
-        table = client.instance(name.instance).table(name.table)
-        if table.exists():
+        admin = bigtable.Client(project=name.project, admin=True).table_admin_client
+        try:
+            admin.get_table(name=name.path, timeout=timeout_s, retry=retry)
             return False
+        except exceptions.NotFound:
+            pass
         rule = column_family.GCRuleUnion(
             [column_family.MaxVersionsGCRule(1), column_family.MaxAgeGCRule(dt.timedelta(milliseconds=max_age_ms))]
         )
-        table.create(column_families={FAMILY: rule})
+        admin.create_table(
+            parent=f"projects/{name.project}/instances/{name.instance}",
+            table_id=name.table,
+            table={"column_families": {FAMILY: {"gc_rule": rule.to_pb()}}},
+            timeout=timeout_s,
+        )
         return True
+    except exceptions.AlreadyExists:  # another job created it meanwhile
+        return False
     except Exception as exc:  # noqa: BLE001 - google-api-core, grpc and auth errors alike: one message
-        where = f"Longbow's Bigtable table {name.path}"
-        if "AlreadyExists" in type(exc).__name__:  # another task or job created it meanwhile
-            return False
-        raise LongbowTableError(f"cannot check or create {where}: {type(exc).__name__}: {exc}") from None
+        last = getattr(exc, "cause", None) or exc  # a RetryError holds the last failure
+        cause = getattr(last, "message", None) or str(last)
+        raise LongbowTableError(
+            f"Longbow cannot check or create its Bigtable table {name.path} at {where} within "
+            f"{timeout_s:g} s (PROCESSOR_LONGBOW_ASYNC_TIMEOUT): {type(last).__name__}: {cause.splitlines()[0]}"
+        ) from None
 
 
 class BigtableStore:
