@@ -6,8 +6,8 @@
    an Arrow batch (overlapping ranges merged, ``ReadRows`` calls of up to 1,000 ranges, 30 in flight). Reports
    writes/s, reads/s (one read = one row's history) and reads per CPU-second of the process. Target: at least
    5,000 reads/s per core.
-2. **Jobs**: rows/s through a classic Longbow job (each booking's customer history over 30 days, JSON to
-   Kafka) reading ``BENCH_LONGBOW_JOB_ROWS`` records from the embedded broker to their end, with the history
+2. **Jobs**: rows/s through a classic Longbow job (each booking's history over 30 days of one of 1,000 keys,
+   JSON to Kafka) reading ``BENCH_LONGBOW_JOB_ROWS`` records from the embedded broker to their end, with the history
    on the emulator and on Spark's state store (``PROCESSOR_LONGBOW_STORE=state``), against the same job without
    Longbow. Median of ``BENCH_RUNS`` runs each.
 
@@ -83,16 +83,20 @@ def store_calls() -> dict:
         "reads_per_s": round(ROWS / read),
         "reads_per_cpu_s": round(ROWS / read_cpu) if read_cpu else None,
         "ms_per_1000_reads": round(read * 1000 / calls, 1),
+        "documents_per_s": round(found / read),  # stored rows transferred: the emulator sends one message each
         "cpu_s": round(_cpu() - cpu, 2),
     }
 
 
 def _job(stencil, broker, source: str, out: str, extra: dict, longbow: bool) -> dict:
+    # 1,000 keys (the samples' cash is 10 x the booking number): a key books every 1,000 s of event time, so a
+    # row's 30-day history holds up to BENCH_LONGBOW_JOB_ROWS / 1,000 values
+    key = "CAST(amount_paid_by_cash % 10000 AS STRING)"
     sql = (
-        "SELECT customer_id AS longbow_key, CAST(amount_paid_by_cash AS STRING) AS longbow_data_cash, "
+        f"SELECT {key} AS longbow_key, CAST(amount_paid_by_cash AS STRING) AS longbow_data_cash, "
         "event_timestamp, rowtime, '30d' AS longbow_duration FROM data_stream_0"
         if longbow
-        else "SELECT customer_id AS longbow_customer, CAST(amount_paid_by_cash AS STRING) AS cash, event_timestamp, "
+        else f"SELECT {key} AS customer, CAST(amount_paid_by_cash AS STRING) AS cash, event_timestamp, "
         "rowtime FROM data_stream_0"
     )
     return {
@@ -125,7 +129,23 @@ def _job(stencil, broker, source: str, out: str, extra: dict, longbow: bool) -> 
     }
 
 
-def jobs() -> dict:
+def _state_size(query) -> dict:  # noqa: ANN001 - a StreamingQuery
+    """The Longbow state operator's rows and bytes after the run, per key and per key-day of event time."""
+    operators = [op for p in query.recentProgress for op in p.get("stateOperators") or []]
+    last = operators[-1] if operators else {}
+    custom = last.get("customMetrics") or {}
+    size = custom.get("rocksdbSstFileSize") or last.get("memoryUsedBytes") or 0
+    days = JOB_ROWS / 86_400  # a booking a second of event time
+    return {
+        "rows": last.get("numRowsTotal", 0),
+        "bytes": size,
+        "bytes_per_key": round(size / KEYS),
+        "bytes_per_key_day": round(size / KEYS / days) if days else None,
+        "days": round(days, 2),
+    }
+
+
+def jobs() -> tuple[dict, dict]:
     """Rows/s of the job without Longbow, with it on the emulator, and on the state store (part 2)."""
     import datetime as dt
 
@@ -145,6 +165,7 @@ def jobs() -> dict:
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
+    state: list[dict] = []
     results: dict[str, list[float]] = {
         "without Longbow": [],
         "Longbow on Bigtable (emulator)": [],
@@ -181,13 +202,15 @@ def jobs() -> dict:
                     if query.isActive and is_drained(query):
                         query.stop()
                 seconds = time.monotonic() - began
+                if "state" in label:
+                    state.append(_state_size(query))
                 manager.finish(query)
                 written = topic_size(broker.bootstrap, out)
                 if written != JOB_ROWS:
                     raise RuntimeError(f"{label}: {written:,} rows written of {JOB_ROWS:,}")
                 results[label].append(JOB_ROWS / seconds)
                 print(f"[longbow] run {run + 1} {label}: {JOB_ROWS / seconds:,.0f} rows/s", flush=True)
-    return {label: round(statistics.median(values)) for label, values in results.items()}
+    return {label: round(statistics.median(values)) for label, values in results.items()}, state[-1]
 
 
 def main() -> None:
@@ -197,11 +220,12 @@ def main() -> None:
         os.environ.update(emulator.env)
         calls = store_calls()
         print(f"[longbow] store: {json.dumps(calls)}", flush=True)
-        rows_per_s = jobs()
+        rows_per_s, state = jobs()
     results = {
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
         "store": calls,
         "jobs_rows_per_s": rows_per_s,
+        "state": state,
         "job_rows": JOB_ROWS,
         "runs": RUNS,
     }
@@ -220,11 +244,15 @@ def main() -> None:
         f"| Bigtable reads: one row's 30-day history each (10,000 a batch, ranges merged, 30 calls in flight) |"
         f" {calls['reads_per_s']:,} reads/s ({calls['reads_per_cpu_s'] or 0:,} per CPU-second of the process) |"
         " ≥ 5,000 per core |",
-        f"| time per 1,000 reads | {calls['ms_per_1000_reads']} ms | |",
+        f"| time per 1,000 reads; documents (stored rows) transferred | {calls['ms_per_1000_reads']} ms;"
+        f" {calls['documents_per_s']:,} per second | |",
         *(
             f"| job over {JOB_ROWS:,} bookings, {label} | {value:,} rows/s ({value / base:.2f}×) | |"
             for label, value in rows_per_s.items()
         ),
+        f"| Longbow's state after the state job: keys, size (RocksDB SST files) | {state['rows']:,} keys, "
+        f"{state['bytes']:,} bytes: {state['bytes_per_key']:,} per key, {state['bytes_per_key_day'] or 0:,} per"
+        f" key-day ({KEYS:,} keys over {state['days']} days of event time) | |",
         "",
     ]
     (RESULTS / "longbow.md").write_text("\n".join(lines))
