@@ -20,30 +20,32 @@ CLASSIC_SQL = (
 )
 
 
-def test_validate_names_the_longbow_kind_and_refuses_a_misfit_column(broker, stencil, topic, tmp_path):
+def _plan_error(spark, data: dict) -> str:
+    """What planning ``data`` in the shared session refuses it with (as `dagger validate` and a start do)."""
+    from dagger.config import load_config
+    from dagger.errors import DaggerConfigError
+    from dagger.stream_manager import StreamManager
+
+    with pytest.raises(DaggerConfigError) as refused:
+        StreamManager(load_config(data=data), spark=spark).plan()
+    return str(refused.value)
+
+
+def test_validate_names_the_longbow_kind_and_refuses_a_misfit_column(spark, broker, stencil, topic, tmp_path):
     streams = [kafka_stream(broker, topic("longbow-validate"))]
     good = job(stencil, streams, CLASSIC_SQL)
     (tmp_path / "good.json").write_text(json.dumps(good))
     result = dagger("validate", str(tmp_path / "good.json"))
     assert result.returncode == 0, result.stderr
     assert "longbow: longbow (longbow_key), its range from longbow_duration" in result.stdout
+    assert "replaced by their history (ARRAY<STRING>, most recent first)" in result.stdout
     # a number where Longbow stores strings: refused before anything runs, naming the column and the cast
     bad = dict(good, FLINK_SQL_QUERY=CLASSIC_SQL.replace("order_number AS", "amount_paid_by_cash AS"))
-    (tmp_path / "bad.json").write_text(json.dumps(bad))
-    result = dagger("validate", str(tmp_path / "bad.json"))
-    assert result.returncode == 2, result.stdout + result.stderr
-    assert "Longbow column 'longbow_data1' is BIGINT; Longbow needs STRING there" in result.stderr
+    assert "Longbow column 'longbow_data1' is BIGINT; Longbow needs STRING there" in _plan_error(spark, bad)
     both = dict(good, FLINK_SQL_QUERY=CLASSIC_SQL.replace("FROM", ", 0 AS longbow_latest FROM"))
-    (tmp_path / "both.json").write_text(json.dumps(both))
-    result = dagger("validate", str(tmp_path / "both.json"))
-    assert result.returncode == 2
-    assert (
-        result.stderr.strip()
-        .splitlines()[-1]
-        .endswith(
-            "has both longbow_duration and longbow_latest; give the range one way: longbow_duration (e.g. '30d'), or "
-            "both longbow_earliest and longbow_latest"
-        )
+    assert _plan_error(spark, both).endswith(
+        "has both longbow_duration and longbow_latest; give the range one way: longbow_duration (e.g. '30d'), or "
+        "both longbow_earliest and longbow_latest"
     )
 
 
@@ -263,17 +265,19 @@ def test_longbow_on_the_state_store_gives_the_bigtable_output_and_survives_a_res
     assert manager.longbow_metrics.values()["documents_read_per_scan"] == sum(min(3, i // 5 + 1) for i in range(25, 40))
 
 
-def test_the_state_store_refuses_longbow_plus(broker, stencil, topic, tmp_path):
+def test_the_state_store_refuses_longbow_plus(spark, broker, stencil, topic):
     sql = "SELECT customer_id AS longbow_write_key, order_number, event_timestamp, rowtime FROM data_stream_0"
     data = job(stencil, [kafka_stream(broker, topic("longbow-state-plus"))], sql, PROCESSOR_LONGBOW_STORE="state")
-    (tmp_path / "plus.json").write_text(json.dumps(data))
-    result = dagger("validate", str(tmp_path / "plus.json"))
-    assert result.returncode == 2
-    assert "Longbow type longbow_write shares its table between jobs; use bigtable" in result.stderr
+    assert "Longbow type longbow_write shares its table between jobs; use bigtable" in _plan_error(spark, data)
 
 
-def test_an_unreachable_bigtable_stops_the_job_at_start_with_one_clear_line(broker, stencil, topic, tmp_path):
+def test_an_unreachable_bigtable_stops_the_job_at_start_naming_table_place_and_cause(
+    spark, broker, stencil, topic, tmp_path, monkeypatch
+):
+    from dagger.config import load_config
     from dagger.devtools.broker import free_port
+    from dagger.longbow.bigtable import LongbowTableError
+    from dagger.stream_manager import StreamManager
 
     data = job(
         stencil,
@@ -282,17 +286,13 @@ def test_an_unreachable_bigtable_stops_the_job_at_start_with_one_clear_line(brok
         PROCESSOR_LONGBOW_ASYNC_TIMEOUT="2000",
         PROCESSOR_LONGBOW_GCP_TABLE_ID="history",
     )
-    (tmp_path / "job.json").write_text(json.dumps(data))
     gone = f"127.0.0.1:{free_port()}"  # nothing listens there
-    result = dagger(
-        "run",
-        str(tmp_path / "job.json"),
-        "--available-now",
-        "--checkpoint-dir",
-        str(tmp_path / "cp"),
-        env={"BIGTABLE_EMULATOR_HOST": gone},
+    monkeypatch.setenv("BIGTABLE_EMULATOR_HOST", gone)
+    manager = StreamManager(load_config(data=data), checkpoint_dir=str(tmp_path / "cp"), spark=spark)
+    with pytest.raises(LongbowTableError) as refused:
+        manager.start()
+    assert str(refused.value).startswith(
+        f"Longbow cannot check or create its Bigtable table projects/default-gcp-project/instances/"
+        f"default-gcp-project/tables/history at {gone} within 2 s (PROCESSOR_LONGBOW_ASYNC_TIMEOUT): "
+        "ServiceUnavailable: failed to connect"
     )
-    assert result.returncode != 0
-    last = result.stderr.strip().splitlines()[-1]
-    assert "Longbow cannot check or create its Bigtable table projects/default-gcp-project/instances/" in last
-    assert f"tables/history at {gone} within 2 s (PROCESSOR_LONGBOW_ASYNC_TIMEOUT)" in last

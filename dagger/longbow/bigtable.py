@@ -148,6 +148,8 @@ class BigtableStore:
     ) -> list[int]:
         """Write row ``keys[i]`` with one cell per ``cells`` qualifier (a string as UTF-8, bytes as they are;
         None: no cell) at ``micros[i]``; returns the indexes of the rows that failed."""
+        if not keys:
+            return []
         request = self._mutate_request(table_name=self.name.path)
         qualifiers = [(q.encode(), values) for q, values in cells.items()]
         for i, key in enumerate(keys):
