@@ -245,3 +245,49 @@ def test_http_source_configs_are_checked_before_anything_runs(spark, broker, ste
     planned = plan(_http(lookup))
     assert planned.output_schema.names[:3] == ["name", "age", "event_timestamp"]
     assert dict((f.name, f.dataType.simpleString()) for f in planned.output_schema.fields)["age"] == "int"
+
+
+def test_a_sql_transformer_windows_lookup_enriched_rows_of_a_stream(spark, broker, stencil, topic, tmp_path, lookup):
+    """Dagger's use of the SQLTransformer: aggregate over what a lookup added, by event time. The lookup's rows
+    come back from the executors' Python without the source's watermark; windowing them must not define a
+    second one (Spark refuses it: "Redefining watermark is disallowed")."""
+    import json
+
+    from dagger.devtools.produce import consume_all, produce
+    from dagger.devtools.samples import bookings
+    from tests.conftest import START, job, kafka_stream, run_job
+
+    source, out = topic("lookup-window-src"), topic("lookup-window-out")
+    produce(broker.bootstrap, source, ((None, v) for v in bookings(30, START, step_seconds=60)))
+    post = {
+        "external_source": {"http": [lookup.customers_lookup("customer_id", {"customer_name": "$.name"})]},
+        "internal_source": [STAR],
+        "transformers": [
+            {
+                "transformation_class": "SQLTransformer",
+                "transformation_arguments": {
+                    "sqlQuery": "SELECT customer_id, COUNT(1) AS bookings, TUMBLE_END(rowtime, INTERVAL '10' MINUTE) "
+                    "AS window_end FROM data_stream GROUP BY customer_id, TUMBLE(rowtime, INTERVAL '10' MINUTE)"
+                },
+            }
+        ],
+    }
+    data = job(
+        stencil,
+        [kafka_stream(broker, source)],
+        "SELECT customer_id, rowtime FROM data_stream_0",
+        SINK_TYPE="kafka",
+        SINK_KAFKA_BROKERS=broker.bootstrap,
+        SINK_KAFKA_TOPIC=out,
+        SINK_KAFKA_DATA_TYPE="JSON",
+        PROCESSOR_POSTPROCESSOR_ENABLE="true",
+        PROCESSOR_POSTPROCESSOR_CONFIG=json.dumps(post),
+    )
+    manager, query = run_job(spark, data, tmp_path / "cp")
+    assert query.exception() is None, query.exception()
+    rows = [json.loads(m.value()) for m in consume_all(broker.bootstrap, out, expected=10)]
+    # bookings a minute apart, customer c{i % 5}: two per customer in each of the two windows the watermark
+    # (the last booking at 10:29 less the source's 10 s) closes
+    assert sorted((r["window_end"], r["customer_id"], r["bookings"]) for r in rows) == sorted(
+        (end, f"c{c}", 2) for end in ("2026-11-22T10:10:00.000000Z", "2026-11-22T10:20:00.000000Z") for c in range(5)
+    )

@@ -200,11 +200,11 @@ def test_longbow_plus_writer_log_feeds_a_reader_whose_sql_selects_from_proto_dat
     )
     assert writer.longbow_metrics.values()["success_on_write_document"] == 20
     # a reader job over the bookings, naming the writer's table as a synchronizer log row would
-    # (an absolute range, so that no rowtime column reaches the SQLTransformer: it would watermark it again,
-    # which Spark refuses after the reader's mapInArrow, "Redefining watermark is disallowed")
+    # a duration range keeps rowtime in the reader's output: the SQLTransformer below gets it past the reader's
+    # mapInArrow, with the source's watermark (a second one would be refused by Spark)
     reader_sql = (
         f"SELECT customer_id AS longbow_read_key, '{table}' AS bigtable_table_id, order_number, event_timestamp, "
-        "unix_millis(rowtime) - 600000 AS longbow_earliest, unix_millis(rowtime) AS longbow_latest FROM data_stream_0"
+        "rowtime, '10m' AS longbow_duration FROM data_stream_0"
     )
     post = {
         "internal_source": [{"output_field": "*", "value": "*", "type": "sql"}],

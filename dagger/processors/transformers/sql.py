@@ -24,7 +24,7 @@ class SQLTransformer(Transformer):
         lateness = self.argument("allowedLatenessInMs", int, 0)
         rowtime = self.context.config.FLINK_ROWTIME_ATTRIBUTE_NAME
         if rowtime in df.columns and df.isStreaming:
-            df = df.withWatermark(rowtime, f"{lateness} milliseconds")
+            df = _event_time_again(df, rowtime, lateness)
         from pyspark.errors import AnalysisException, ParseException
 
         from dagger.errors import SqlError
@@ -34,3 +34,25 @@ class SQLTransformer(Transformer):
         except (AnalysisException, ParseException) as exc:
             first = str(exc).strip().splitlines()[0]
             raise SqlError(f"{self.where}: SQLTransformer sqlQuery is not valid Spark SQL: {first}") from None
+
+
+#: the column metadata by which Spark's stateful operators find a watermarked event-time column
+WATERMARK_DELAY_KEY = "spark.watermarkDelayMs"
+
+
+def _event_time_again(df: Any, rowtime: str, lateness_ms: int) -> Any:
+    """``rowtime`` as the event time of the transformer's query, watermarked with ``lateness_ms``.
+
+    Past an external lookup or Longbow (the executors' Python, ``mapInArrow``) Spark refuses a second
+    ``withWatermark`` on top of the source's ("Redefining watermark is disallowed"). There ``rowtime`` still
+    carries the source's watermark (the same values, the column's event-time metadata kept), so the query goes
+    on with the source's watermark (``FLINK_WATERMARK_DELAY_MS``) and ``allowedLatenessInMs`` does not apply."""
+    if WATERMARK_DELAY_KEY in df.schema[rowtime].metadata and _past_python(df):
+        return df
+    return df.withWatermark(rowtime, f"{lateness_ms} milliseconds")
+
+
+def _past_python(df: Any) -> bool:
+    """Whether ``df``'s rows went through the executors' Python (``mapInArrow``) after the source's watermark."""
+    plan = df._jdf.queryExecution().logical().toString()  # noqa: SLF001 - the JVM plan, as Spark prints it
+    return "MapInArrow" in plan and "EventTimeWatermark" in plan
