@@ -101,6 +101,28 @@ def classic_longbow(df: DataFrame, schema: LongbowSchema, config: JobConfig, met
     return df.mapInArrow(batches, out)
 
 
+def write_rows(
+    store: BigtableStore, batch: Any, key: str, rowtime: str, cells: dict[str, list], counts: dict[str, int]
+) -> tuple[list, list[int | None], list[bytes | None]]:
+    """Write every row of ``batch`` that has a ``key`` and a ``rowtime`` under its row key, with one cell per
+    ``cells`` qualifier (a value per row), counting the outcomes into ``counts``; returns the keys, the rowtimes
+    (epoch ms) and each row's own row key (None without a key or rowtime). Classic Longbow and the Longbow+
+    writer write this way."""
+    keys = batch.column(key).to_pylist()
+    rowtimes = millis(batch.column(rowtime))
+    own = [row_key(k, t) if k is not None and t is not None else None for k, t in zip(keys, rowtimes, strict=True)]
+    present = [i for i, k in enumerate(own) if k is not None]
+    counts["rows_without_key"] = len(own) - len(present)
+    failed = store.write(
+        [own[i] for i in present],
+        [rowtimes[i] * 1000 for i in present],
+        {qualifier: [values[i] for i in present] for qualifier, values in cells.items()},
+    )
+    counts["failed_on_write_document"] = len(failed)
+    counts["success_on_write_document"] = len(present) - len(failed)
+    return keys, rowtimes, own
+
+
 def _classic_batches(iterator: Iterator[Any], spec: dict, out: Any, metrics: LongbowMetrics) -> Iterator[Any]:
     import pyarrow as pa
     from pyspark.sql.pandas.types import to_arrow_schema
@@ -112,23 +134,8 @@ def _classic_batches(iterator: Iterator[Any], spec: dict, out: Any, metrics: Lon
     try:
         for batch in iterator:
             counts = dict.fromkeys(COUNTERS, 0)
-            keys = batch.column(spec["key"]).to_pylist()
-            rowtimes = millis(batch.column(spec["rowtime"]))
-            present = [
-                i for i, (k, t) in enumerate(zip(keys, rowtimes, strict=True)) if k is not None and t is not None
-            ]
-            counts["rows_without_key"] = batch.num_rows - len(present)
-            own = [None] * batch.num_rows
-            for i in present:
-                own[i] = row_key(keys[i], rowtimes[i])
-            values = {c: batch.column(c).to_pylist() for c in data}
-            failed = store.write(
-                [own[i] for i in present],
-                [rowtimes[i] * 1000 for i in present],
-                {c: [values[c][i] for i in present] for c in data},
-            )
-            counts["failed_on_write_document"] = len(failed)
-            counts["success_on_write_document"] = len(present) - len(failed)
+            cells = {c: batch.column(c).to_pylist() for c in data}
+            keys, rowtimes, own = write_rows(store, batch, spec["key"], spec["rowtime"], cells, counts)
             ranges = scan_ranges(batch, spec["range"], keys, rowtimes, own, durations)
             rows, unread, errors = scan_all(store, ranges, data, spec["capacity"])
             if errors:

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from dagger.errors import DaggerConfigError
 from dagger.longbow.bigtable import EMULATOR_ENV, BigtableStore, TableName, row_key, scan_all
-from dagger.longbow.classic import COUNTERS, LongbowMetrics, table_name
+from dagger.longbow.classic import COUNTERS, LongbowMetrics, table_name, write_rows
 from dagger.longbow.ranges import millis, scan_ranges
 from dagger.longbow.schema import PROTO_DATA, LongbowSchema
 
@@ -112,20 +112,8 @@ def _writer_batches(iterator: Iterator[Any], spec: dict, out: Any, metrics: Long
     try:
         for batch in iterator:
             counts = dict.fromkeys(COUNTERS, 0)
-            keys = batch.column(spec["key"]).to_pylist()
-            rowtimes = millis(batch.column(spec["rowtime"]))
-            present = [
-                i for i, (k, t) in enumerate(zip(keys, rowtimes, strict=True)) if k is not None and t is not None
-            ]
-            counts["rows_without_key"] = batch.num_rows - len(present)
-            messages = encoder.encode(batch).to_pylist()
-            failed = store.write(
-                [row_key(keys[i], rowtimes[i]) for i in present],
-                [rowtimes[i] * 1000 for i in present],
-                {QUALIFIER: [messages[i] for i in present]},
-            )
-            counts["failed_on_write_document"] = len(failed)
-            counts["success_on_write_document"] = len(present) - len(failed)
+            cells = {QUALIFIER: encoder.encode(batch).to_pylist()}
+            write_rows(store, batch, spec["key"], spec["rowtime"], cells, counts)
             metrics.add(counts)
             n = batch.num_rows
             arrays = [
