@@ -61,7 +61,7 @@ cluster-down: ## stop what make cluster-up started
 chaos: install test-servers ## the failure tests alone: kills, restarts, unreachable services, the embedded broker's races
 	$(VENV)/bin/pytest -q -m chaos
 
-bench: install $(PEERS_VENV)/.installed ## the streaming benchmark: baseline, our jobs, Bytewax, Quix Streams, latency, memory
+bench: install test-servers ## the streaming benchmark: baseline, our jobs, Bytewax, Quix Streams, latency, memory, Longbow
 	$(PY) bench/streaming.py
 
 soak: install ## a window job with an HTTP lookup at a fixed rate for 30 minutes: RSS, lag and state over time (SOAK_SECONDS, SOAK_RATE)
@@ -70,7 +70,7 @@ soak: install ## a window job with an HTTP lookup at a fixed rate for 30 minutes
 bench-udfs: install ## rows/s of every function vs built-ins, and a job's throughput with Distance + GeoHash
 	$(PY) bench/udfs.py
 
-bench-longbow: install test-servers ## Longbow: Bigtable reads/s on the emulator, and a Longbow job's rows/s on Bigtable and on state
+bench-longbow: install test-servers ## Longbow alone (make bench runs it too): Bigtable reads/s and call times on the emulator, a Longbow job's rows/s on Bigtable and on state
 	$(PY) bench/longbow.py
 
 bench-enrichment: install ## HTTP lookups/s against a 10 ms service, and the warm-cache throughput ratio

@@ -4,14 +4,16 @@
    CLI's Bigtable emulator on the same 2 cores: ``BENCH_LONGBOW_ROWS`` rows over 1,000 keys written in
    ``MutateRows`` calls of 10,000 rows, then each row's 30-day history read 10,000 rows at a time as a task reads
    an Arrow batch (overlapping ranges merged, ``ReadRows`` calls of up to 1,000 ranges, 30 in flight). Reports
-   writes/s, reads/s (one read = one row's history) and reads per CPU-second of the process. Target: at least
-   5,000 reads/s per core.
+   writes/s, reads/s (one read = one row's history), reads per CPU-second of the process, and each call's response
+   time (p50 / p99). Target: at least 5,000 reads/s per core.
 2. **Jobs**: rows/s through a classic Longbow job (each booking's history over 30 days of one of 1,000 keys,
    JSON to Kafka) reading ``BENCH_LONGBOW_JOB_ROWS`` records from the embedded broker to their end, with the history
    on the emulator and on Spark's state store (``PROCESSOR_LONGBOW_STORE=state``), against the same job without
-   Longbow. Median of ``BENCH_RUNS`` runs each.
+   Longbow. Median of ``BENCH_LONGBOW_RUNS`` (else ``BENCH_RUNS``, else 3) runs each; the Bigtable job's calls'
+   mean response time per role from the job's own ``dagger_longbow_response_seconds`` histograms.
 
-Writes ``bench/results/longbow.json`` and ``bench/results/longbow.md`` (``BENCH_RESULTS_DIR``).
+Writes ``bench/results/longbow.json`` and ``bench/results/longbow.md`` (``BENCH_RESULTS_DIR``). ``make bench``
+runs it as its ``longbow`` part and quotes it in its own table.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ os.environ.setdefault("TZ", "UTC")
 
 ROWS = int(os.environ.get("BENCH_LONGBOW_ROWS", "100000"))
 JOB_ROWS = int(os.environ.get("BENCH_LONGBOW_JOB_ROWS", "100000"))
-RUNS = int(os.environ.get("BENCH_RUNS", "3"))
+RUNS = int(os.environ.get("BENCH_LONGBOW_RUNS") or os.environ.get("BENCH_RUNS") or "3")
 RESULTS = Path(os.environ.get("BENCH_RESULTS_DIR", str(ROOT / "bench" / "results")))
 KEYS = 1000
 DAY_MS = 86_400_000
@@ -43,6 +45,12 @@ DAY_MS = 86_400_000
 def _cpu() -> float:
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return usage.ru_utime + usage.ru_stime
+
+
+def _percentiles(ms: list[float]) -> dict:
+    ordered = sorted(ms)
+    at = lambda q: round(ordered[min(len(ordered) - 1, int(len(ordered) * q))], 1)  # noqa: E731
+    return {"calls": len(ordered), "p50_ms": at(0.5), "p99_ms": at(0.99)} if ordered else {"calls": 0}
 
 
 def store_calls() -> dict:
@@ -66,6 +74,7 @@ def store_calls() -> dict:
         )
         assert not failed, f"{len(failed)} writes failed"
     wrote = time.monotonic() - began
+    write_calls = [ms for _, _, ms in store.take_timings()]
     ranges = [(row_key(keys[i], times[i]), row_key(keys[i], times[i] - 30 * DAY_MS)) for i in range(ROWS)]
     began, cpu_read = time.monotonic(), _cpu()
     found = 0
@@ -75,6 +84,7 @@ def store_calls() -> dict:
         found += len(rows)
     read = time.monotonic() - began
     read_cpu = _cpu() - cpu_read
+    read_calls = [ms for _, _, ms in store.take_timings()]
     store.close()
     calls = -(-ROWS // 1000)
     return {
@@ -85,6 +95,8 @@ def store_calls() -> dict:
         "ms_per_1000_reads": round(read * 1000 / calls, 1),
         "documents_per_s": round(found / read),  # stored rows transferred: the emulator sends one message each
         "cpu_s": round(_cpu() - cpu, 2),
+        "write_call": _percentiles(write_calls),  # MutateRows of 10,000 rows
+        "read_call": _percentiles(read_calls),  # ReadRows of up to 1,000 merged ranges
     }
 
 
@@ -145,7 +157,17 @@ def _state_size(query) -> dict:  # noqa: ANN001 - a StreamingQuery
     }
 
 
-def jobs() -> tuple[dict, dict]:
+def _call_times(manager) -> dict:  # noqa: ANN001 - a StreamManager
+    """The Longbow job's Bigtable calls, from its own histograms: calls and mean response time per role."""
+    out = {}
+    for (role, outcome), histogram in manager.longbow_metrics.latency.items():
+        buckets, seconds = histogram.prometheus()
+        if outcome == "success" and buckets[-1][1]:
+            out[role] = {"calls": buckets[-1][1], "mean_ms": round(seconds * 1000 / buckets[-1][1], 1)}
+    return out
+
+
+def jobs() -> tuple[dict, dict, dict]:
     """Rows/s of the job without Longbow, with it on the emulator, and on the state store (part 2)."""
     import datetime as dt
 
@@ -166,6 +188,7 @@ def jobs() -> tuple[dict, dict]:
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     state: list[dict] = []
+    calls: dict = {}
     results: dict[str, list[float]] = {
         "without Longbow": [],
         "Longbow on Bigtable (emulator)": [],
@@ -204,13 +227,15 @@ def jobs() -> tuple[dict, dict]:
                 seconds = time.monotonic() - began
                 if "state" in label:
                     state.append(_state_size(query))
+                elif longbow:
+                    calls = _call_times(manager)
                 manager.finish(query)
                 written = topic_size(broker.bootstrap, out)
                 if written != JOB_ROWS:
                     raise RuntimeError(f"{label}: {written:,} rows written of {JOB_ROWS:,}")
                 results[label].append(JOB_ROWS / seconds)
                 print(f"[longbow] run {run + 1} {label}: {JOB_ROWS / seconds:,.0f} rows/s", flush=True)
-    return {label: round(statistics.median(values)) for label, values in results.items()}, state[-1]
+    return {label: round(statistics.median(values)) for label, values in results.items()}, state[-1], calls
 
 
 def main() -> None:
@@ -220,12 +245,13 @@ def main() -> None:
         os.environ.update(emulator.env)
         calls = store_calls()
         print(f"[longbow] store: {json.dumps(calls)}", flush=True)
-        rows_per_s, state = jobs()
+        rows_per_s, state, job_calls = jobs()
     results = {
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
         "store": calls,
         "jobs_rows_per_s": rows_per_s,
         "state": state,
+        "job_calls": job_calls,
         "job_rows": JOB_ROWS,
         "runs": RUNS,
     }
@@ -246,10 +272,14 @@ def main() -> None:
         " ≥ 5,000 per core |",
         f"| time per 1,000 reads; documents (stored rows) transferred | {calls['ms_per_1000_reads']} ms;"
         f" {calls['documents_per_s']:,} per second | |",
+        f"| response time of a call: `MutateRows` of 10,000 rows; `ReadRows` of up to 1,000 ranges, p50 / p99 |"
+        f" {_p(calls['write_call'])}; {_p(calls['read_call'])} | |",
         *(
             f"| job over {JOB_ROWS:,} bookings, {label} | {value:,} rows/s ({value / base:.2f}×) | |"
             for label, value in rows_per_s.items()
         ),
+        "| the Bigtable job's calls (its `dagger_longbow_response_seconds`): mean response time |"
+        f" {_mean(job_calls)} | |",
         f"| Longbow's state after the state job: keys, size (RocksDB SST files) | {state['rows']:,} keys, "
         f"{state['bytes']:,} bytes: {state['bytes_per_key']:,} per key, {state['bytes_per_key_day'] or 0:,} per"
         f" key-day ({KEYS:,} keys over {state['days']} days of event time) | |",
@@ -257,6 +287,14 @@ def main() -> None:
     ]
     (RESULTS / "longbow.md").write_text("\n".join(lines))
     print("\n".join(lines))
+
+
+def _p(call: dict) -> str:
+    return f"{call['p50_ms']} / {call['p99_ms']} ms" if call.get("calls") else "no calls"
+
+
+def _mean(calls: dict) -> str:
+    return "; ".join(f"{role} {c['mean_ms']} ms over {c['calls']:,} calls" for role, c in calls.items()) or "no calls"
 
 
 if __name__ == "__main__":

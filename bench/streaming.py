@@ -18,6 +18,10 @@ Parts (``BENCH_PARTS``, comma-separated; all by default):
   each Spark phase of a micro-batch (from the job's own metrics); ``latency.png`` plots p50/p99 per second.
 * ``latency_window``: the same for the window job with 10-second windows and event time at wall-clock pace,
   latency counted from the input record that closes a window to the window's rows (``latency_window.png``).
+* ``longbow``: ``bench/longbow.py`` in its own process (the Bigtable emulator, its own broker and session):
+  rows/s of a classic Longbow job over 30-day histories on the emulator and on Spark's state store against the
+  same job without Longbow, Bigtable reads/s per core and the calls' response times; it also writes
+  ``longbow.json`` and ``longbow.md`` (``BENCH_LONGBOW_ROWS``, ``BENCH_LONGBOW_JOB_ROWS``, ``BENCH_LONGBOW_RUNS``).
 
 Throughput is input records / (last output record's produce time - launch), the median of ``BENCH_RUNS`` runs
 over ``BENCH_RECORDS`` records made once by ``dagger generate``. The runs are interleaved (run 1 of every part,
@@ -58,7 +62,7 @@ LATENCY_SECONDS = float(os.environ.get("BENCH_LATENCY_SECONDS", "60"))
 LATENCY_PARTITIONS = int(os.environ.get("BENCH_LATENCY_PARTITIONS", "2"))  # of the latency parts' input topic
 WARMUP_SECONDS = float(os.environ.get("BENCH_WARMUP_SECONDS", "20"))
 PARTS = os.environ.get(
-    "BENCH_PARTS", "baseline,stateless,stateless_json,window,bytewax,quix,latency,latency_window"
+    "BENCH_PARTS", "baseline,stateless,stateless_json,window,bytewax,quix,latency,latency_window,longbow"
 ).split(",")
 PEERS_PYTHON = os.path.abspath(os.environ.get("BENCH_PEERS_PYTHON", str(ROOT / ".venv-peers" / "bin" / "python")))
 RESULTS = Path(os.environ.get("BENCH_RESULTS_DIR", str(ROOT / "bench" / "results")))
@@ -354,6 +358,22 @@ class Bench:
             _window_latencies,
             drain=False,  # the last windows need input after the measured window to close
         )
+
+    def longbow(self) -> dict:
+        """``bench/longbow.py`` as a process of its own, its results into the same directory."""
+        env = dict(
+            os.environ, BENCH_RESULTS_DIR=str(RESULTS), BENCH_LONGBOW_RUNS=os.environ.get("BENCH_LONGBOW_RUNS", "3")
+        )
+        done = subprocess.run(
+            [sys.executable, str(ROOT / "bench" / "longbow.py")],
+            env=env,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=3600,
+        )
+        if done.returncode != 0:
+            raise RuntimeError(f"bench/longbow.py failed ({done.returncode}): {done.stderr[-2000:]}")
+        return json.loads((RESULTS / "longbow.json").read_text())
 
     def _latency_run(
         self,
@@ -714,6 +734,21 @@ def report(results: dict) -> None:
         if part == "latency":
             warm = "class-data archive mapped" if lat.get("class_archive") else "no class-data archive yet"
             rows.append(f"| start-up, launch to first output ({warm}) | {lat['startup_s']} s | ≤ 6 s |")
+    longbow = results.get("longbow", {})
+    if "error" in longbow:
+        rows.append(f"| Longbow | failed: {longbow['error'][:100]} | |")
+    elif longbow:
+        jobs, store = longbow["jobs_rows_per_s"], longbow["store"]
+        base = jobs["without Longbow"]
+        on = "; ".join(f"{label.removeprefix('Longbow on ')} {v:,} ({v / base:.2f}×)" for label, v in jobs.items())
+        rows.append(
+            f"| Longbow job, 30-day history per key ({longbow['job_rows']:,} rows, `longbow.md`): rows/s | {on} | |"
+        )
+        calls = "; ".join(f"{role} {c['mean_ms']} ms" for role, c in longbow.get("job_calls", {}).items())
+        rows.append(
+            f"| Longbow on Bigtable (emulator): reads per CPU-second; mean call time in the job | "
+            f"{store['reads_per_cpu_s'] or 0:,}; {calls or 'no calls'} | ≥ 5,000 reads/s per core |"
+        )
     text = (
         f"# Streaming benchmark ({results['machine']}, local[{CORES}], broker on the same machine)\n\n"
         + "\n".join(rows)

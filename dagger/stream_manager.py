@@ -454,7 +454,7 @@ class StreamManager:
             from dagger.longbow.classic import LongbowMetrics, classic_longbow
             from dagger.longbow.plus import plus_reader, plus_writer
 
-            metrics = self.longbow_metrics = LongbowMetrics.create(self.spark)
+            metrics = self.longbow_metrics = LongbowMetrics.create(self.spark, longbow.kind)
             on_state = self.config.PROCESSOR_LONGBOW_STORE == "state"
             if on_state and (longbow.kind is not LongbowKind.CLASSIC or self.bounded):
                 raise DaggerConfigError(

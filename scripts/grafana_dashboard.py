@@ -166,6 +166,30 @@ ROWS = [
         ],
     ),
     (
+        "Longbow",
+        [
+            (
+                "Rows by role and outcome",
+                "timeseries",
+                "rps",
+                [_q("sum by (role, outcome) (rate(dagger_longbow_rows_total{J}[5m]))", "{{role}} {{outcome}}")],
+            ),
+            (
+                "Documents per read",
+                "timeseries",
+                "none",
+                [
+                    _q(
+                        "sum(rate(dagger_longbow_documents_read_total{J}[5m])) / "
+                        'sum(rate(dagger_longbow_rows_total{J,role="reader",outcome="success"}[5m]))',
+                        "documents per read",
+                    )
+                ],
+            ),
+            ("Bigtable response time", "timeseries", "s", _quantiles("dagger_longbow_response_seconds", "role")),
+        ],
+    ),
+    (
         "UDFs and DARTS",
         [
             ("Functions used", "table", "none", [_q("max by (udf) (dagger_udf_info{J})", "{{udf}}")]),

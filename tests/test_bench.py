@@ -82,22 +82,33 @@ def test_a_run_that_wrote_fewer_records_than_a_complete_one_fails(broker, topic)
 
 
 @pytest.mark.integration
-def test_a_tiny_longbow_bench_reports_reads_and_each_jobs_rows(tmp_path):
+def test_a_tiny_longbow_part_reports_reads_call_times_and_each_jobs_rows(tmp_path):
     env = dict(
         os.environ,
+        BENCH_PARTS="longbow",
+        BENCH_RECORDS="100",  # the part brings its own input; the harness makes its records anyway
         BENCH_LONGBOW_ROWS="3000",
         BENCH_LONGBOW_JOB_ROWS="400",
-        BENCH_RUNS="1",
+        BENCH_LONGBOW_RUNS="1",
         BENCH_RESULTS_DIR=str(tmp_path),
     )
     done = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "longbow.py")], env=env, capture_output=True, text=True, timeout=900
+        [sys.executable, str(ROOT / "bench" / "streaming.py")], env=env, capture_output=True, text=True, timeout=900
     )
     assert done.returncode == 0, done.stderr[-3000:]
     results = json.loads((tmp_path / "longbow.json").read_text())
-    assert results["store"]["rows"] == 3000 and results["store"]["reads_per_s"] > 0
-    assert results["store"]["writes_per_s"] > 0
+    store = results["store"]
+    assert store["rows"] == 3000 and store["reads_per_s"] > 0 and store["writes_per_s"] > 0
+    # 3,000 rows: one MutateRows (10,000 a call); their ranges merge to one per key, 1,000: one ReadRows
+    assert store["write_call"]["calls"] == 1 and store["read_call"]["calls"] == 1, store
+    assert 0 < store["read_call"]["p50_ms"] <= store["read_call"]["p99_ms"]
     jobs = results["jobs_rows_per_s"]
     assert set(jobs) == {"without Longbow", "Longbow on Bigtable (emulator)", "Longbow on state"}
     assert all(v > 0 for v in jobs.values())
+    assert set(results["job_calls"]) == {"writer", "reader"}
+    assert all(c["calls"] >= 1 and c["mean_ms"] > 0 for c in results["job_calls"].values())
     assert "| Bigtable reads: one row's 30-day history each" in (tmp_path / "longbow.md").read_text()
+    table = (tmp_path / "streaming.md").read_text()
+    assert "| Longbow job, 30-day history per key (400 rows" in table, table
+    assert "| Longbow on Bigtable (emulator): reads per CPU-second; mean call time in the job |" in table
+    assert json.loads((tmp_path / "streaming.json").read_text())["longbow"]["store"] == store

@@ -107,6 +107,18 @@ def test_classic_longbow_gives_each_row_its_keys_history_over_the_duration(
     assert exported[("dagger_longbow_rows_total", ("reader", "success"))] == 40
     assert exported[("dagger_longbow_rows_total", ("failed", "reader"))] == 0
     assert exported[("dagger_longbow_documents_read_total", ())] == counters["documents_read_per_scan"]
+    # each Arrow batch: one MutateRows, then one ReadRows (its rows' ranges fit one call), none failed
+    (writes, write_s), (reads, read_s) = (
+        _calls(exported[("dagger_longbow_response_seconds", tuple(sorted((role, "success"))))])
+        for role in ("writer", "reader")
+    )
+    assert writes == reads >= 1 and write_s > 0 and read_s > 0, (writes, reads)
+    assert _calls(exported[("dagger_longbow_response_seconds", ("failed", "writer"))]) == (0, 0.0)
+    assert _calls(exported[("dagger_longbow_response_seconds", ("failed", "reader"))]) == (0, 0.0)
+    types = {
+        labels["type"] for metric, labels, _ in JobMetrics(manager).values() if metric.name == "dagger_processor_info"
+    }
+    assert {"longbow_writer_processor", "longbow_reader_processor"} <= types, types
     # the table the job created: Dagger's column family and GC rule (one version, the document duration)
     from google.cloud import bigtable as client_library
 
@@ -241,6 +253,41 @@ def test_longbow_plus_writer_log_feeds_a_reader_whose_sql_selects_from_proto_dat
     assert rows["order-16"]["paid_120"] == []
     read = reader.longbow_metrics.values()
     assert read["success_on_read_document"] == 20 and read["success_on_write_document"] == 0
+    assert reader.longbow_metrics.processor_types == ("longbow_reader_processor",)
+    assert writer.longbow_metrics.processor_types == ("longbow_writer_processor",)
+    assert reader.longbow_metrics.latency["reader", "success"].prometheus()[0][-1][1] >= 1
+    assert writer.longbow_metrics.latency["writer", "success"].prometheus()[0][-1][1] >= 1
+    assert reader.longbow_metrics.latency["writer", "success"].prometheus()[0][-1][1] == 0
+
+
+def test_a_failed_bigtable_read_is_counted_and_its_rows_pass_on_with_no_history(
+    spark, broker, stencil, topic, bigtable, tmp_path, monkeypatch
+):
+    # a Longbow+ reader naming a table nobody wrote: every ReadRows fails (NOT_FOUND), as Dagger's failed read
+    monkeypatch.setenv("BIGTABLE_EMULATOR_HOST", bigtable.host)
+    source, out = topic("lbfail-src"), topic("lbfail-out")
+    produce(broker.bootstrap, source, ((None, v) for v in bookings(12, START, step_seconds=60)))
+    missing = f"never-written-{uuid.uuid4().hex[:6]}"
+    sql = (
+        f"SELECT customer_id AS longbow_read_key, '{missing}' AS bigtable_table_id, order_number, event_timestamp, "
+        "rowtime, '10m' AS longbow_duration FROM data_stream_0"
+    )
+    manager, query = run_job(spark, _longbow_job(stencil, broker, source, out, sql, missing), tmp_path / "cp")
+    assert query.exception() is None, query.exception()
+    rows = [json.loads(m.value()) for m in output_rows(broker, manager, out, 12)]
+    assert sorted(r["order_number"] for r in rows) == sorted(f"order-{i}" for i in range(12))
+    assert all(r["proto_data"] == [] for r in rows), rows
+    counts = manager.longbow_metrics.values()
+    assert counts["failed_on_read_document"] == 12 and counts["success_on_read_document"] == 0
+    from dagger.telemetry.metrics import JobMetrics
+
+    exported = {
+        (metric.name, tuple(sorted(labels.values()))): value for metric, labels, value in JobMetrics(manager).values()
+    }
+    assert exported[("dagger_longbow_rows_total", ("failed", "reader"))] == 12
+    assert exported[("dagger_non_fatal_exceptions_total", ("LongbowReaderException",))] == 12
+    failed_calls, _ = _calls(exported[("dagger_longbow_response_seconds", ("failed", "reader"))])
+    assert failed_calls >= 1 and _calls(exported[("dagger_longbow_response_seconds", ("reader", "success"))])[0] == 0
 
 
 def test_longbow_on_the_state_store_gives_the_bigtable_output_and_survives_a_restart(
@@ -296,3 +343,12 @@ def test_an_unreachable_bigtable_stops_the_job_at_start_naming_table_place_and_c
         f"default-gcp-project/tables/history at {gone} within 2 s (PROCESSOR_LONGBOW_ASYNC_TIMEOUT): "
         "ServiceUnavailable: failed to connect"
     )
+
+
+def _calls(histogram: tuple[list[tuple[float, int]], float]) -> tuple[int, float]:
+    """A histogram sample's calls (its +Inf bucket) and summed seconds."""
+    buckets, seconds = histogram
+    assert buckets[-1][0] == float("inf") and all(a[1] <= b[1] for a, b in zip(buckets, buckets[1:], strict=False)), (
+        buckets
+    )
+    return buckets[-1][1], seconds

@@ -20,13 +20,14 @@ from __future__ import annotations
 import bisect
 import logging
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from dagger.latency import LatencyHistogram
 from dagger.longbow.bigtable import EMULATOR_ENV, BigtableStore, TableName, row_key, scan_all
 from dagger.longbow.ranges import millis, scan_ranges
-from dagger.longbow.schema import LongbowSchema
+from dagger.longbow.schema import LongbowKind, LongbowSchema
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -47,20 +48,43 @@ COUNTERS = (
 )
 
 
+#: Dagger's ``post_processor_type`` of each kind: classic Longbow writes and reads
+PROCESSOR_TYPES = {
+    LongbowKind.CLASSIC: ("longbow_writer_processor", "longbow_reader_processor"),
+    LongbowKind.WRITER: ("longbow_writer_processor",),
+    LongbowKind.READER: ("longbow_reader_processor",),
+}
+#: Dagger's ``*_response_time`` histograms of the Bigtable calls: (role, outcome)
+CALLS = (("writer", "success"), ("writer", "failed"), ("reader", "success"), ("reader", "failed"))
+
+
 @dataclass
 class LongbowMetrics:
-    """Longbow's counters: Spark accumulators summed on the driver."""
+    """Longbow's counters and its Bigtable calls' response times: Spark accumulators summed on the driver."""
 
     counters: dict[str, Any] = field(default_factory=dict)
+    latency: dict[tuple[str, str], LatencyHistogram] = field(default_factory=dict)
+    #: Dagger's ``post_processor_type`` telemetry values of this kind of Longbow
+    processor_types: tuple[str, ...] = ()
 
     @classmethod
-    def create(cls, spark: SparkSession) -> LongbowMetrics:
-        return cls({name: spark.sparkContext.accumulator(0) for name in COUNTERS})
+    def create(cls, spark: SparkSession, kind: LongbowKind = LongbowKind.CLASSIC) -> LongbowMetrics:
+        return cls(
+            {name: spark.sparkContext.accumulator(0) for name in COUNTERS},
+            {call: LatencyHistogram.create(spark) for call in CALLS},
+            PROCESSOR_TYPES[kind],
+        )
 
-    def add(self, counts: dict[str, int]) -> None:
+    def add(self, counts: dict[str, int], timings: Iterable[tuple[str, str, float]] = ()) -> None:
+        """Executor side: add a batch's ``counts`` and its calls' ``(role, outcome, ms)``."""
         for name, n in counts.items():
             if n:
                 self.counters[name].add(n)
+        by_call: dict[tuple[str, str], list[float]] = {}
+        for role, outcome, ms in timings:
+            by_call.setdefault((role, outcome), []).append(ms)
+        for call, latencies in by_call.items():
+            self.latency[call].add(latencies)
 
     def values(self) -> dict[str, int]:
         """Driver side: every counter's total."""
@@ -157,7 +181,7 @@ def _classic_batches(iterator: Iterator[Any], spec: dict, out: Any, metrics: Lon
                 for c in data:
                     qualifier = c.encode()
                     history[c][i] = [_text(rows[k].get(qualifier)) for k in hits]
-            metrics.add(counts)
+            metrics.add(counts, store.take_timings())
             arrays = [
                 pa.array(history[name], type=arrow_schema.field(name).type) if name in history else batch.column(name)
                 for name in batch.schema.names

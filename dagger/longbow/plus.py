@@ -114,7 +114,7 @@ def _writer_batches(iterator: Iterator[Any], spec: dict, out: Any, metrics: Long
             counts = dict.fromkeys(COUNTERS, 0)
             cells = {QUALIFIER: encoder.encode(batch).to_pylist()}
             write_rows(store, batch, spec["key"], spec["rowtime"], cells, counts)
-            metrics.add(counts)
+            metrics.add(counts, store.take_timings())
             n = batch.num_rows
             arrays = [
                 *batch.columns,
@@ -195,7 +195,7 @@ def _reader_batches(iterator: Iterator[Any], spec: dict, out: Any, metrics: Long
                     counts["documents_read_per_scan"] += len(hits)
                     history[i] = [rows[k][qualifier] for k in hits if qualifier in rows[k]]
             counts["rows_without_key"] = sum(1 for i in range(n) if ranges[i] is None or not tables[i])
-            metrics.add(counts)
+            metrics.add(counts, [t for store in stores.values() for t in store.take_timings()])
             column = pa.array(history, type=arrow_schema.field(PROTO_DATA).type)
             yield pa.RecordBatch.from_arrays([*batch.columns, column], schema=arrow_schema)
     finally:

@@ -166,6 +166,16 @@ METRICS: tuple[Metric, ...] = (
         "longbow.reader: documents_read_per_scan",
     ),
     Metric(
+        "dagger_longbow_response_seconds",
+        "histogram",
+        ("role", "outcome"),
+        "Response time of Longbow's Bigtable calls by role (writer: a batch's MutateRows; reader: a ReadRows of up "
+        "to 1,000 rows' ranges) and outcome (success, failed).",
+        "longbow.writer / longbow.reader: success_on_write_document_response_time, "
+        "failed_on_write_document_response_time, success_on_read_document_response_time, "
+        "failed_on_read_document_response_time",
+    ),
+    Metric(
         "dagger_batch_duration_seconds",
         "histogram",
         (),
@@ -474,19 +484,8 @@ class JobMetrics:
                     yield BY_NAME["dagger_external_calls_total"], {"source": source, "outcome": outcome}, counts[key]
             yield BY_NAME["dagger_external_cache_hits_total"], {"source": source}, counts.get("cache_hits", 0)
             yield BY_NAME["dagger_external_retries_total"], {"source": source}, counts.get("retries", 0)
-            from dagger.processors.external.base import LATENCY_BUCKETS_MS
-
-            per_bucket = [a.value for a in metrics.latency]
-            buckets = [(b / 1000.0, n) for b, n in zip(LATENCY_BUCKETS_MS, _running(per_bucket), strict=False)]
-            total = metrics.latency_ms_total.value / 1000.0 if metrics.latency_ms_total is not None else None
-            yield (
-                BY_NAME["dagger_external_response_seconds"],
-                {"source": source},
-                (
-                    [*buckets, (float("inf"), sum(per_bucket))],
-                    total,
-                ),
-            )
+            if metrics.latency is not None:
+                yield BY_NAME["dagger_external_response_seconds"], {"source": source}, metrics.latency.prometheus()
         if dead_letters:
             yield BY_NAME["dagger_non_fatal_exceptions_total"], {"exception_type": "RejectedRow"}, dead_letters
         failed = sum(
@@ -507,6 +506,9 @@ class JobMetrics:
             ):
                 if counts[key]:  # Dagger reports each as a non-fatal exception
                     yield BY_NAME["dagger_non_fatal_exceptions_total"], {"exception_type": kind}, counts[key]
+            for (role, outcome), histogram in job.longbow_metrics.latency.items():
+                labels = {"role": role, "outcome": outcome}
+                yield BY_NAME["dagger_longbow_response_seconds"], labels, histogram.prometheus()
         context = job.udf_context
         for name, accumulator in sorted(((context.counters if context else None) or {}).items()):
             yield BY_NAME["dagger_darts_total"], {"event": name.removeprefix("dart_")}, accumulator.value
@@ -533,6 +535,8 @@ class JobMetrics:
             yield BY_NAME["dagger_udf_info"], {"udf": udf}, 1
         for stage, kind in processors(config):
             yield BY_NAME["dagger_processor_info"], {"stage": stage, "type": kind}, 1
+        for kind in self.job.longbow_metrics.processor_types if self.job.longbow_metrics is not None else ():
+            yield BY_NAME["dagger_processor_info"], {"stage": "post", "type": kind}, 1
 
 
 def processors(config: JobConfig) -> list[tuple[str, str]]:

@@ -9,7 +9,6 @@ order** (Dagger's ordered async I/O).
 from __future__ import annotations
 
 import asyncio
-import bisect
 import datetime as dt
 import json
 import logging
@@ -18,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from dagger.errors import DaggerConfigError, DaggerError
+from dagger.latency import LatencyHistogram
 from dagger.lenient_json import loads as lenient_loads
 from dagger.worker_cache import AnswerCache, BuiltCache, content_key
 
@@ -41,8 +41,6 @@ METRICS = (
     "invalid_configuration",
     "invalid_response",
 )
-#: upper bounds (ms) of the latency histogram buckets; the last bucket is everything slower
-LATENCY_BUCKETS_MS = (5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000)
 
 
 class LookupError_(DaggerError):  # noqa: N801 - "LookupError" is a builtin
@@ -302,37 +300,24 @@ def _single(value: Any, field_: Any) -> Any:
 
 @dataclass
 class Metrics:
-    """Counters of one external source: Spark accumulators (summed on the driver) keyed by metric name."""
+    """Counters of one external source: Spark accumulators (summed on the driver) keyed by metric name, and the
+    calls' response times."""
 
     name: str
     counters: dict[str, Any] = field(default_factory=dict)
-    latency: list[Any] = field(default_factory=list)  # one accumulator per bucket of LATENCY_BUCKETS_MS (+1)
-    latency_ms_total: Any = None  # an accumulator: the calls' summed latency (a histogram's sum)
+    latency: LatencyHistogram | None = None
 
     @classmethod
     def create(cls, spark: SparkSession, name: str) -> Metrics:
         context = spark.sparkContext
-        return cls(
-            name,
-            {m: context.accumulator(0) for m in METRICS},
-            [context.accumulator(0) for _ in range(len(LATENCY_BUCKETS_MS) + 1)],
-            context.accumulator(0.0),
-        )
+        return cls(name, {m: context.accumulator(0) for m in METRICS}, LatencyHistogram.create(spark))
 
     def add(self, counts: dict[str, int], latencies_ms: Iterable[float]) -> None:
         for key, n in counts.items():
             if n:
                 self.counters[key].add(n)
-        buckets = [0] * (len(LATENCY_BUCKETS_MS) + 1)
-        total = 0.0
-        for ms in latencies_ms:
-            buckets[bisect.bisect_left(LATENCY_BUCKETS_MS, ms)] += 1  # the first bucket whose bound is >= ms
-            total += ms
-        if total and self.latency_ms_total is not None:
-            self.latency_ms_total.add(total)
-        for accumulator, n in zip(self.latency, buckets, strict=True):
-            if n:
-                accumulator.add(n)
+        if self.latency is not None:
+            self.latency.add(latencies_ms)
 
     def values(self) -> dict[str, int]:
         """Driver side: every counter's total."""
@@ -340,5 +325,4 @@ class Metrics:
 
     def histogram(self) -> dict[str, int]:
         """Driver side: calls per latency bucket (``<=5ms`` … ``>5000ms``)."""
-        labels = [f"<={b}ms" for b in LATENCY_BUCKETS_MS] + [f">{LATENCY_BUCKETS_MS[-1]}ms"]
-        return {label: a.value for label, a in zip(labels, self.latency, strict=True)}
+        return self.latency.labelled() if self.latency is not None else {}
