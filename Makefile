@@ -104,15 +104,18 @@ docs: install ## regenerate docs/config.md, docs/functions.md and the chart's va
 # fails CI where Docker is absent): the package with its runtime extras in a venv, the columnar Kafka helper
 # compiled into it, the spark-submit entry file; then a smoke test of all three.
 IMAGE_ROOT ?= /opt/dagger
-# `pip install .` builds in the source tree (build/, *.egg-info): image-root and dist take turns (the suite runs
-# both at once on its two workers)
+# Building our wheel writes in the source tree (build/, *.egg-info; a stale build/ would pack deleted modules):
+# image-root and dist build it in turns from a clean build/ (the suite runs both at once on its two workers),
+# then install it and the dependencies side by side
 SOURCE_BUILD_LOCK ?= /tmp/dagger-source-build.lock
 IMAGE ?= dagger-on-spark:$(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
 image-root: ## build the image's /opt/dagger (venv, native helper, entry file) under IMAGE_ROOT
-	rm -rf $(IMAGE_ROOT)/venv $(IMAGE_ROOT)/native
+	rm -rf $(IMAGE_ROOT)/venv $(IMAGE_ROOT)/native $(IMAGE_ROOT)/wheel
 	$(PYTHON) -m venv $(IMAGE_ROOT)/venv
 	$(IMAGE_ROOT)/venv/bin/pip install -q --no-cache-dir --upgrade pip
-	flock $(SOURCE_BUILD_LOCK) $(IMAGE_ROOT)/venv/bin/pip install -q --no-cache-dir ".[all]"
+	flock $(SOURCE_BUILD_LOCK) sh -c 'rm -rf build && $(IMAGE_ROOT)/venv/bin/pip wheel -q --no-cache-dir --no-deps -w $(IMAGE_ROOT)/wheel . && rm -rf build'
+	$(IMAGE_ROOT)/venv/bin/pip install -q --no-cache-dir "$$(ls $(IMAGE_ROOT)/wheel/dagger_on_spark-*.whl)[all]"
+	rm -rf $(IMAGE_ROOT)/wheel
 	DAGGER_NATIVE_CACHE=$(IMAGE_ROOT)/native $(IMAGE_ROOT)/venv/bin/python -c \
 		"from dagger.arrow_kafka import native_library; assert native_library() is not None, 'the Kafka helper did not build'"
 	@# the Python workers' launcher too, so nothing is written under /opt/dagger at run time
@@ -132,7 +135,8 @@ dist: ## what spark-submit ships to a cluster: the package zip and a packed Pyth
 	rm -rf dist && mkdir -p dist
 	$(PYTHON) -m zipfile -c dist/dagger_on_spark.zip dagger udfs
 	$(PYTHON) -m venv dist/venv
-	flock $(SOURCE_BUILD_LOCK) dist/venv/bin/pip install -q ".[all]" venv-pack==0.2.0
+	flock $(SOURCE_BUILD_LOCK) sh -c 'rm -rf build && dist/venv/bin/pip wheel -q --no-deps -w dist/wheel . && rm -rf build'
+	dist/venv/bin/pip install -q "$$(ls dist/wheel/dagger_on_spark-*.whl)[all]" venv-pack==0.2.0
 	@# executors get pyspark from the cluster's Spark; leave it out of the archive, and what no job runs (the
 	@# libraries' own test suites and C headers, pip and setuptools): 80 of 500 MB every executor unpacks
 	dist/venv/bin/venv-pack -q -p dist/venv -o dist/dagger_env.tar.gz \
@@ -140,7 +144,7 @@ dist: ## what spark-submit ships to a cluster: the package zip and a packed Pyth
 		--exclude 'lib/python*/site-packages/pandas/tests/*' --exclude 'lib/python*/site-packages/pyarrow/tests/*' \
 		--exclude 'lib/python*/site-packages/pyarrow/include/*' --exclude 'lib/python*/site-packages/numpy/*/tests/*' \
 		--exclude 'lib/python*/site-packages/pip/*' --exclude 'lib/python*/site-packages/setuptools/*'
-	flock $(SOURCE_BUILD_LOCK) rm -rf dist/venv build
+	rm -rf dist/venv dist/wheel
 	@echo "PYSPARK_PYTHON=./environment/bin/python spark-submit --archives dist/dagger_env.tar.gz#environment dagger/entry.py CONFIG"
 
 clean:
