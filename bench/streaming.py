@@ -21,7 +21,8 @@ Parts (``BENCH_PARTS``, comma-separated; all by default):
 * ``longbow``: ``bench/longbow.py`` in its own process (the Bigtable emulator, its own broker and session):
   rows/s of a classic Longbow job over 30-day histories on the emulator and on Spark's state store against the
   same job without Longbow, Bigtable reads/s per core and the calls' response times; it also writes
-  ``longbow.json`` and ``longbow.md`` (``BENCH_LONGBOW_ROWS``, ``BENCH_LONGBOW_JOB_ROWS``, ``BENCH_LONGBOW_RUNS``).
+  ``longbow.json`` and ``longbow.md`` (``BENCH_LONGBOW_ROWS``, ``BENCH_LONGBOW_JOB_ROWS``, ``BENCH_LONGBOW_RUNS``,
+  ``BENCH_LONGBOW_WARMUP_RUNS``).
 
 Throughput is input records / (last output record's produce time - launch), the median of ``BENCH_RUNS`` runs
 over ``BENCH_RECORDS`` records made once by ``dagger generate``. The runs are interleaved (run 1 of every part,

@@ -43,8 +43,8 @@ INTEGRATION_FIXTURES = frozenset(
 
 
 #: files whose tests take minutes (measured with --durations: a cluster run, image and dist builds, the bench's and
-#: the soak's subprocesses), run first so that `make test`'s two workers (--dist loadfile, without xdist's
-#: reordering by test count, which put them last) end together instead of one waiting on the other
+#: the soak's subprocesses), run first so that `make test`'s workers (--dist loadfile, without xdist's
+#: reordering by test count, which put them last) end together instead of one waiting on the others
 SLOW_FILES = (
     "test_packaging.py",
     "test_image_chart_run.py",

@@ -90,6 +90,7 @@ def test_a_tiny_longbow_part_reports_reads_call_times_and_each_jobs_rows(tmp_pat
         BENCH_LONGBOW_ROWS="3000",
         BENCH_LONGBOW_JOB_ROWS="400",
         BENCH_LONGBOW_RUNS="1",
+        BENCH_LONGBOW_WARMUP_RUNS="0",
         BENCH_RESULTS_DIR=str(tmp_path),
     )
     done = subprocess.run(
