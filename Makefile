@@ -43,8 +43,8 @@ test-servers: install $(BQEMU_VENV)/.installed $(PEERS_VENV)/.installed ## Influ
 quickstart: install ## broker + descriptor server + sample bookings + configs/quickstart.json, then stop
 	$(PY) scripts/quickstart.py
 
-# three pytest workers on two cores: the suite's tests wait on subprocesses, servers and micro-batches most of
-# the time (two workers kept the cores ~30 % busy: 14 CPU-minutes in 22 minutes); three took 22:16 to 18:52
+# three pytest workers on two cores: many tests spend their time waiting on subprocesses, servers and
+# micro-batch triggers; here two workers took 22:16 and 22:47, three 18:52 and 21:04 (827 tests)
 TEST_WORKERS ?= 3
 test: install test-servers ## lint, then the whole suite (unit + integration against a real broker and Spark)
 	$(VENV)/bin/ruff check dagger udfs tests scripts bench
