@@ -86,7 +86,7 @@ class _History(_processor_base()):  # type: ignore[misc]
         data = schema.data_columns
         counts = dict.fromkeys(COUNTERS, 0)
         batch = [r.asDict(recursive=False) for r in rows]
-        stored = {ms: values for ms, values in self.history.get()} if self.history.exists() else {}
+        stored = {ms: values for ms, values in self.history.get()}  # a key without history: get() yields nothing
         for row in batch:
             ms = _epoch_ms(row[schema.rowtime])
             if ms is None or row[schema.key] is None:
