@@ -20,22 +20,25 @@ LATENCY_BUCKETS_MS = (5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000)
 
 @dataclass
 class LatencyHistogram:
-    """Calls per bucket of :data:`LATENCY_BUCKETS_MS` and their summed milliseconds, as Spark accumulators."""
+    """Calls per bucket (upper bounds ``bounds_ms``, :data:`LATENCY_BUCKETS_MS` by default) and their summed
+    milliseconds, as Spark accumulators."""
 
     counts: list[Any] = field(default_factory=list)  # one accumulator per bucket, and one for slower calls
     total_ms: Any = None
+    bounds_ms: tuple[int, ...] = LATENCY_BUCKETS_MS
 
     @classmethod
-    def create(cls, spark: SparkSession) -> LatencyHistogram:
+    def create(cls, spark: SparkSession, bounds_ms: tuple[int, ...] = LATENCY_BUCKETS_MS) -> LatencyHistogram:
         context = spark.sparkContext
-        return cls([context.accumulator(0) for _ in range(len(LATENCY_BUCKETS_MS) + 1)], context.accumulator(0.0))
+        return cls([context.accumulator(0) for _ in range(len(bounds_ms) + 1)], context.accumulator(0.0), bounds_ms)
 
     def add(self, latencies_ms: Iterable[float]) -> None:
         """Executor side: count each call's milliseconds in its bucket."""
-        buckets = [0] * (len(LATENCY_BUCKETS_MS) + 1)
+        bounds = self.bounds_ms
+        buckets = [0] * (len(bounds) + 1)
         total = 0.0
         for ms in latencies_ms:
-            buckets[bisect.bisect_left(LATENCY_BUCKETS_MS, ms)] += 1  # the first bucket whose bound is >= ms
+            buckets[bisect.bisect_left(bounds, ms)] += 1  # the first bucket whose bound is >= ms
             total += ms
         if total:
             self.total_ms.add(total)
@@ -45,14 +48,14 @@ class LatencyHistogram:
 
     def labelled(self) -> dict[str, int]:
         """Driver side: calls per bucket, labelled ``<=5ms`` … ``>5000ms``."""
-        labels = [f"<={b}ms" for b in LATENCY_BUCKETS_MS] + [f">{LATENCY_BUCKETS_MS[-1]}ms"]
+        labels = [f"<={b}ms" for b in self.bounds_ms] + [f">{self.bounds_ms[-1]}ms"]
         return {label: a.value for label, a in zip(labels, self.counts, strict=True)}
 
     def prometheus(self) -> tuple[list[tuple[float, int]], float]:
         """Driver side: cumulative ``(upper bound in seconds, calls)`` pairs ending with ``+Inf``, and the sum in
         seconds: a Prometheus histogram's samples."""
         running, buckets = 0, []
-        for bound, accumulator in zip((*LATENCY_BUCKETS_MS, float("inf")), self.counts, strict=True):
+        for bound, accumulator in zip((*self.bounds_ms, float("inf")), self.counts, strict=True):
             running += accumulator.value
             buckets.append((bound / 1000.0, running))
         return buckets, self.total_ms.value / 1000.0

@@ -56,6 +56,9 @@ PROCESSOR_TYPES = {
 }
 #: Dagger's ``*_response_time`` histograms of the Bigtable calls: (role, outcome)
 CALLS = (("writer", "success"), ("writer", "failed"), ("reader", "success"), ("reader", "failed"))
+#: their buckets (ms): a call carries a whole Arrow batch (a ``ReadRows`` of 1,000 rows' ranges took ~2.5 s on the
+#: emulator), up to the default PROCESSOR_LONGBOW_ASYNC_TIMEOUT of 15 s
+CALL_BUCKETS_MS = (5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 15000)
 
 
 @dataclass
@@ -71,7 +74,7 @@ class LongbowMetrics:
     def create(cls, spark: SparkSession, kind: LongbowKind = LongbowKind.CLASSIC) -> LongbowMetrics:
         return cls(
             {name: spark.sparkContext.accumulator(0) for name in COUNTERS},
-            {call: LatencyHistogram.create(spark) for call in CALLS},
+            {call: LatencyHistogram.create(spark, CALL_BUCKETS_MS) for call in CALLS},
             PROCESSOR_TYPES[kind],
         )
 
