@@ -250,7 +250,11 @@ def test_a_running_job_reports_exact_counts_and_its_lag_falls_to_zero(broker, st
         _, stderr = process.communicate(timeout=120)
     except AssertionError as failure:
         process.kill()
-        raise AssertionError(f"{failure}\n--- the job's stderr ---\n{process.communicate()[1][-5000:]}") from None
+        stderr = process.communicate()[1]
+        endpoint = [line for line in stderr.splitlines() if "METRIC_PROMETHEUS_PORT" in line or "metrics: http" in line]
+        raise AssertionError(
+            f"{failure}\n--- the job's metrics endpoint: {endpoint}\n--- the job's stderr ---\n{stderr[-5000:]}"
+        ) from None
     finally:
         if process.poll() is None:
             process.kill()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import socket
 import subprocess
 import time
@@ -10,8 +11,28 @@ from pathlib import Path
 from dagger.devtools.process import stop_process
 
 
+def _ephemeral_start() -> int:
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768  # Linux's default
+
+
 def free_port() -> int:
-    with socket.socket() as s:
+    """A port free on every interface now, for a server another process binds later: picked below the kernel's
+    ephemeral range, where the local ends of outgoing connections (the Spark JVMs open many) can never take it in
+    the seconds before the server binds. A port from ``bind(0)`` comes from that range, and a job whose
+    ``METRIC_PROMETHEUS_PORT`` is taken during its start-up runs on without its endpoint."""
+    top = _ephemeral_start()
+    for _ in range(200):
+        port = random.randint(max(1024, top - 12_000), top - 1)
+        try:
+            with socket.socket() as s:
+                s.bind(("0.0.0.0", port))
+            return port
+        except OSError:
+            continue
+    with socket.socket() as s:  # no free port below the range: let the kernel pick one
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
