@@ -44,7 +44,7 @@ quickstart: install ## broker + descriptor server + sample bookings + configs/qu
 	$(PY) scripts/quickstart.py
 
 # three pytest workers on two cores: many tests spend their time waiting on subprocesses, servers and
-# micro-batch triggers; here two workers took 22:16 and 22:47, three 18:52 and 21:04 (827 tests)
+# micro-batch triggers; here two workers took 22:16 and 22:47, three 18:52, 21:04, 23:07 and 18:58
 TEST_WORKERS ?= 3
 test: install test-servers ## lint, then the whole suite (unit + integration against a real broker and Spark)
 	$(VENV)/bin/ruff check dagger udfs tests scripts bench
