@@ -121,7 +121,6 @@ class BigtableStore:
 
     def __init__(self, name: TableName, timeout_s: float, emulator: str | None = None):
         import grpc
-        import grpc.experimental
         from google.cloud.bigtable_v2.types import bigtable as messages
 
         self.name = name

@@ -484,8 +484,7 @@ class JobMetrics:
                     yield BY_NAME["dagger_external_calls_total"], {"source": source, "outcome": outcome}, counts[key]
             yield BY_NAME["dagger_external_cache_hits_total"], {"source": source}, counts.get("cache_hits", 0)
             yield BY_NAME["dagger_external_retries_total"], {"source": source}, counts.get("retries", 0)
-            if metrics.latency is not None:
-                yield BY_NAME["dagger_external_response_seconds"], {"source": source}, metrics.latency.prometheus()
+            yield BY_NAME["dagger_external_response_seconds"], {"source": source}, metrics.latency.prometheus()
         if dead_letters:
             yield BY_NAME["dagger_non_fatal_exceptions_total"], {"exception_type": "RejectedRow"}, dead_letters
         failed = sum(

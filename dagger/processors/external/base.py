@@ -305,7 +305,7 @@ class Metrics:
 
     name: str
     counters: dict[str, Any] = field(default_factory=dict)
-    latency: LatencyHistogram | None = None
+    latency: LatencyHistogram = field(default_factory=LatencyHistogram)
 
     @classmethod
     def create(cls, spark: SparkSession, name: str) -> Metrics:
@@ -316,8 +316,7 @@ class Metrics:
         for key, n in counts.items():
             if n:
                 self.counters[key].add(n)
-        if self.latency is not None:
-            self.latency.add(latencies_ms)
+        self.latency.add(latencies_ms)
 
     def values(self) -> dict[str, int]:
         """Driver side: every counter's total."""
@@ -325,4 +324,4 @@ class Metrics:
 
     def histogram(self) -> dict[str, int]:
         """Driver side: calls per latency bucket (``<=5ms`` … ``>5000ms``)."""
-        return self.latency.labelled() if self.latency is not None else {}
+        return self.latency.labelled()
