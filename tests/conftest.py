@@ -1,4 +1,4 @@
-"""Shared fixtures: a real tansu broker, a descriptor HTTP server and one local Spark session."""
+"""Shared fixtures: Apache Kafka (KRaft, one node), a descriptor HTTP server and one local Spark session."""
 
 from __future__ import annotations
 
@@ -86,7 +86,7 @@ def _serve(what: str, server):
 def broker():
     from dagger.devtools.broker import Broker
 
-    yield from _serve("the tansu broker", Broker())
+    yield from _serve("Apache Kafka", Broker())
 
 
 @pytest.fixture(scope="session")

@@ -145,11 +145,15 @@ def test_invalid_record_policy_fail_names_topic_partition_and_offset(spark, brok
 
 
 def test_security_keys_reach_librdkafka_and_a_failed_login_names_the_cause(spark, stencil, tmp_path):
-    from dagger.devtools.broker import Broker
+    from types import SimpleNamespace
+
+    from dagger.devtools.broker import Broker, Listener
 
     # a broker that requires SASL: the stream's SCRAM login (an unknown user) must reach it and its refusal must
     # come back as the reason, not as a bare metadata timeout
-    with Broker(authentication=True) as secured:
+    listener = Listener("SASL_PLAINTEXT", users={"alice": "right"}, mechanisms=("SCRAM-SHA-512",))
+    with Broker(listener=listener) as broker:
+        secured = SimpleNamespace(bootstrap=broker.secure_bootstrap)
         stream = kafka_stream(
             secured,
             "anything",
@@ -163,7 +167,7 @@ def test_security_keys_reach_librdkafka_and_a_failed_login_names_the_cause(spark
         _, query = run_job(spark, job(stencil, [stream], "SELECT order_number FROM data_stream_0"), tmp_path / "cp")
     error = str(query.exception())
     assert f"stream 'data_stream_0': cannot list topics on {secured.bootstrap}" in error
-    assert "SASL SCRAM authentication failed" in error and "unknown-user" in error
+    assert "Authentication failed during authentication due to invalid credentials with SASL mechanism SCRAM-SHA-512" in error
 
 
 def test_invalid_record_policy_drop_counts_and_keeps_every_good_record(spark, broker, stencil, topic, tmp_path):

@@ -1,0 +1,155 @@
+"""JVM libraries from Maven Central: Spark's own connectors for the installed pyspark, and where they are cached.
+
+``make install`` runs ``python -m dagger.jars fetch``: Maven (``mvn``) resolves each set of coordinates with its
+dependencies and copies the jars into ``<DAGGER_NATIVE_CACHE>/jars/<set>/`` (default
+``~/.cache/dagger-on-spark/jars``), leaving out every jar whose artifact the pyspark package already ships (its
+``jars/`` directory holds Spark, Scala, Hadoop's client and the compression codecs: two versions of one library
+on a classpath is a bug waiting to happen). ``dagger run`` in local mode puts the cached connector jars on the
+driver's classpath (``spark.jars``); without a cache it names them as ``spark.jars.packages``, which Spark
+resolves from Maven Central on first use. On clusters, the same coordinates are ``spark-submit --packages``
+(:func:`spark_packages`).
+
+Runs on the driver (and in ``make install``), never on executors.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+#: Spark's Kafka connector (it brings kafka-clients, the token provider and commons-pool2) and spark-avro, at the
+#: installed Spark's version. spark-protobuf is not served by Maven Central at any version (checked 2026-11-26:
+#: 3.5.1 to 4.3.0 answer 404), so protobuf stays on ptars.
+SPARK_CONNECTORS = ("org.apache.spark:spark-sql-kafka-0-10_2.13:{spark}", "org.apache.spark:spark-avro_2.13:{spark}")
+
+_POM = """<?xml version="1.0" encoding="UTF-8"?>
+<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>dagger-on-spark</groupId>
+  <artifactId>{name}</artifactId>
+  <version>0</version>
+  <packaging>pom</packaging>
+  <dependencies>
+{dependencies}
+  </dependencies>
+</project>
+"""
+_DEPENDENCY = "    <dependency><groupId>{0}</groupId><artifactId>{1}</artifactId><version>{2}</version></dependency>"
+
+
+def spark_version() -> str:
+    import pyspark
+
+    return pyspark.__version__
+
+
+def spark_packages() -> list[str]:
+    """The connectors' Maven coordinates for the installed Spark (``--packages`` / ``spark.jars.packages``)."""
+    return [c.format(spark=spark_version()) for c in SPARK_CONNECTORS]
+
+
+def cache_root() -> Path:
+    from dagger.arrow_kafka import cache_dir
+
+    return cache_dir() / "jars"
+
+
+def spark_jars_dir() -> Path:
+    return cache_root() / f"spark-{spark_version()}"
+
+
+def _artifact(jar: str) -> str:
+    """``kafka-clients-3.9.2.jar`` -> ``kafka-clients``: the name without its version."""
+    return re.sub(r"-\d[\w.\-]*\.jar$", "", jar)
+
+
+def pyspark_jars() -> Path:
+    import pyspark
+
+    return Path(pyspark.__file__).resolve().parent / "jars"
+
+
+def connector_jars() -> list[str] | None:
+    """The cached connector jars for the installed Spark, or None when ``make install`` has not fetched them."""
+    folder = spark_jars_dir()
+    if not (folder / ".complete").exists():
+        return None
+    return sorted(str(j) for j in folder.glob("*.jar"))
+
+
+def fetch(coordinates: list[str], target: Path, skip_artifacts: set[str] = frozenset()) -> list[Path]:
+    """Resolve ``coordinates`` (``group:artifact:version``) with their runtime dependencies through Maven into
+    ``target``; jars whose artifact is in ``skip_artifacts`` are left out. Idempotent: a complete folder is kept."""
+    if (target / ".complete").exists():
+        return sorted(target.glob("*.jar"))
+    mvn = shutil.which("mvn")
+    if mvn is None:
+        raise RuntimeError("Maven (mvn) is needed to fetch jars from Maven Central: apt-get install maven")
+    dependencies = "\n".join(_DEPENDENCY.format(*c.split(":")) for c in coordinates)
+    staging = Path(tempfile.mkdtemp(prefix=".fetch-", dir=_mkdir(target.parent)))
+    try:
+        pom = staging / "pom.xml"
+        pom.write_text(_POM.format(name=target.name, dependencies=dependencies))
+        result = subprocess.run(
+            [mvn, "-q", "-B", "-f", str(pom), "dependency:copy-dependencies", "-DincludeScope=runtime",
+             f"-DoutputDirectory={staging / 'jars'}"],
+            capture_output=True,
+            text=True,
+        )  # fmt: skip
+        if result.returncode != 0:
+            raise RuntimeError(f"mvn could not fetch {', '.join(coordinates)}:\n{result.stdout[-3000:]}")
+        for jar in (staging / "jars").glob("*.jar"):
+            if _artifact(jar.name) in skip_artifacts:
+                jar.unlink()
+        (staging / "jars" / ".complete").write_text("\n".join(coordinates) + "\n")
+        if target.exists():
+            shutil.rmtree(target)
+        os.replace(staging / "jars", target)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return sorted(target.glob("*.jar"))
+
+
+def _mkdir(path: Path) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def fetch_spark_connectors() -> list[Path]:
+    shipped = {_artifact(j.name) for j in pyspark_jars().glob("*.jar")}
+    return fetch(spark_packages(), spark_jars_dir(), shipped)
+
+
+def session_settings() -> dict[str, str]:
+    """What a local session needs for the connectors: the cached jars, else their coordinates for Spark to
+    resolve."""
+    jars = connector_jars()
+    if jars is not None:
+        return {"spark.jars": ",".join(jars)}
+    return {"spark.jars.packages": ",".join(spark_packages())}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if args[:1] == ["fetch"]:
+        for jar in fetch_spark_connectors():
+            print(jar)
+        if "--broker" in args:
+            from dagger.devtools.broker import fetch_kafka
+
+            fetch_kafka()
+        return 0
+    if args[:1] == ["packages"]:
+        print(",".join(spark_packages()))
+        return 0
+    print("usage: python -m dagger.jars fetch [--broker] | packages", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
