@@ -146,8 +146,7 @@ def _feed(bootstrap: str, topic: str, booking, rate: float, stop: threading.Even
         topic,
         0,
         rate=rate,
-        # a second's records in one batch per partition: the embedded broker slows down with the number of
-        # batches a partition stores (docs/brokers.md, scripts/tansu_fetch_cost.py), and a soak stores many
+        # a second's records in one produce batch per partition
         batch_size=max(100, int(rate)),
         progress=lambda n, _s: produced.__setitem__(0, n),
         stop=stop.is_set,

@@ -139,8 +139,7 @@ def job_config(
 
 
 def output_end(bootstrap: str, topic: str) -> tuple[int, float | None]:
-    """(records in ``topic``, produce time in seconds of its last record) read through the fetch path, which
-    is exact on every broker (tansu's ListOffsets is not for a partition's last batch)."""
+    """(records in ``topic``, produce time in seconds of its last record) read through the fetch path."""
     from confluent_kafka import Consumer, KafkaError, TopicPartition
 
     consumer = Consumer(

@@ -18,8 +18,8 @@ TOPIC = "dagger-quickstart-bookings"
 
 def main() -> int:
     workdir = Path(tempfile.mkdtemp(prefix="dagger-quickstart-"))
-    print("[quickstart] starting the embedded Kafka-compatible broker (tansu)", flush=True)
-    with Broker(log_path=workdir / "tansu.log") as broker, DescriptorServer(ROOT / "descriptors") as stencil:
+    print("[quickstart] starting Apache Kafka (one node, KRaft)", flush=True)
+    with Broker(log_path=workdir / "kafka.log") as broker, DescriptorServer(ROOT / "descriptors") as stencil:
         print(f"[quickstart] descriptors served at {stencil.url('examples.desc')}", flush=True)
         env = dict(os.environ, KAFKA_BOOTSTRAP=broker.bootstrap, DESCRIPTOR_URL=stencil.url("examples.desc"))
         config = str(ROOT / "configs" / "quickstart.json")

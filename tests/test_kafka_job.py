@@ -1,4 +1,4 @@
-"""End-to-end jobs on the real tansu broker and a real Spark session (no mocks of either)."""
+"""End-to-end jobs on Apache Kafka and a real Spark session (no mocks of either)."""
 
 from __future__ import annotations
 
@@ -167,7 +167,10 @@ def test_security_keys_reach_librdkafka_and_a_failed_login_names_the_cause(spark
         _, query = run_job(spark, job(stencil, [stream], "SELECT order_number FROM data_stream_0"), tmp_path / "cp")
     error = str(query.exception())
     assert f"stream 'data_stream_0': cannot list topics on {secured.bootstrap}" in error
-    assert "Authentication failed during authentication due to invalid credentials with SASL mechanism SCRAM-SHA-512" in error
+    assert (
+        "Authentication failed during authentication due to invalid credentials with SASL mechanism SCRAM-SHA-512"
+        in error
+    )
 
 
 def test_invalid_record_policy_drop_counts_and_keeps_every_good_record(spark, broker, stencil, topic, tmp_path):

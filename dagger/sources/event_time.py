@@ -29,8 +29,7 @@ from collections import OrderedDict
 from typing import Any
 
 from dagger.kafka_logging import quiet
-from dagger.sources.kafka_embedded import FETCH_WAIT_MS
-from dagger.sources.kafka_spec import _decoder, _split, rowtime_field_name
+from dagger.sources.kafka_spec import FETCH_WAIT_MS, _decoder, _split, rowtime_field_name
 
 log = logging.getLogger(__name__)
 

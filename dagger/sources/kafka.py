@@ -39,7 +39,6 @@ import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
 from pyspark.sql.types import StructType
@@ -47,16 +46,9 @@ from pyspark.sql.types import StructType
 from dagger.errors import DaggerConfigError, InvalidRecordError, SourceError
 from dagger.kafka_logging import quiet
 from dagger.sources.event_time import EventTimeAligner, EventTimeProbe
-from dagger.sources.kafka_embedded import (
-    GAP_RETRIES,
-    READ_FETCH_WAIT_MS,
-    HighWatermarkProbe,
-    contiguous_prefix,
-    gap_wait,
-    is_embedded,
-)
 from dagger.sources.kafka_positions import Position, resolve
 from dagger.sources.kafka_spec import (
+    READ_FETCH_WAIT_MS,
     STREAM_KEY,
     KafkaSourceSpec,
     _decoder,
@@ -152,14 +144,13 @@ def _tls_config(stream: StreamConfig) -> dict[str, str]:
 
 
 class KafkaPartition(InputPartition):
-    """One Kafka topic-partition offset range ``[start, end)`` read by one Spark task. ``verify_gaps``: the
-    broker is the embedded one, on which a gap in the offsets read is a batch still being stored
-    (:mod:`dagger.sources.kafka_embedded`)."""
+    """One Kafka topic-partition offset range ``[start, end)`` read by one Spark task. Offsets may have gaps
+    (compacted topics, transaction markers, aborted transactions' records): a range ends at its end offset or at
+    the partition's end, whichever comes first."""
 
-    def __init__(self, topic: str, partition: int, start: int, end: int, verify_gaps: bool = False):
+    def __init__(self, topic: str, partition: int, start: int, end: int):
         super().__init__((topic, partition, start, end))
         self.topic, self.partition, self.start, self.end = topic, partition, start, end
-        self.verify_gaps = verify_gaps
 
 
 class KafkaRanges(InputPartition):
@@ -198,9 +189,6 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._available_now_end: dict[str, int] | None = None
         self._first_batch = True
         self._aligner = None
-        self._embedded = False  # the cluster is the embedded broker (tansu), known from its metadata
-        self._high_probe = None
-        self._probe_warned = -1e9  # when the last unanswered probe was logged (monotonic)
         self._listed: tuple[float, list[tuple[str, int]]] | None = None  # (when, the partitions) last listed
         self._reported: dict[str, int] | None = None  # the latest offsets the last planning saw
         self._reached = False  # the brokers have answered once: from then on they are waited for
@@ -210,7 +198,6 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         state = dict(self.__dict__)
         state["_consumer"] = None  # librdkafka handles do not travel to executors
         state["_aligner"] = None
-        state["_high_probe"] = None
         return state
 
     # -- driver side ------------------------------------------------------------------------------------
@@ -282,7 +269,6 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if self._listed and time.monotonic() - self._listed[0] < TOPICS_REFRESH_SECONDS:
             return self._listed[1]
         metadata = self._brokers(lambda timeout: self._admin().list_topics(timeout=timeout), "list topics")
-        self._embedded = is_embedded(metadata.cluster_id)
         found = []
         for name, topic in metadata.topics.items():
             if name.startswith("__") or not self._pattern.fullmatch(name) or topic.error is not None:
@@ -304,20 +290,6 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 "read the offsets",
             )
             out[_key(topic, partition)] = (max(low, 0), max(high, 0))
-        if self._embedded:  # its ListOffsets(latest) stops at the start of the last batch: ask the fetch path
-            if self._high_probe is None:
-                self._high_probe = HighWatermarkProbe(self.spec.client_config)
-            listed = {k: (*_split(k), low, high) for k, (low, high) in out.items()}
-            for k, high in self._high_probe.highs(listed).items():
-                out[k] = (out[k][0], high)
-            if self._high_probe.unanswered and time.monotonic() - self._probe_warned > 60:
-                self._probe_warned = time.monotonic()
-                log.warning(
-                    "stream '%s': the embedded broker answered no fetch of %s within 10 s; their last batch is "
-                    "read by a later micro-batch (docs/brokers.md, defects 1 and 4)",
-                    self.spec.table,
-                    ", ".join(self._high_probe.unanswered),
-                )
         return out
 
     def initialOffset(self) -> dict:
@@ -340,7 +312,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def _resolve(self, which: str, marks: dict[str, tuple[int, int]]) -> dict[str, int]:
         position = self.spec.position(which) or Position("group")
         reset = self.spec.client_config.get("auto.offset.reset", "latest")
-        return resolve(self._admin(), position, marks, self.spec.table, reset, self.spec.client_config)
+        return resolve(self._admin(), position, marks, self.spec.table, reset)
 
     def bounded_partitions(self, max_records: int = 1_000_000) -> list[KafkaPartition]:
         """The offset ranges from the start position to the end position, split into tasks of ``max_records``."""
@@ -359,7 +331,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             topic, partition = _split(key)
             begin = start.get(key, marks[key][0])
             for lo in range(begin, end[key], max_records):
-                parts.append(KafkaPartition(topic, partition, lo, min(lo + max_records, end[key]), self._embedded))
+                parts.append(KafkaPartition(topic, partition, lo, min(lo + max_records, end[key])))
         return parts
 
     def prepareForTriggerAvailableNow(self) -> None:
@@ -447,7 +419,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 begin = self._low(key)
             if stop > begin:
                 topic, partition = _split(key)
-                parts.append(KafkaPartition(topic, partition, begin, stop, self._embedded))
+                parts.append(KafkaPartition(topic, partition, begin, stop))
         return tasks(parts, self.spec.records_per_task)
 
     def _low(self, key: str) -> int:
@@ -468,9 +440,6 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if self._aligner is not None:
             self._aligner.probe.close()
             self._aligner = None
-        if self._high_probe is not None:
-            self._high_probe.close()
-            self._high_probe = None
 
     # -- executor side ------------------------------------------------------------------------------------
 
@@ -615,7 +584,6 @@ def read_partition(spec: KafkaSourceSpec, part: KafkaPartition, fetcher: Any = N
     try:
         position = part.start
         last_progress = time.monotonic()
-        gap_reads: dict[int, int] = {}
         while position < part.end:
             want = min(spec.read_batch_size, part.end - position)
             try:
@@ -624,31 +592,6 @@ def read_partition(spec: KafkaSourceSpec, part: KafkaPartition, fetcher: Any = N
                 raise InvalidRecordError(
                     f"stream '{spec.table}': reading {part.topic}[{part.partition}] at offset {position} failed: {exc}"
                 ) from exc
-            if len(chunk) and part.verify_gaps:
-                keep = contiguous_prefix(chunk.offsets, position)
-                gap = position + keep
-                if keep < len(chunk) and gap_reads.get(gap, 0) < GAP_RETRIES:
-                    # the embedded broker moved past a batch it has not stored yet: read again from the gap
-                    attempt = gap_reads[gap] = gap_reads.get(gap, 0) + 1
-                    log.debug(
-                        "%s[%d]: offsets jump from %d; reading again (%d)", part.topic, part.partition, gap, attempt
-                    )
-                    chunk = chunk.take(np.arange(len(chunk)) < keep)
-                    fetcher.close()
-                    time.sleep(gap_wait(attempt - 1))
-                    fetcher = open_range(spec, part, gap)
-                    if not len(chunk):
-                        continue
-                elif keep < len(chunk):
-                    log.warning(
-                        "stream '%s': %s[%d] has no records at offsets %d..%d after %d reads; going on past them",
-                        spec.table,
-                        part.topic,
-                        part.partition,
-                        gap,
-                        int(chunk.offsets[keep]) - 1,
-                        GAP_RETRIES,
-                    )
             if len(chunk):
                 position = int(chunk.offsets[-1]) + 1
                 last_progress = time.monotonic()
@@ -657,7 +600,8 @@ def read_partition(spec: KafkaSourceSpec, part: KafkaPartition, fetcher: Any = N
                 if len(chunk):
                     yield _decode_chunk(spec, decoder, part, chunk, dead_letters)
             elif chunk.eof:
-                break  # the range ends early (compaction, transaction markers); nothing more will come
+                break  # the partition ends before the range does: its last offsets hold no records (compaction,
+                # transaction markers, aborted records under read_committed); nothing more will come
             elif time.monotonic() - last_progress > spec.unreachable_timeout_ms / 1000:
                 raise SourceError(
                     f"stream '{spec.table}': no records from {part.topic}[{part.partition}] on "

@@ -12,12 +12,10 @@ Per stream (Spark's Kafka option names, as config keys):
     Makes the stream bounded: ``latest`` (the end when the job starts), JSON offsets (exclusive), or the
     first record at or after an instant (exclusive).
 
-**Timestamp seeks are verified.** The broker's ``ListOffsets`` answer (``offsets_for_times``) is checked by
-reading the record it points at and the one before; when they contradict it (the tansu test broker answers
-offset 0 for every timestamp), the offset is found by a binary search over record timestamps, reading one
-record per step (``log2(records)`` reads per partition). Both assume timestamps that do not go backwards
-within a partition, which holds for ``LogAppendTime`` and for producers that stamp records as they send
-them; a bounded time range additionally leaves out records whose own timestamp lies outside it.
+**Timestamp seeks** ask the broker (``ListOffsets`` by time, ``offsets_for_times``): the earliest offset whose
+record timestamp is at or after the instant, the end of the partition when there is none, as Kafka's consumers
+and Spark's Kafka source seek. A bounded time range additionally leaves out records whose own timestamp lies
+outside it (producers' timestamps can go backwards within a partition).
 """
 
 from __future__ import annotations
@@ -28,8 +26,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from dagger.errors import DaggerConfigError, SourceError
-from dagger.kafka_logging import quiet
-from dagger.sources.kafka_embedded import READ_FETCH_WAIT_MS
 
 if TYPE_CHECKING:
     from dagger.config.model import StreamConfig
@@ -130,7 +126,6 @@ def resolve(
     marks: dict[str, tuple[int, int]],
     table: str,
     reset: str = "latest",
-    probe_config: dict[str, str] | None = None,
 ) -> dict[str, int]:
     """Offsets (``{"topic:partition": offset}``) of ``position`` for every partition in ``marks``."""
     from confluent_kafka import TopicPartition
@@ -147,7 +142,7 @@ def resolve(
             out[k] = low if wanted == EARLIEST else high if wanted == LATEST else min(max(wanted, low), high)
         return out
     if position.kind == "timestamp":
-        return offsets_for_timestamp(consumer, marks, position.timestamp_ms, table, probe_config or {})
+        return offsets_for_timestamp(consumer, marks, position.timestamp_ms, table)
     # group: committed offsets, else auto.offset.reset
     tps = [TopicPartition(*_split(k)) for k in marks]
     committed = consumer.committed(tps, timeout=30) if tps else []
@@ -167,14 +162,9 @@ def _split(key: str) -> tuple[str, int]:
     return topic, int(partition)
 
 
-def offsets_for_timestamp(
-    consumer: Any, marks: dict[str, tuple[int, int]], ts_ms: int, table: str, probe_config: dict[str, str]
-) -> dict[str, int]:
-    """The first offset whose record timestamp is ``>= ts_ms``, per partition, checked against the records.
-
-    ``consumer`` asks the broker; ``probe_config`` (the stream's client settings) builds the consumer that
-    reads single records to check the answer.
-    """
+def offsets_for_timestamp(consumer: Any, marks: dict[str, tuple[int, int]], ts_ms: int, table: str) -> dict[str, int]:
+    """The first offset whose record timestamp is ``>= ts_ms``, per partition (the partition's end when no record
+    is that late), as the broker's time index answers."""
     from confluent_kafka import KafkaException, TopicPartition
 
     if not marks:
@@ -183,102 +173,12 @@ def offsets_for_timestamp(
     try:
         answers = {_key(tp.topic, tp.partition): tp.offset for tp in consumer.offsets_for_times(query, timeout=30)}
     except KafkaException as exc:
-        log.warning("stream '%s': offsets_for_times failed (%s); searching record timestamps instead", table, exc)
-        answers = {}
+        raise SourceError(
+            f"stream '{table}': the brokers could not look up the offsets of timestamp {ts_ms} "
+            f"(SOURCE_KAFKA_*_TIMESTAMP, --from, --to): {exc.args[0].str() if exc.args else exc}"
+        ) from None
     out = {}
-    probe = _Probe(probe_config, table)
-    try:
-        for k, (low, high) in marks.items():
-            answer = answers.get(k, -1)
-            candidate = high if answer < 0 else min(max(answer, low), high)
-            if _consistent(probe, k, candidate, low, high, ts_ms):
-                out[k] = candidate
-                continue
-            found = _search(probe, k, low, high, ts_ms)
-            log.warning(
-                "stream '%s': the broker placed timestamp %d of %s at offset %d, which its records contradict; "
-                "offset %d found by binary search over record timestamps (%d reads)",
-                table,
-                ts_ms,
-                k,
-                answer,
-                found,
-                probe.reads,
-            )
-            out[k] = found
-    finally:
-        probe.close()
+    for k, (low, high) in marks.items():
+        answer = answers.get(k, -1)
+        out[k] = high if answer < 0 else min(max(answer, low), high)
     return out
-
-
-def _consistent(probe: _Probe, key: str, offset: int, low: int, high: int, ts_ms: int) -> bool:
-    if offset < high:
-        at = probe.first_at_or_after(key, offset, high)
-        if at is not None and at[1] < ts_ms:
-            return False
-    if offset > low:
-        before = probe.first_at_or_after(key, offset - 1, offset)
-        if before is not None and before[1] >= ts_ms:
-            return False
-    return True
-
-
-def _search(probe: _Probe, key: str, low: int, high: int, ts_ms: int) -> int:
-    lo, hi = low, high
-    while lo < hi:
-        mid = (lo + hi) // 2
-        found = probe.first_at_or_after(key, mid, hi)
-        if found is None or found[1] >= ts_ms:
-            hi = mid
-        else:
-            lo = found[0] + 1
-    return lo
-
-
-class _Probe:
-    """Reads single records: ``(offset, timestamp_ms)`` of the first record in ``[offset, stop)``."""
-
-    def __init__(self, config: dict[str, str], table: str):
-        self.config = config
-        self.table = table
-        self.reads = 0
-        self._consumer = None
-
-    @property
-    def consumer(self) -> Any:
-        if self._consumer is None:
-            from confluent_kafka import Consumer
-
-            conf = dict(self.config)
-            conf.update(
-                {"enable.auto.commit": "false", "enable.partition.eof": "true", "fetch.wait.max.ms": READ_FETCH_WAIT_MS}
-            )
-            self._consumer = Consumer(quiet(conf))
-        return self._consumer
-
-    def close(self) -> None:
-        if self._consumer is not None:
-            self._consumer.close()
-            self._consumer = None
-
-    def first_at_or_after(self, key: str, offset: int, stop: int) -> tuple[int, int] | None:
-        from confluent_kafka import KafkaError, TopicPartition
-
-        topic, partition = _split(key)
-        self.reads += 1
-        self.consumer.assign([TopicPartition(topic, partition, offset)])
-        try:
-            for _ in range(20):
-                for m in self.consumer.consume(1, timeout=1.0):
-                    if m.error() is not None:
-                        if m.error().code() == KafkaError._PARTITION_EOF:
-                            return None
-                        raise SourceError(f"stream '{self.table}': reading {key} at offset {offset}: {m.error()}")
-                    if m.offset() >= stop:
-                        return None
-                    return m.offset(), m.timestamp()[1]
-            raise SourceError(
-                f"stream '{self.table}': no record of {key} at offset {offset} within 20 s while locating a timestamp"
-            )
-        finally:
-            self.consumer.unassign()

@@ -12,6 +12,14 @@ from typing import Any
 from dagger.sources.kafka_positions import Position
 from dagger.worker_cache import BuiltCache, content_key
 
+#: ``fetch.wait.max.ms`` of the consumers that plan micro-batches (the event-time probe): a fetch returns as soon as
+#: the record asked for is there; this is only waited where a partition has nothing past the offset (librdkafka's
+#: default, 500 ms, would be paid on a micro-batch's planning)
+FETCH_WAIT_MS = "100"
+#: ``fetch.wait.max.ms`` of consumers that read records they know exist up to a known end (a range's reader):
+#: paid wherever a read meets a partition's end before its range's (compaction, transaction markers)
+READ_FETCH_WAIT_MS = "50"
+
 
 @dataclass
 class KafkaSourceSpec:
