@@ -19,7 +19,8 @@ $(VENV)/.installed: pyproject.toml
 # mode), and Apache Kafka's broker for the tests, the quickstart and the bench
 jars: $(VENV)/.installed
 	@command -v mvn >/dev/null 2>&1 || { echo "installing Maven (fetches the jars from Maven Central)"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends maven; }
-	$(PY) -m dagger.jars fetch --broker > /dev/null
+	$(PY) -m dagger.jars fetch > /dev/null
+	$(PY) -m dagger.devtools.broker fetch > /dev/null
 
 install: $(VENV)/.installed jars ## create .venv with the package and its test extras; fetch Spark's connectors and Apache Kafka
 

@@ -126,11 +126,11 @@ def fetch_spark_connectors() -> list[Path]:
 
 
 def session_settings() -> dict[str, str]:
-    """What a local session needs for the connectors: the cached jars, else their coordinates for Spark to
-    resolve."""
+    """What a local session needs for the connectors: the cached jars on the driver's class path (in local mode
+    the executors are the driver's JVM), else their coordinates for Spark to resolve from Maven Central."""
     jars = connector_jars()
     if jars is not None:
-        return {"spark.jars": ",".join(jars)}
+        return {"spark.driver.extraClassPath": os.pathsep.join(jars)}
     return {"spark.jars.packages": ",".join(spark_packages())}
 
 
@@ -139,15 +139,11 @@ def main(argv: list[str] | None = None) -> int:
     if args[:1] == ["fetch"]:
         for jar in fetch_spark_connectors():
             print(jar)
-        if "--broker" in args:
-            from dagger.devtools.broker import fetch_kafka
-
-            fetch_kafka()
         return 0
     if args[:1] == ["packages"]:
         print(",".join(spark_packages()))
         return 0
-    print("usage: python -m dagger.jars fetch [--broker] | packages", file=sys.stderr)
+    print("usage: python -m dagger.jars fetch | packages", file=sys.stderr)
     return 2
 
 

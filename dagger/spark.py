@@ -68,6 +68,10 @@ def get_session(config: JobConfig, extra: dict[str, str] | None = None) -> Any:
     if local and not given.contains("spark.pyspark.python"):
         use_worker_python()
     conf = session_conf(config, master if local else None, extra)
+    if local:  # Spark's Kafka connector and spark-avro (make install caches them); the job's settings win
+        from dagger import jars
+
+        conf = {**jars.session_settings(), **conf}
     if local:  # the driver JVM starts here: Spark's classes from the class-data archive
         extra_classes = [conf[k] for k in ("spark.driver.extraClassPath", "spark.jars") if conf.get(k)]
         cds = jvm_classes.java_options(",".join(extra_classes))

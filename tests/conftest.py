@@ -143,12 +143,13 @@ def elasticsearch():
 def spark():
     from pyspark.sql import SparkSession
 
+    from dagger import jars
     from dagger.sources import register_data_sources
     from dagger.spark import DEFAULT_CONF, use_worker_python
 
     use_worker_python()
     builder = SparkSession.builder.master("local[2]").appName("dagger-tests")
-    conf = dict(DEFAULT_CONF)
+    conf = {**jars.session_settings(), **DEFAULT_CONF}
     conf.update({"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2"})
     for k, v in conf.items():
         builder = builder.config(k, v)

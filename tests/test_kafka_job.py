@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import collections
 import datetime as dt
+import json
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
@@ -470,3 +471,40 @@ def test_dead_letters_of_bounded_runs_carry_the_runs_batch_id(spark, broker, ste
         f.unlink()
     letters = run(16, 31)  # new input: batch 1 (order-17 and order-29 have amount 50 as well)
     assert sorted(x["coordinates"]["batch_id"] for x in letters) == [1, 1]
+
+
+def test_a_transactional_topic_is_read_as_kafka_clients_read_it(spark, broker, stencil, topic, tmp_path):
+    """Transaction markers and an aborted transaction's records leave gaps in a partition's offsets, and the
+    partition's last offset is a marker: the job reads the committed records exactly, once, and its range ends."""
+    from confluent_kafka import Producer
+
+    from tests.conftest import output_rows
+
+    source, out = topic("txn"), topic("txn-out")
+    values = bookings(12, START)
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": f"txn-{source}"})
+    producer.init_transactions(30)
+    for batch, commit in ((values[:5], True), (values[5:8], False), (values[8:], True)):
+        producer.begin_transaction()
+        for value in batch:
+            producer.produce(source, value=value, partition=0)
+        (producer.commit_transaction if commit else producer.abort_transaction)(30)
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "txn-check"})
+    try:
+        _low, high = consumer.get_watermark_offsets(TopicPartition(source, 0), timeout=10)
+    finally:
+        consumer.close()
+    assert high == 15  # 12 records and 3 markers: offsets hold gaps, the last one a commit marker
+    data = job(
+        stencil,
+        [kafka_stream(broker, source)],
+        "SELECT order_number FROM data_stream_0",
+        **kafka_sink(broker, out, "dagger.examples.BookingSummaryMessage"),
+    )
+    manager, query = run_job(spark, data, tmp_path / "cp")
+    assert query.exception() is None, query.exception()
+    rows = output_rows(broker, manager, out, expected=9)
+    committed = [f"order-{i}" for i in [*range(5), *range(8, 12)]]
+    assert sorted(Summary.FromString(m.value()).order_number for m in rows) == sorted(committed)
+    end = query.lastProgress["sources"][0]["endOffset"]
+    assert (json.loads(end) if isinstance(end, str) else end)[f"{source}:0"] == 15  # the range reached the end

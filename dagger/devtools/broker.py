@@ -77,7 +77,7 @@ def kafka_jars_dir() -> Path:
 
 
 def fetch_kafka() -> Path:
-    """Fetch the broker's jars (``make install`` does, through ``python -m dagger.jars fetch --broker``)."""
+    """Fetch the broker's jars (``make install`` does, through ``python -m dagger.devtools.broker fetch``)."""
     from dagger.jars import fetch
 
     fetch(list(KAFKA_BROKER), kafka_jars_dir())
@@ -210,7 +210,7 @@ class Broker:
         jars = kafka_jars_dir()
         if not (jars / ".complete").exists():
             raise RuntimeError(
-                f"Apache Kafka's jars are not in {jars}: run `make install` (python -m dagger.jars fetch --broker)"
+                f"Apache Kafka's jars are not in {jars}: run `make install` (python -m dagger.devtools.broker fetch)"
             )
         self.workdir = Path(tempfile.mkdtemp(prefix="dagger-kafka-"))
         data = self.workdir / "data"
@@ -348,3 +348,11 @@ class Broker:
 def _escape(value: str) -> str:
     """A value as a Java .properties line holds it (backslashes doubled)."""
     return value.replace("\\", "\\\\")
+
+
+if __name__ == "__main__":
+    import sys
+
+    if sys.argv[1:] != ["fetch"]:
+        raise SystemExit("usage: python -m dagger.devtools.broker fetch")
+    print(fetch_kafka())

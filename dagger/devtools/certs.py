@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import datetime as dt
 import ipaddress
-import ssl
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -80,18 +79,6 @@ class CertificateAuthority:
         )
         return Issued(name, cert_path, key_path, cert, key)
 
-    def server_context(self, server: Issued, client_certificates: bool = False) -> ssl.SSLContext:
-        """A TLS server context presenting ``server``; with ``client_certificates`` clients must present one this
-        CA signed (mutual TLS)."""
-        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        context.load_cert_chain(server.cert, server.key)
-        if client_certificates:
-            context.verify_mode = ssl.CERT_REQUIRED
-            context.load_verify_locations(self.cert)
-        return context
-
-    # -- stores -------------------------------------------------------------------------------------------------
-
     def truststore(self, kind: str, password: str) -> Path:
         """The CA certificate in a trust store of ``kind`` (PEM, PKCS12 or JKS)."""
         if kind == "PEM":
@@ -113,7 +100,18 @@ class CertificateAuthority:
         return path
 
     def keystore(self, issued: Issued, kind: str, password: str) -> Path:
-        """``issued``'s certificate and key in a key store of ``kind`` (PKCS12 or JKS)."""
+        """``issued``'s certificate and key in a key store of ``kind`` (PKCS12, JKS, or PEM: one file with the
+        certificate, the CA's and the unencrypted key)."""
+        if kind == "PEM":
+            pem = self.dir / f"{issued.name}-keystore.pem"
+            pem.write_bytes(
+                issued._cert.public_bytes(serialization.Encoding.PEM)
+                + self._cert.public_bytes(serialization.Encoding.PEM)
+                + issued._key.private_bytes(
+                    serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+                )
+            )
+            return pem
         p12 = self.dir / f"{issued.name}.p12"
         p12.write_bytes(
             pkcs12.serialize_key_and_certificates(

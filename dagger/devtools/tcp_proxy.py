@@ -1,18 +1,11 @@
 """A TCP proxy on a loopback port that can be cut and restored: a service that becomes unreachable and comes
-back, without losing what it stores (the embedded broker keeps its records in memory, so stopping it would).
-
-It can also stand in front of a service as what the service cannot be itself: a TLS endpoint (``tls``, a server
-``ssl.SSLContext``) or a login gate (``gate``, e.g. :class:`~dagger.devtools.kafka_sasl.SaslGate`), for the
-embedded broker, which serves neither (docs/brokers.md, defects 5 and 6).
-"""
+back, with what it stores intact, and a flaky service whose next connections are reset."""
 
 from __future__ import annotations
 
 import socket
-import ssl
 import struct
 import threading
-from collections.abc import Callable
 
 from dagger.devtools.broker import free_port
 
@@ -25,13 +18,8 @@ class TcpProxy:
         self,
         target: tuple[str, int],
         port: int | None = None,
-        tls: ssl.SSLContext | None = None,
-        gate: Callable[[socket.socket, socket.socket], bool] | None = None,
     ):
         self.target = target
-        self.tls = tls  # clients speak TLS to the proxy, the proxy plaintext to the target
-        self.gate = gate  # runs on each new connection first; the connection is piped only if it returns True
-        self.handshake_failures = 0  # TLS handshakes that failed (a client that does not trust the certificate)
         self.port = port or free_port()
         self._lock = threading.Lock()
         self._listener: socket.socket | None = None
@@ -68,16 +56,6 @@ class TcpProxy:
             threading.Thread(target=self._connect, args=(client,), daemon=True).start()
 
     def _connect(self, client: socket.socket) -> None:
-        if self.tls is not None:
-            try:
-                client.settimeout(10)
-                client = self.tls.wrap_socket(client, server_side=True)
-                client.settimeout(None)
-            except (OSError, ssl.SSLError):
-                with self._lock:
-                    self.handshake_failures += 1
-                client.close()
-                return
         try:
             upstream = socket.create_connection(self.target, timeout=5)
         except OSError:
@@ -86,10 +64,6 @@ class TcpProxy:
         upstream.settimeout(None)
         with self._lock:
             self._sockets.update((client, upstream))
-        if self.gate is not None and not self.gate(client, upstream):
-            for s in (client, upstream):
-                s.close()
-            return
         for a, b in ((client, upstream), (upstream, client)):
             threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
 

@@ -214,12 +214,30 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def _client_error(self, error: Any) -> None:
         """librdkafka's own reason (authentication, TLS, DNS); a metadata timeout alone does not say it."""
+        from confluent_kafka import KafkaError
+
         self._last_client_error = error.str()
+        if error.code() in (KafkaError._AUTHENTICATION, KafkaError._SSL, KafkaError.SASL_AUTHENTICATION_FAILED):
+            self._refused = error.str()  # a refusal, not an outage: waiting cannot help
+
+    def _hint(self, reason: str) -> str:
+        """Which of the stream's keys the reason points at."""
+        key = f"STREAMS[{self.spec.table}].SOURCE_KAFKA_CONSUMER_CONFIG_"
+        text = reason.lower()
+        if "authentication" in text or "sasl" in text:
+            return f"check {key}SASL_JAAS_CONFIG (its username and password) and {key}SASL_MECHANISM"
+        if "ssl" in text or "certificate" in text or "tls" in text:
+            return f"check {key}SSL_TRUSTSTORE_LOCATION (the CA that signed the brokers' certificates) and {key}SSL_*"
+        return (
+            "check SOURCE_KAFKA_CONSUMER_CONFIG_BOOTSTRAP_SERVERS and the SECURITY_PROTOCOL / SASL_* / SSL_* keys "
+            "of this stream"
+        )
 
     def _brokers(self, call: Any, what: str) -> Any:
         """``call()`` (a metadata or offset request), waited out while the brokers are unreachable: at start for
         30 s, once they have answered for ``SOURCE_KAFKA_UNREACHABLE_TIMEOUT_MS`` (one log line when they go,
-        one when they are back); then a :class:`SourceError` naming them."""
+        one when they are back); then a :class:`SourceError` naming them. A login or TLS refusal at start ends
+        at once."""
         from confluent_kafka import KafkaException
 
         brokers = self.spec.client_config["bootstrap.servers"]
@@ -229,16 +247,19 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         while True:
             left = limit - (time.monotonic() - since)
             try:
-                result = call(max(1.0, min(30.0, left)))
+                # before first contact in short calls, so that a refusal reported meanwhile ends the wait
+                result = call(max(1.0, min(30.0 if reached else 2.0, left)))
             except KafkaException as exc:
                 self._admin().poll(0)  # librdkafka hands its error callbacks over on poll
                 reason = getattr(self, "_last_client_error", None) or exc.args[0].str()
-                if not reached:
+                refused = getattr(self, "_refused", None)
+                if not reached and (refused or time.monotonic() - since >= limit):
+                    reason = refused or reason
                     raise SourceError(
-                        f"stream '{self.spec.table}': cannot {what} on {brokers}: {reason} (check "
-                        "SOURCE_KAFKA_CONSUMER_CONFIG_BOOTSTRAP_SERVERS and the SECURITY_PROTOCOL / SASL_* / SSL_* "
-                        "keys of this stream)"
+                        f"stream '{self.spec.table}': cannot {what} on {brokers}: {reason} ({self._hint(reason)})"
                     ) from None
+                if not reached:
+                    continue
                 if time.monotonic() - since >= limit:
                     raise SourceError(
                         f"stream '{self.spec.table}': the brokers {brokers} did not answer for {limit:.0f} s "
