@@ -180,10 +180,22 @@ static int64_t hold(dk_reader *r, int64_t *value_bytes, int64_t *key_bytes) {
     return (int64_t)r->count;
 }
 
+static int64_t monotonic_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Slices of a fetch that has fewer records than it asked for: librdkafka's batch read returns only with `max`
+ * messages or at its timeout, so a range whose last offsets hold no records (transaction markers, aborted records,
+ * compaction) would wait out the whole timeout although the partition's end (an EOF event) is already there. */
+#define DK_SLICE_MS 5
+
 /*
- * Fetch up to `max` records with offsets below `end` (waiting at most `timeout_ms` for the first).
- * Returns how many are held for dk_fill (0 is possible) and sets *value_bytes, *key_bytes to their total sizes
- * and *eof to 1 when the partition end was reached; -1 on a fetch error (see dk_error).
+ * Fetch up to `max` records with offsets below `end` (waiting at most `timeout_ms` in all). Returns as soon as it
+ * has `max` records, the record at `end - 1`, a record at or past `end`, or the partition's end. Returns how many
+ * are held for dk_fill (0 is possible) and sets *value_bytes, *key_bytes to their total sizes and *eof to 1 when
+ * the partition end was reached; -1 on a fetch error (see dk_error).
  */
 int64_t dk_consume(dk_reader *r, int64_t max, int timeout_ms, int64_t end, int64_t *value_bytes, int64_t *key_bytes,
                    int32_t *eof) {
@@ -196,34 +208,46 @@ int64_t dk_consume(dk_reader *r, int64_t max, int timeout_ms, int64_t end, int64
         r->capacity = (size_t)max;
     }
     r->head = r->total = 0;
-    ssize_t got = rd_kafka_consume_batch_queue(r->queue, timeout_ms, r->messages, (size_t)max);
-    if (got < 0) {
-        strncpy(r->error, "librdkafka refused the batch read", sizeof(r->error) - 1);
-        return -1;
-    }
     size_t kept = 0;
-    int failed = 0;
-    for (ssize_t i = 0; i < got; i++) {
-        rd_kafka_message_t *m = r->messages[i];
-        if (m->err != 0) {
-            if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
-                *eof = 1;
-            } else if (!failed) {
-                failed = 1;
-                if (m->payload != NULL && m->len > 0) {
-                    size_t n = m->len < sizeof(r->error) - 1 ? m->len : sizeof(r->error) - 1;
-                    memcpy(r->error, m->payload, n);
-                    r->error[n] = 0;
-                } else {
-                    strncpy(r->error, rd_kafka_err2str(m->err), sizeof(r->error) - 1);
-                }
-            }
-            rd_kafka_message_destroy(m);
-        } else if (m->offset >= end) {
-            rd_kafka_message_destroy(m);
-        } else {
-            r->messages[kept++] = m;
+    int failed = 0, past_end = 0;
+    int64_t deadline = monotonic_ms() + timeout_ms;
+    for (;;) {
+        int64_t left = deadline - monotonic_ms();
+        if (left < 0) left = 0;
+        int wait = (int)(left < DK_SLICE_MS ? left : DK_SLICE_MS);
+        ssize_t got = rd_kafka_consume_batch_queue(r->queue, wait, r->messages + kept, (size_t)max - kept);
+        if (got < 0) {
+            r->count = kept;
+            drop_held(r);
+            strncpy(r->error, "librdkafka refused the batch read", sizeof(r->error) - 1);
+            return -1;
         }
+        size_t scan = kept;
+        for (ssize_t i = 0; i < got; i++) {
+            rd_kafka_message_t *m = r->messages[scan + (size_t)i];
+            if (m->err != 0) {
+                if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+                    *eof = 1;
+                } else if (!failed) {
+                    failed = 1;
+                    if (m->payload != NULL && m->len > 0) {
+                        size_t n = m->len < sizeof(r->error) - 1 ? m->len : sizeof(r->error) - 1;
+                        memcpy(r->error, m->payload, n);
+                        r->error[n] = 0;
+                    } else {
+                        strncpy(r->error, rd_kafka_err2str(m->err), sizeof(r->error) - 1);
+                    }
+                }
+                rd_kafka_message_destroy(m);
+            } else if (m->offset >= end) {
+                past_end = 1;
+                rd_kafka_message_destroy(m);
+            } else {
+                r->messages[kept++] = m;
+            }
+        }
+        if (failed || *eof || past_end || kept >= (size_t)max || left == 0) break;
+        if (kept > 0 && r->messages[kept - 1]->offset >= end - 1) break;
     }
     r->total = kept;
     if (failed) {

@@ -116,7 +116,8 @@ def finish(proc: subprocess.Popen, partial: Path, archive: Path, timeout: float 
     """Close the JVM's stdin (it exits when its Python driver is gone), wait while it writes ``partial``, and
     rename it to ``archive`` after a clean exit; a JVM that fails or takes too long leaves no archive."""
     began = time.monotonic()
-    log.info("saving Spark's classes for faster start-ups (once per installation, up to %.0f s): %s", timeout, archive)
+    # at debug level: the process is exiting, and its last line must stay the job's own (a failure's cause)
+    log.debug("saving Spark's classes for faster start-ups (once per installation, up to %.0f s): %s", timeout, archive)
     try:
         if proc.stdin is not None:
             proc.stdin.close()
@@ -134,7 +135,7 @@ def finish(proc: subprocess.Popen, partial: Path, archive: Path, timeout: float 
     except OSError:
         return False
     if written:
-        log.info(
+        log.debug(
             "Spark's classes saved in %.1f s (%d MB); later start-ups map them",
             time.monotonic() - began,
             archive.stat().st_size // 2**20,

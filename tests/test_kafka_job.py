@@ -488,6 +488,7 @@ def test_a_transactional_topic_is_read_as_kafka_clients_read_it(spark, broker, s
         producer.begin_transaction()
         for value in batch:
             producer.produce(source, value=value, partition=0)
+        producer.flush(30)  # on the broker before the abort: an abort purges what is still queued locally
         (producer.commit_transaction if commit else producer.abort_transaction)(30)
     consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "txn-check"})
     try:

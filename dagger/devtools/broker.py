@@ -246,8 +246,11 @@ class Broker:
         except RuntimeError:
             self.stop()
             raise
-        if self.listener is not None and any(m.startswith("SCRAM") for m in self.listener.mechanisms):
-            self.add_scram_users(self.listener.users, [m for m in self.listener.mechanisms if m.startswith("SCRAM")])
+        listener = self.listener
+        if listener is not None and "SASL" in listener.protocol and listener.users:
+            scram = [m for m in listener.mechanisms if m.startswith("SCRAM")]
+            if scram:
+                self.add_scram_users(listener.users, scram)
         return self
 
     @property
@@ -289,18 +292,18 @@ class Broker:
         return AdminClient({"bootstrap.servers": f"127.0.0.1:{self.port}"})
 
     def add_scram_users(self, users: dict[str, str], mechanisms: list[str]) -> None:
+        """SCRAM credentials for ``users``, one request per mechanism (Kafka refuses two of one user at once)."""
         from confluent_kafka.admin import ScramCredentialInfo, ScramMechanism, UserScramCredentialUpsertion
 
-        upserts = [
-            UserScramCredentialUpsertion(
-                user, ScramCredentialInfo(getattr(ScramMechanism, m.replace("-", "_")), 4096), password.encode()
-            )
-            for user, password in users.items()
-            for m in mechanisms
-        ]
         admin = self.admin()  # kept until the futures resolve: a collected client fails them
-        for future in admin.alter_user_scram_credentials(upserts).values():
-            future.result(30)
+        for mechanism in mechanisms:
+            kind = getattr(ScramMechanism, mechanism.replace("-", "_"))
+            upserts = [
+                UserScramCredentialUpsertion(user, ScramCredentialInfo(kind, 4096), password.encode())
+                for user, password in users.items()
+            ]
+            for future in admin.alter_user_scram_credentials(upserts).values():
+                future.result(30)
 
     def stop(self) -> None:
         stop_process(self.process, timeout=20)

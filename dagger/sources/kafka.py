@@ -620,6 +620,8 @@ def read_partition(spec: KafkaSourceSpec, part: KafkaPartition, fetcher: Any = N
                     chunk = chunk.take((chunk.timestamps >= window[0]) & (chunk.timestamps < window[1]))
                 if len(chunk):
                     yield _decode_chunk(spec, decoder, part, chunk, dead_letters)
+                if chunk.eof:
+                    break  # the partition's end: the range's last offsets hold no records (see below)
             elif chunk.eof:
                 break  # the partition ends before the range does: its last offsets hold no records (compaction,
                 # transaction markers, aborted records under read_committed); nothing more will come

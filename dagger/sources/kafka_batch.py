@@ -156,17 +156,27 @@ class ConfluentFetcher:
             raise FetchError(kafka_exception_text(exc)) from exc
 
     def fetch(self, max_records: int, timeout_s: float, end: int) -> Chunk:
+        """As the native helper: done at ``max_records``, at the record before ``end``, past it, or at the
+        partition's end, reading in short slices (``consume`` alone waits for all it asked for)."""
+        import time
+
         from confluent_kafka import KafkaError
 
-        messages = self._consumer.consume(max_records, timeout=timeout_s)
+        deadline = time.monotonic() + timeout_s
+        messages: list = []
         eof = False
-        failed = [m for m in messages if m.error() is not None]
-        if failed:
-            for m in failed:
-                if m.error().code() != KafkaError._PARTITION_EOF:
+        while True:
+            left = max(0.0, deadline - time.monotonic())
+            for m in self._consumer.consume(max_records - len(messages), timeout=min(left, 0.005)):
+                if m.error() is None:
+                    messages.append(m)
+                elif m.error().code() == KafkaError._PARTITION_EOF:
+                    eof = True
+                else:
                     raise FetchError(str(m.error()))
-            eof = True
-            messages = [m for m in messages if m.error() is None]
+            done = messages and messages[-1].offset() >= end - 1
+            if eof or done or len(messages) >= max_records or left == 0:
+                break
         if messages and messages[-1].offset() >= end:  # offsets only grow within a partition
             messages = [m for m in messages if m.offset() < end]
         return Chunk(

@@ -145,7 +145,7 @@ def resolve(
         return offsets_for_timestamp(consumer, marks, position.timestamp_ms, table)
     # group: committed offsets, else auto.offset.reset
     tps = [TopicPartition(*_split(k)) for k in marks]
-    committed = consumer.committed(tps, timeout=30) if tps else []
+    committed = _committed(consumer, tps, table) if tps else []
     out = {}
     for tp in committed:
         k = _key(tp.topic, tp.partition)
@@ -155,6 +155,31 @@ def resolve(
         else:
             out[k] = low if reset == "earliest" else high
     return out
+
+
+def _committed(consumer: Any, tps: list[Any], table: str, timeout_s: float = 30.0) -> list[Any]:
+    """The group's committed offsets of ``tps``; retried while the brokers answer with a retriable error (the
+    group's coordinator is moving or still loading: NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS), as Kafka's
+    Java consumer retries them."""
+    import time
+
+    from confluent_kafka import KafkaError, KafkaException
+
+    moving = {KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaError.COORDINATOR_NOT_AVAILABLE}
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            return consumer.committed(tps, timeout=max(1.0, deadline - time.monotonic()))
+        except KafkaException as exc:
+            error = exc.args[0] if exc.args else None
+            retry = error is not None and (error.retriable() or error.code() in moving)
+            if not retry or time.monotonic() >= deadline:
+                raise SourceError(
+                    f"stream '{table}': cannot read the consumer group's committed offsets: "
+                    f"{error.str() if error is not None else exc}"
+                ) from None
+            log.info("stream '%s': committed offsets not available yet (%s); asking again", table, error.str())
+            time.sleep(0.2)
 
 
 def _split(key: str) -> tuple[str, int]:
