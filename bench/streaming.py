@@ -7,6 +7,13 @@ Parts (``BENCH_PARTS``, comma-separated; all by default):
   per core (``bench/peers/copy_loop.py``): the practical ceiling for Python here.
 * ``stateless``: decode -> ``WHERE amount_paid_by_cash < 500`` (about half) -> 5 fields incl. a nested one ->
   protobuf encode -> Kafka sink.
+* ``stateless_json``: the stateless job over the same records as JSON objects (protobuf out);
+  ``stateless_json_out``: JSON in and JSON out (``SINK_KAFKA_DATA_TYPE=JSON``).
+* ``stateless_spark``: the stateless workload on Spark's own Kafka connector: Spark's Kafka source, ptars decode
+  in ``mapInArrow``, the SQL, ptars encode in ``mapInArrow``, Spark's Kafka sink (spark-protobuf, Spark's
+  ``from_protobuf``/``to_protobuf``, is not served by Maven Central, so protobuf stays in Python workers).
+* ``stateless_json_spark``: JSON in, JSON out on Spark's connector with no Python at all: ``from_json``, the SQL,
+  ``to_json`` (the JVM-only path, which Spark's real-time mode can run).
 * ``window``: a 1-minute tumbling window, GROUP BY two keys, COUNT/SUM/MAX -> Kafka sink.
 * ``bytewax``, ``quix``: the stateless workload written with Bytewax and with Quix Streams
   (``bench/peers/``), one process per core, run from ``BENCH_PEERS_PYTHON`` (``.venv-peers``, made by
@@ -16,6 +23,10 @@ Parts (``BENCH_PARTS``, comma-separated; all by default):
   output record's produce timestamp, p50/p99 over ``BENCH_LATENCY_SECONDS`` after ``BENCH_WARMUP_SECONDS``;
   also the job's start-up time (launch to first output), its peak memory (PSS and RSS, by kind of process) and
   each Spark phase of a micro-batch (from the job's own metrics); ``latency.png`` plots p50/p99 per second.
+* ``latency_realtime``: the stateless workload, JSON in and out, on Spark's Kafka connector in Spark's real-time
+  mode (``trigger(realTime=...)``, update mode, JVM only) under the same load: end-to-end latency from each input
+  record's produce timestamp to its output's, and how many records were lost (outputs against the inputs the
+  filter keeps).
 * ``latency_window``: the same for the window job with 10-second windows and event time at wall-clock pace,
   latency counted from the input record that closes a window to the window's rows (``latency_window.png``).
 * ``longbow``: ``bench/longbow.py`` in its own process (the Bigtable emulator, its own broker and session):
@@ -63,7 +74,9 @@ LATENCY_SECONDS = float(os.environ.get("BENCH_LATENCY_SECONDS", "60"))
 LATENCY_PARTITIONS = int(os.environ.get("BENCH_LATENCY_PARTITIONS", "2"))  # of the latency parts' input topic
 WARMUP_SECONDS = float(os.environ.get("BENCH_WARMUP_SECONDS", "20"))
 PARTS = os.environ.get(
-    "BENCH_PARTS", "baseline,stateless,stateless_json,window,bytewax,quix,latency,latency_window,longbow"
+    "BENCH_PARTS",
+    "baseline,stateless,stateless_spark,stateless_json,stateless_json_out,stateless_json_spark,window,bytewax,quix,"
+    "latency,latency_realtime,latency_window,longbow",
 ).split(",")
 PEERS_PYTHON = os.path.abspath(os.environ.get("BENCH_PEERS_PYTHON", str(ROOT / ".venv-peers" / "bin" / "python")))
 RESULTS = Path(os.environ.get("BENCH_RESULTS_DIR", str(ROOT / "bench" / "results")))
@@ -85,6 +98,7 @@ WINDOW_SQL = (
 JOBS = {
     "stateless": (STATELESS_SQL, "dagger.examples.BookingSummaryMessage"),
     "stateless_json": (STATELESS_SQL, "dagger.examples.BookingSummaryMessage"),
+    "stateless_json_out": (STATELESS_SQL, "dagger.examples.BookingSummaryMessage"),
     "window": (WINDOW_SQL, "dagger.examples.BookingCountMessage"),
 }
 WATERMARK_DELAY_MS = 10_000  # FLINK_WATERMARK_DELAY_MS of the benchmark's jobs
@@ -94,7 +108,21 @@ LATENCY_WINDOW_SQL = WINDOW_SQL.replace("INTERVAL '1' MINUTE", "INTERVAL '10' SE
 SPARK_CONF = dict(kv.split("=", 1) for kv in filter(None, os.environ.get("BENCH_SPARK_CONF", "").split(";")))
 # BENCH_JOB_CONF='{"KEY": "value"}': job settings of an experiment, added to every job of ours
 JOB_CONF = json.loads(os.environ.get("BENCH_JOB_CONF", "{}"))
-THROUGHPUT = ("baseline", "stateless", "stateless_json", "window", "bytewax", "quix")
+#: the stateless workload on Spark's own Kafka source and sink (raw PySpark in the benchmark's session)
+SPARK_KAFKA_PARTS = ("stateless_spark", "stateless_json_spark")
+#: the real-time trigger's interval: a checkpoint interval, not a latency (Spark's minimum is 5 s)
+REALTIME_CHECKPOINT_INTERVAL = os.environ.get("BENCH_REALTIME_CHECKPOINT", "5 seconds")
+THROUGHPUT = (
+    "baseline",
+    "stateless",
+    "stateless_spark",
+    "stateless_json",
+    "stateless_json_out",
+    "stateless_json_spark",
+    "window",
+    "bytewax",
+    "quix",
+)
 
 
 def job_config(
@@ -218,15 +246,21 @@ class Bench:
             f" in {time.monotonic() - began:.1f} s",
             flush=True,
         )
-        self.expected = {"baseline": RECORDS, "stateless": kept, "bytewax": kept, "quix": kept}
-        if "stateless_json" in PARTS:
+        self.expected = {
+            "baseline": RECORDS,
+            "stateless": kept,
+            "stateless_spark": kept,
+            "bytewax": kept,
+            "quix": kept,
+        }
+        if any(p.startswith("stateless_json") for p in PARTS):
             self.broker.create_topic(self.input_json, CORES)
             as_json = RecordGenerator(
                 self.booking(), seed=0, start=START, events_per_second=EVENTS_PER_SECOND, data_type="JSON"
             )
             self.json_schema = as_json.json_schema()
             produce_generated(as_json, self.bootstrap, self.input_json, RECORDS)
-            self.expected["stateless_json"] = kept
+            self.expected.update(stateless_json=kept, stateless_json_out=kept, stateless_json_spark=kept)
             print(f"[bench] the same {RECORDS:,} records as JSON in {self.input_json}", flush=True)
 
     # -- processes (baseline, peers) ----------------------------------------------------------------------
@@ -307,6 +341,9 @@ class Bench:
         checkpoint = Path(tempfile.mkdtemp(prefix=f"bench-{name}-"))
         as_json = name.startswith("stateless_json")
         data = self._job(out, sql, message, source or (self.input_json if as_json else None), as_json)
+        if name.startswith("stateless_json_out"):
+            del data["SINK_KAFKA_PROTO_MESSAGE"]
+            data["SINK_KAFKA_DATA_TYPE"] = "JSON"
         manager = StreamManager(load_config(data=data), checkpoint_dir=str(checkpoint), available_now=True, spark=spark)
         launched = time.time()
         query = manager.start()
@@ -319,8 +356,13 @@ class Bench:
         """Unmeasured runs of one of our jobs (``BENCH_WARMUP_RUNS``) before its measured ones."""
         from dagger.generate import RecordGenerator, produce_generated
 
+        if part in SPARK_KAFKA_PARTS:
+            for _ in range(WARMUP_RUNS):
+                print(f"[bench] {part}: warm-up run", flush=True)
+                getattr(self, part)()
+            return
         source = None  # by default over the measured input itself
-        if WARMUP_RECORDS and part != "stateless_json":
+        if WARMUP_RECORDS and not part.startswith("stateless_json"):
             source = self.topic("warm")
             generator = RecordGenerator(self.booking(), start=START, events_per_second=EVENTS_PER_SECOND)
             produce_generated(generator, self.bootstrap, source, WARMUP_RECORDS)
@@ -335,8 +377,43 @@ class Bench:
     def stateless_json(self) -> float:
         return self.dagger("stateless_json", *JOBS["stateless_json"])
 
+    def stateless_json_out(self) -> float:
+        return self.dagger("stateless_json_out", *JOBS["stateless_json_out"])
+
     def window(self) -> float:
         return self.dagger("window", *JOBS["window"])
+
+    # -- the same workload on Spark's own Kafka connector ---------------------------------------------------
+
+    def stateless_spark(self) -> float:
+        return self.spark_kafka("stateless_spark", as_json=False)
+
+    def stateless_json_spark(self) -> float:
+        return self.spark_kafka("stateless_json_spark", as_json=True)
+
+    def spark_kafka(self, name: str, as_json: bool) -> float:
+        """One ``availableNow`` run of the stateless SQL between Spark's Kafka source and sink."""
+        from bench.spark_kafka import stateless_query
+
+        spark = self.session()
+        out = self.topic(name)
+        checkpoint = tempfile.mkdtemp(prefix=f"bench-{name}-")
+        descriptors = (ROOT / "descriptors" / "examples.desc").read_bytes()
+        launched = time.time()
+        query = stateless_query(
+            spark,
+            self.bootstrap,
+            self.input_json if as_json else self.input,
+            out,
+            STATELESS_SQL,
+            checkpoint,
+            descriptors=None if as_json else descriptors,
+            json_schema=self.json_schema if as_json else None,
+        )
+        query.awaitTermination()
+        if query.exception() is not None:
+            raise RuntimeError(f"{name} failed: {query.exception()}")
+        return self.finish(name, out, launched)
 
     # -- latency, start-up and memory of `dagger run` ----------------------------------------------------
 
@@ -358,6 +435,79 @@ class Bench:
             _window_latencies,
             drain=False,  # the last windows need input after the measured window to close
         )
+
+    def latency_realtime(self) -> dict:
+        """The stateless JSON workload on Spark's Kafka source and sink in real-time mode, fed at
+        ``BENCH_LATENCY_RATE``: latency from each input's produce time to its output's, and records lost."""
+        from bench.spark_kafka import stateless_query
+        from dagger.generate import RecordGenerator, produce_generated
+
+        spark = self.session()
+        source, out = self.topic("rt-in", LATENCY_PARTITIONS), self.topic("rt-out")
+        generator = RecordGenerator(
+            self.booking(), seed=2, start=START, events_per_second=EVENTS_PER_SECOND, data_type="JSON"
+        )
+        checkpoint = tempfile.mkdtemp(prefix="bench-rt-")
+        launched = time.time()
+        query = stateless_query(
+            spark,
+            self.bootstrap,
+            source,
+            out,
+            STATELESS_SQL,
+            checkpoint,
+            json_schema=generator.json_schema(),
+            real_time=REALTIME_CHECKPOINT_INTERVAL,
+        )
+        stopped = threading.Event()
+        feeding = threading.Thread(
+            target=produce_generated,
+            args=(generator, self.bootstrap, source, 0),
+            kwargs={"rate": LATENCY_RATE, "stop": stopped.is_set},
+        )
+        feeding.start()
+        first_output = FirstOutput(self.bootstrap, out)
+        try:
+            while first_output.look() is None:
+                if query.exception() is not None:
+                    raise RuntimeError(f"latency_realtime failed: {query.exception()}")
+                if time.time() - launched > 300:
+                    raise RuntimeError("latency_realtime: no output within 300 s")
+            begin = first_output.at + WARMUP_SECONDS
+            end = begin + LATENCY_SECONDS
+            while time.time() < end:
+                if query.exception() is not None:
+                    raise RuntimeError(f"latency_realtime failed: {query.exception()}")
+                time.sleep(0.5)
+            stopped.set()
+            feeding.join()
+            expected = _expected_json_outputs(self.bootstrap, source)
+            deadline = time.time() + 60
+            while time.time() < deadline and output_end(self.bootstrap, out)[0] < expected:
+                time.sleep(0.5)
+        finally:
+            first_output.close()
+            stopped.set()
+            query.stop()
+        written = output_end(self.bootstrap, out)[0]
+        timed = _json_latencies(self.bootstrap, source, out, begin, end)
+        latencies = [ms for _, ms in timed]
+        if not latencies:
+            raise RuntimeError("latency_realtime: no output of the records fed in the measured window")
+        _plot_latency(timed, begin, RESULTS / "latency_realtime.png", "latency_realtime")
+        return {
+            "rate": LATENCY_RATE,
+            "checkpoint_interval": REALTIME_CHECKPOINT_INTERVAL,
+            "measured_seconds": LATENCY_SECONDS,
+            "measured_records": len(latencies),
+            "p50_ms": round(_percentile(latencies, 50)),
+            "p99_ms": round(_percentile(latencies, 99)),
+            "max_ms": round(max(latencies)),
+            "inputs_kept": expected,
+            "outputs": written,
+            "lost": max(0, expected - written),
+            "startup_s": round(first_output.at - launched, 1),
+        }
 
     def longbow(self) -> dict:
         """``bench/longbow.py`` as a process of its own, its results into the same directory."""
@@ -500,7 +650,7 @@ class Bench:
             print(f"[bench] {part} took {time.monotonic() - began:.0f} s", flush=True)
 
         for part in throughput:
-            if part in JOBS and WARMUP_RUNS:
+            if (part in JOBS or part in SPARK_KAFKA_PARTS) and WARMUP_RUNS:
                 attempt(part, lambda part=part: self.warm_up(part))
         for round_ in range(RUNS):
             for part in throughput:
@@ -583,6 +733,34 @@ def _read(bootstrap: str, topic: str, message: str, keep: bool = False) -> dict:
         kept = pc.less(batch.column("amount_paid_by_cash"), 500).to_pylist()
         return {s: p for s, p, k in zip(stamps, produced, kept, strict=True) if k}
     return dict(zip(stamps, produced, strict=True))
+
+
+def _json_stamps(bootstrap: str, topic: str, keep: bool = False) -> dict:
+    """``{event time (us): produce time (ms)}`` of every JSON record of ``topic``."""
+    import pandas as pd
+
+    from dagger.devtools.produce import consume_all
+
+    records = consume_all(bootstrap, topic, idle_seconds=3)
+    if not records:
+        return {}
+    frame = pd.DataFrame([json.loads(m.value()) for m in records])
+    stamps = pd.to_datetime(frame["event_timestamp"], utc=True, format="ISO8601").astype("int64") // 1000
+    produced = [m.timestamp()[1] for m in records]
+    kept = frame["amount_paid_by_cash"] < 500 if keep else [True] * len(records)
+    return {int(s): p for s, p, k in zip(stamps, produced, kept, strict=True) if k}
+
+
+def _expected_json_outputs(bootstrap: str, source: str) -> int:
+    return len(_json_stamps(bootstrap, source, keep=True))
+
+
+def _json_latencies(bootstrap: str, source: str, out: str, begin: float, end: float) -> list[tuple[float, float]]:
+    """As :func:`_latencies`, for JSON records."""
+    sent, written = _json_stamps(bootstrap, source), _json_stamps(bootstrap, out)
+    return sorted(
+        (sent[s] / 1000, written[s] - sent[s]) for s in written if s in sent and begin * 1000 <= sent[s] < end * 1000
+    )
 
 
 def _latencies(bootstrap: str, source: str, out: str, begin: float, end: float) -> list[tuple[float, float]]:
@@ -675,7 +853,14 @@ def report(results: dict) -> None:
     def speed(name: str) -> int | None:
         return results.get(name, {}).get("records_per_s")
 
-    for name in ("stateless", "stateless_json", "window"):
+    for name in (
+        "stateless",
+        "stateless_spark",
+        "stateless_json",
+        "stateless_json_out",
+        "stateless_json_spark",
+        "window",
+    ):
         if speed(name) and speed("baseline"):
             results[name]["vs_baseline"] = round(speed(name) / speed("baseline"), 2)
     for peer in ("bytewax", "quix"):
@@ -693,7 +878,10 @@ def report(results: dict) -> None:
 
     rate("baseline", "baseline: confluent-kafka copy loop, 2 processes")
     rate("stateless", "stateless job", "≥ 1.0× baseline")
+    rate("stateless_spark", "stateless, Spark's Kafka source and sink, ptars in mapInArrow")
     rate("stateless_json", "stateless job over JSON input (the same records)")
+    rate("stateless_json_out", "stateless job, JSON in and out")
+    rate("stateless_json_spark", "stateless, JSON in and out, Spark's Kafka source and sink, from_json/to_json")
     rate("window", "1-minute window job", "≥ 1.2× baseline")
     rate("bytewax", "Bytewax, stateless, 2 processes")
     rate("quix", "Quix Streams, stateless, 2 processes")
@@ -702,6 +890,13 @@ def report(results: dict) -> None:
         rows.append(f"| stateless job ÷ Bytewax | {s['vs_bytewax']:.2f}× | ≥ 3× |")
     if "vs_quix" in s:
         rows.append(f"| stateless job ÷ Quix Streams | {s['vs_quix']:.2f}× | ≥ 5× |")
+    rt = results.get("latency_realtime", {})
+    if "p99_ms" in rt:
+        rows.append(
+            f"| stateless, JSON, Spark's connector in real-time mode: latency p50 / p99 at {rt['rate']:,.0f} "
+            f"records/s, records lost | {rt['p50_ms']:,} / {rt['p99_ms']:,} ms, {rt['lost']:,} lost of "
+            f"{rt['inputs_kept']:,} | p50 ≤ 30, p99 ≤ 100 ms, 0 lost |"
+        )
     for part, job, target in (
         ("latency", "stateless job", "p50 ≤ 120, p99 ≤ 250 ms"),
         ("latency_window", "10-s window job, after the window closes", "p99 ≤ 250 ms"),

@@ -158,6 +158,11 @@ def proxied_broker():
 
 
 def _outage_job(broker, stencil, source: str, out: str, **extra) -> dict:
+    """The source reaches the brokers through the proxy, the sink directly: a cut is met by the source's planning
+    (the sink's retries would otherwise absorb it inside a micro-batch, unseen by the source)."""
+    from types import SimpleNamespace
+
+    direct = SimpleNamespace(bootstrap=broker.direct_bootstrap)
     return job(
         stencil,
         [kafka_stream(broker, source, **extra.pop("stream", {}))],
@@ -166,7 +171,7 @@ def _outage_job(broker, stencil, source: str, out: str, **extra) -> dict:
         SPARK_TRIGGER_INTERVAL_MS="500",
         METRIC_PROMETHEUS_PORT="0",
         **extra,
-        **kafka_sink(broker, out, "dagger.examples.BookingSummaryMessage"),
+        **kafka_sink(direct, out, "dagger.examples.BookingSummaryMessage"),
     )
 
 
@@ -244,13 +249,55 @@ def test_brokers_unreachable_past_the_deadline_fail_the_job_naming_them_and_a_re
     assert sum(c - 1 for c in counts.values()) <= 100
 
 
+#: loaded by every Python process of a killed job (driver, source runner, fork server and the workers it forks)
+#: through PYTHONPATH: it marks the start and the end of the two calls the kills aim at in a trace file, and holds
+#: each call for a moment after its start mark, so that a kill sent on seeing the mark lands inside the call
+_TRACE_SITECUSTOMIZE = """
+import os, time
+
+_trace = os.environ.get("DAGGER_TEST_TRACE")
+if _trace:
+    def _mark(what):
+        with open(_trace, "a") as handle:
+            handle.write(f"{what} {os.getpid()} {time.time():.3f}\\n")
+
+    def _wrap(cls, name, label):
+        original = getattr(cls, name)
+
+        def traced(self, *args, **kwargs):
+            _mark(label + "-start")
+            time.sleep(1.5)
+            try:
+                return original(self, *args, **kwargs)
+            finally:
+                _mark(label + "-end")
+
+        setattr(cls, name, traced)
+
+    from dagger.sinks.kafka import _KafkaWriter
+    from dagger.sources.kafka import KafkaStreamReader
+
+    _wrap(KafkaStreamReader, "commit", "commit")
+    _wrap(_KafkaWriter, "flush", "flush")
+"""
+
+
+def _trace_lines(trace) -> list[tuple[str, float]]:
+    if not trace.exists():
+        return []
+    return [(line.split()[0], float(line.split()[2])) for line in trace.read_text().splitlines() if line.strip()]
+
+
 @pytest.mark.long
-def test_the_driver_killed_ten_times_at_random_points_loses_nothing(broker, stencil, topic, tmp_path):
-    """kill -9 of the whole job (driver, its Python workers and data source runners) at random moments — while
-    starting, planning, writing, flushing, committing — then a restart from the checkpoint each time."""
+def test_the_job_killed_ten_times_inside_offset_commits_and_sink_flushes_loses_nothing(
+    broker, stencil, topic, tmp_path
+):
+    """kill -9 of the whole job (driver, its Python workers and data source runners) five times while it commits
+    processed offsets to the consumer group and five times while its Kafka sink flushes a micro-batch's records,
+    each kill shown to have landed inside that call (its start marked, its end never); then a restart from the
+    checkpoint each time, and the output is every record at least once."""
     import collections
     import os
-    import random
     import signal
     import subprocess
     import sys
@@ -271,26 +318,52 @@ def test_the_driver_killed_ten_times_at_random_points_loses_nothing(broker, sten
     )
     config = tmp_path / "job.json"
     config.write_text(json.dumps(data))
-    rng = random.Random(2026)
-    kills = 0
-    for attempt in range(10):
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(_TRACE_SITECUSTOMIZE)
+    trace = tmp_path / "trace.log"
+    env = dict(os.environ, DAGGER_TEST_TRACE=str(trace), PYTHONPATH=os.pathsep.join([str(site), str(ROOT)]))
+    landed: list[str] = []
+    runs = 0
+    for attempt in range(20):
+        if len(landed) == 10:
+            break
+        target = "commit" if landed.count("commit") < 5 else "flush"
         log = tmp_path / f"run-{attempt}.log"
+        launched = time.time()
+        runs += 1
         with open(log, "w") as output:  # its own process group: the JVM and the Python workers die with it
             process = subprocess.Popen(
                 [sys.executable, "-m", "dagger", "run", str(config), "--checkpoint-dir", str(tmp_path / "cp")],
                 cwd=ROOT,
+                env=env,
                 stdout=output,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
             )
-        time.sleep(rng.uniform(4, 16))
-        if process.poll() is not None:
-            raise AssertionError(f"the job ended by itself:\n{log.read_text()[-3000:]}")
-        os.killpg(process.pid, signal.SIGKILL)
+        # kill on the first start mark of the target call in this run (a second one: the first's end was seen)
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline:
+            marks = [(m, t) for m, t in _trace_lines(trace) if t >= launched and m.startswith(target)]
+            if marks and marks[-1][0] == f"{target}-start":
+                os.killpg(process.pid, signal.SIGKILL)
+                killed_at = time.time()
+                break
+            if process.poll() is not None:
+                raise AssertionError(f"the job ended by itself:\n{log.read_text()[-3000:]}")
+            time.sleep(0.02)
+        else:
+            os.killpg(process.pid, signal.SIGKILL)
+            raise AssertionError(f"no {target} began within 180 s:\n{log.read_text()[-3000:]}")
         process.wait(30)
-        kills += 1
+        time.sleep(1)  # a worker that outlived the driver for a moment would have marked its end by now
+        after = [m for m, t in _trace_lines(trace) if t >= launched and m.startswith(target)]
+        if after[-1] == f"{target}-start":  # its end never came: the kill landed inside the call
+            landed.append(target)
+        assert killed_at - launched < 180
+    assert landed == ["commit"] * 5 + ["flush"] * 5, landed
     result = dagger("run", str(config), "--checkpoint-dir", str(tmp_path / "cp"), "--available-now")
     assert result.returncode == 0, result.stderr[-3000:]
     counts = collections.Counter(_orders(broker.bootstrap, out))
     assert set(counts) == {f"order-{i}" for i in range(total)}  # nothing lost
-    assert sum(c - 1 for c in counts.values()) <= kills * per_batch  # at most the running micro-batch per kill
+    assert sum(c - 1 for c in counts.values()) <= runs * per_batch  # at most the running micro-batch per kill

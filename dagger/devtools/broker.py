@@ -147,7 +147,9 @@ class Broker:
     """Apache Kafka, one node in KRaft mode; use as a context manager or call :meth:`start` / :meth:`stop`.
 
     ``advertised_port`` is where clients are told to connect (a fault proxy in front of the broker); the broker's
-    own port if None."""
+    own port if None. A broker behind such a proxy also serves a second plaintext listener advertised as itself,
+    ``direct_bootstrap``, for clients that must not go through the proxy (a job's sink while its source's
+    brokers are cut)."""
 
     def __init__(
         self,
@@ -161,6 +163,8 @@ class Broker:
         self.controller_port = free_port()
         self.advertised_port = advertised_port or self.port
         self.bootstrap = f"127.0.0.1:{self.advertised_port}"
+        self.direct_port = free_port() if self.advertised_port != self.port else None
+        self.direct_bootstrap = f"127.0.0.1:{self.direct_port or self.port}"
         self.listener = listener
         if listener is not None and not listener.port:
             listener.port = free_port()
@@ -174,6 +178,10 @@ class Broker:
         listeners = {"PLAINTEXT": self.port, "CONTROLLER": self.controller_port}
         protocols = {"PLAINTEXT": "PLAINTEXT", "CONTROLLER": "PLAINTEXT"}
         advertised = [f"PLAINTEXT://127.0.0.1:{self.advertised_port}"]
+        if self.direct_port is not None:
+            listeners["DIRECT"] = self.direct_port
+            protocols["DIRECT"] = "PLAINTEXT"
+            advertised.append(f"DIRECT://127.0.0.1:{self.direct_port}")
         if self.listener is not None:
             listeners["SECURE"] = self.listener.port
             protocols["SECURE"] = self.listener.protocol

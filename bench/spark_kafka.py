@@ -1,0 +1,137 @@
+"""The benchmark's stateless workload written on Spark's own Kafka connector (spark-sql-kafka-0-10), as a Spark
+user would write it: Spark's Kafka source, the records decoded, the SQL, the records encoded, Spark's Kafka sink.
+
+* protobuf: decoded and encoded by ptars in ``mapInArrow`` (the same decoder and encoder our jobs use), since
+  Maven Central serves no spark-protobuf (``from_protobuf``/``to_protobuf``);
+* JSON: ``from_json`` and ``to_json``, so nothing leaves the JVM.
+
+Used by ``bench/streaming.py`` (parts ``stateless_spark`` and ``stateless_json_spark``) and
+``bench/realtime.py``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+INPUT_MESSAGE = "dagger.examples.BookingLogMessage"
+OUTPUT_MESSAGE = "dagger.examples.BookingSummaryMessage"
+ROWTIME_FIELD = 5  # event_timestamp
+
+
+def kafka_source(spark: Any, bootstrap: str, topic: str, **options: str) -> Any:
+    reader = (
+        spark.readStream.format("kafka")
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("subscribe", topic)
+        .option("startingOffsets", "earliest")
+    )
+    for key, value in options.items():
+        reader = reader.option(key, value)
+    return reader.load()
+
+
+def json_spark_schema(json_schema: dict) -> Any:
+    """The Spark schema of the JSON records (the table's columns without the validity flag and rowtime)."""
+    from pyspark.sql.types import StructType
+
+    from dagger.serde.json_decode import JsonDecoder
+
+    decoder = JsonDecoder(json.dumps(json_schema), "event_timestamp", "rowtime", None)
+    return StructType([f for f in decoder.spark_schema.fields if f.name in json_schema.get("properties", {})])
+
+
+def decoded_table(spark: Any, records: Any, descriptors: bytes | None, json_schema: dict | None) -> Any:
+    """``records`` (Spark's Kafka source) as the table ``data_stream_0``."""
+    from pyspark.sql import functions as F
+
+    if json_schema is not None:
+        schema = json_spark_schema(json_schema)
+        return records.select(F.from_json(F.col("value").cast("string"), schema).alias("r")).select("r.*")
+    spark_schema = _proto_decoder(descriptors).spark_schema
+
+    def decode(batches):  # noqa: ANN001, ANN202 - runs on executors
+        decoder = _proto_decoder(descriptors)
+        for batch in batches:
+            yield decoder.decode(batch.column("value")).batch
+
+    return records.select("value").mapInArrow(decode, spark_schema)
+
+
+def encoded(result: Any, descriptors: bytes | None) -> Any:
+    """``result`` as Spark's Kafka sink takes it: one ``value`` column."""
+    from pyspark.sql import functions as F
+
+    if descriptors is None:
+        return result.select(F.to_json(F.struct(*result.columns)).alias("value"))
+
+    def encode(batches):  # noqa: ANN001, ANN202 - runs on executors
+        import pyarrow as pa
+
+        encoder = _proto_encoder(descriptors)
+        for batch in batches:
+            yield pa.RecordBatch.from_arrays([encoder.encode(batch)], names=["value"])
+
+    return result.mapInArrow(encode, "value binary")
+
+
+def stateless_query(
+    spark: Any,
+    bootstrap: str,
+    source: str,
+    out: str,
+    sql: str,
+    checkpoint: str,
+    descriptors: bytes | None = None,
+    json_schema: dict | None = None,
+    real_time: str | None = None,
+    source_options: dict[str, str] | None = None,
+) -> Any:
+    """Start the query: ``availableNow`` by default, Spark's real-time trigger with ``real_time`` (a checkpoint
+    interval such as ``"5 seconds"``; update mode, as real-time mode requires)."""
+    table = decoded_table(
+        spark, kafka_source(spark, bootstrap, source, **(source_options or {})), descriptors, json_schema
+    )
+    view = f"data_stream_0_{abs(hash((source, out))) % 10**8}"
+    table.createOrReplaceTempView(view)
+    result = spark.sql(sql.replace("data_stream_0", view))
+    writer = (
+        encoded(result, descriptors)
+        .writeStream.format("kafka")
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("topic", out)
+        .option("checkpointLocation", checkpoint)
+    )
+    if real_time is not None:
+        return writer.outputMode("update").trigger(realTime=real_time).start()
+    return writer.trigger(availableNow=True).start()
+
+
+_CACHE: dict[str, Any] = {}
+
+
+def _proto_decoder(descriptors: bytes) -> Any:
+    if "decoder" not in _CACHE:
+        from dagger.schema.registry import build_pool
+        from dagger.serde.decode import ProtoDecoder
+
+        descriptor = _pool(descriptors, build_pool).FindMessageTypeByName(INPUT_MESSAGE)
+        _CACHE["decoder"] = ProtoDecoder(descriptor, ROWTIME_FIELD)
+    return _CACHE["decoder"]
+
+
+def _proto_encoder(descriptors: bytes) -> Any:
+    if "encoder" not in _CACHE:
+        from dagger.schema.registry import build_pool
+        from dagger.serde.encode import ProtoEncoder
+
+        _CACHE["encoder"] = ProtoEncoder(_pool(descriptors, build_pool).FindMessageTypeByName(OUTPUT_MESSAGE))
+    return _CACHE["encoder"]
+
+
+def _pool(descriptors: bytes, build_pool: Any) -> Any:
+    if "pool" not in _CACHE:
+        from google.protobuf import descriptor_pb2
+
+        _CACHE["pool"] = build_pool(descriptor_pb2.FileDescriptorSet.FromString(descriptors))
+    return _CACHE["pool"]
