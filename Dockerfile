@@ -12,14 +12,15 @@ ARG PYTHON_IMAGE=python:3.11-slim-bookworm
 FROM ${PYTHON_IMAGE} AS build
 # hadolint ignore=DL3008
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends gcc libc6-dev make \
+    && apt-get install -y --no-install-recommends gcc libc6-dev make maven \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY pyproject.toml README.md Makefile ./
 COPY dagger ./dagger
 COPY udfs ./udfs
 # the package and its runtime extras in /opt/dagger/venv, the Kafka helper built into /opt/dagger/native,
-# the spark-submit entry file at /opt/dagger/entry.py; then a smoke test of all three
+# the spark-submit entry file at /opt/dagger/entry.py, Spark's Kafka connector and spark-avro (Maven Central) in
+# /opt/dagger/jars; then a smoke test
 RUN make image-root IMAGE_ROOT=/opt/dagger PYTHON=python3.11
 
 FROM ${PYTHON_IMAGE}
@@ -39,6 +40,7 @@ ENV PATH=/opt/dagger/venv/bin:$PATH \
     SPARK_HOME=/opt/dagger/venv/lib/python3.11/site-packages/pyspark \
     PYSPARK_PYTHON=/opt/dagger/venv/bin/python \
     DAGGER_NATIVE_CACHE=/opt/dagger/native \
+    DAGGER_JARS=/opt/dagger/jars \
     DAGGER_CLASS_CACHE=read \
     TZ=UTC \
     PYTHONUNBUFFERED=1

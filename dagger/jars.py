@@ -75,7 +75,11 @@ def pyspark_jars() -> Path:
 
 
 def connector_jars() -> list[str] | None:
-    """The cached connector jars for the installed Spark, or None when ``make install`` has not fetched them."""
+    """The connector jars: ``DAGGER_JARS`` (a directory, the image's ``/opt/dagger/jars``), else the cache for
+    the installed Spark; None when neither holds them (``make install`` fetches them)."""
+    given = os.environ.get("DAGGER_JARS")
+    if given and Path(given, ".complete").exists():
+        return sorted(str(j) for j in Path(given).glob("*.jar"))
     folder = spark_jars_dir()
     if not (folder / ".complete").exists():
         return None

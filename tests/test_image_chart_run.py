@@ -1,5 +1,5 @@
 """The image's build steps, and the chart's local mode run for real: what the chart renders, in the image's
-environment, against the embedded broker.
+environment, against Apache Kafka.
 
 There is no Docker engine or cluster here, so the image is built the way its Dockerfile builds it (``make
 image-root``, the target the Dockerfile's build stage runs) into a temporary ``/opt/dagger``, with the final
@@ -60,7 +60,10 @@ def test_the_image_root_holds_the_venv_the_prebuilt_helper_and_the_entry(image_r
     assert (image_root / "entry.py").read_text() == (ROOT / "dagger" / "entry.py").read_text()
     assert list((image_root / "native").glob("arrow_kafka-*.so")), "the Kafka helper was not built at build time"
     assert list((image_root / "native").glob("worker-python-*")), "the worker launcher was not written at build time"
+    jars = {j.name.rsplit("-", 1)[0] for j in (image_root / "jars").glob("*.jar")}
+    assert {"spark-sql-kafka-0-10_2.13", "spark-avro_2.13", "kafka-clients", "commons-pool2"} <= jars, jars
     env = dockerfile_env(image_root)
+    assert env["DAGGER_JARS"] == str(image_root / "jars")
     assert Path(env["SPARK_HOME"], "bin", "spark-submit").exists()  # SPARK_HOME is the image's pyspark
     assert Path(env["PYSPARK_PYTHON"]).exists() and Path(env["JAVA_HOME"], "bin", "java").exists()
     version = subprocess.run(

@@ -62,14 +62,18 @@ def cluster(tmp_path_factory):
 
 
 def _submit_command(cluster, dist, config: str, *args: str) -> tuple[list[str], dict]:
-    """The README's cluster command: spark-submit in client mode, the packed environment through --archives,
-    PYSPARK_PYTHON=./environment/bin/python (a path that exists on the executors only)."""
+    """The README's cluster command: spark-submit in client mode, Spark's connectors as --packages (resolved from
+    Maven Central by Spark), the packed environment through --archives, PYSPARK_PYTHON=./environment/bin/python
+    (a path that exists on the executors only)."""
+    from dagger import jars
     from dagger.devtools.cluster import spark_home
 
     command = [
         os.path.join(os.path.dirname(sys.executable), "spark-submit"),
         "--master",
         cluster.url,
+        "--packages",
+        ",".join(jars.spark_packages()),
         "--archives",
         f"{dist / 'dagger_env.tar.gz'}#environment",
         str(ROOT / "dagger" / "entry.py"),

@@ -61,11 +61,15 @@ app.kubernetes.io/component: driver
 {{- end }}
 {{- end }}
 
-{{/* Spark settings of every mode: the user's. */}}
+{{/* Spark settings of every mode: the image's connector jars (Spark's Kafka connector, spark-avro) on the class
+path of drivers and executors started from it, then the user's. */}}
 {{- define "dagger.sparkConf" -}}
 {{- $conf := dict }}
 {{- if eq .Values.mode "local" }}
 {{- $_ := set $conf "spark.driver.memory" (toString .Values.spark.driver.memory) }}
+{{- else }}
+{{- $_ := set $conf "spark.driver.extraClassPath" "/opt/dagger/jars/*" }}
+{{- $_ := set $conf "spark.executor.extraClassPath" "/opt/dagger/jars/*" }}
 {{- end }}
 {{- range $key, $value := .Values.spark.conf }}
 {{- $_ := set $conf $key (toString $value) }}
