@@ -52,7 +52,8 @@ quickstart: install ## broker + descriptor server + sample bookings + configs/qu
 	$(PY) scripts/quickstart.py
 
 # pytest workers: three were tried on the two cores (many tests wait on subprocesses, servers and
-# micro-batch triggers): 18:52-23:07, but 2 of 5 runs failed a test under that load; two took 22:16, 22:47
+# micro-batch triggers), but 2 of 5 runs failed a test under that load; two took 22:16, 22:47 on tansu and
+# 14:24-15:38 on Apache Kafka (2026-11-26)
 TEST_WORKERS ?= 2
 test: install test-servers ## lint, then the whole suite (unit + integration against a real broker and Spark)
 	$(VENV)/bin/ruff check dagger udfs tests scripts bench
