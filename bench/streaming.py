@@ -111,7 +111,7 @@ JOB_CONF = json.loads(os.environ.get("BENCH_JOB_CONF", "{}"))
 #: the stateless workload on Spark's own Kafka source and sink (raw PySpark in the benchmark's session)
 SPARK_KAFKA_PARTS = ("stateless_spark", "stateless_json_spark")
 #: the real-time trigger's interval: a checkpoint interval, not a latency (Spark's minimum is 5 s)
-REALTIME_CHECKPOINT_INTERVAL = os.environ.get("BENCH_REALTIME_CHECKPOINT", "5 seconds")
+REALTIME_CHECKPOINT_INTERVAL = os.environ.get("BENCH_REALTIME_CHECKPOINT", "30 seconds")
 THROUGHPUT = (
     "baseline",
     "stateless",
