@@ -311,3 +311,76 @@ def test_a_wrong_password_ends_in_one_clear_last_line_naming_the_stream_and_the_
     assert "stream 'data_stream_0'" in last and f"cannot list topics on {secured.bootstrap}" in last, last
     assert "Authentication failed" in last and "SOURCE_KAFKA_CONSUMER_CONFIG_SASL_JAAS_CONFIG" in last, last
     assert "not-the-password" not in output and PASSWORD not in output
+
+
+def test_a_refused_sink_login_ends_the_job_at_start_naming_the_producer_config(stencil, tmp_path):
+    """The sink's producer would retry a refused login until message.timeout.ms (five minutes): the job checks
+    the sink's login at start and ends at once, its last line naming the key."""
+    import time
+
+    with Secured(None, sasl=True) as secured:
+        source, out = secured.topic("sink-pw-in"), secured.topic("sink-pw-out")
+        secured.produce(source, bookings(3, START))
+        plaintext = type("Plain", (), {"bootstrap": secured.broker.bootstrap})
+        producer = {
+            "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanism": "SCRAM-SHA-256",
+            "sasl.username": USER,
+            "sasl.password": "not-the-password",
+        }
+        data = job(
+            stencil,
+            [kafka_stream(plaintext, source)],
+            "SELECT order_number FROM data_stream_0",
+            **_secured_sink(secured, out, producer),
+        )
+        path = tmp_path / "job.json"
+        path.write_text(json.dumps(data))
+        began = time.monotonic()
+        done = dagger("run", str(path), "--available-now", "--checkpoint-dir", str(tmp_path / "cp"), timeout=240)
+        took = time.monotonic() - began
+    output = done.stdout + done.stderr
+    assert done.returncode == 1, output[-3000:]
+    last = done.stderr.strip().splitlines()[-1]
+    assert f"SINK_KAFKA_BROKERS {secured.bootstrap}: the brokers refused the sink's connection" in last, last
+    assert "Authentication failed" in last and "SINK_KAFKA_PRODUCER_CONFIG" in last, last
+    assert "not-the-password" not in output and PASSWORD not in output
+    assert took < 120, took  # not the producer's five-minute delivery timeout
+
+
+def test_sparks_own_kafka_connector_reads_and_writes_through_sasl_ssl(spark, tmp_path, ca):
+    """Spark's Kafka source and sink (spark-sql-kafka-0-10, fetched by make install) log in with SCRAM over TLS,
+    the trust store a JKS file, as a Spark user configures them (kafka.* options)."""
+    truststore = ca.truststore("JKS", STORE_PASSWORD)
+    with Secured(ca, sasl=True) as secured:
+        source, out = secured.topic("spark-in"), secured.topic("spark-out")
+        secured.produce(source, bookings(20, START))
+        security = {
+            "kafka.security.protocol": "SASL_SSL",
+            "kafka.sasl.mechanism": "SCRAM-SHA-512",
+            "kafka.sasl.jaas.config": (
+                f'org.apache.kafka.common.security.scram.ScramLoginModule required username="{USER}" '
+                f'password="{PASSWORD}";'
+            ),
+            "kafka.ssl.truststore.location": str(truststore),
+            "kafka.ssl.truststore.type": "JKS",
+            "kafka.ssl.truststore.password": STORE_PASSWORD,
+        }
+        reader = spark.readStream.format("kafka").option("kafka.bootstrap.servers", secured.bootstrap)
+        records = reader.option("subscribe", source).option("startingOffsets", "earliest").options(**security).load()
+        query = (
+            records.select("value")
+            .writeStream.format("kafka")
+            .option("kafka.bootstrap.servers", secured.bootstrap)
+            .option("topic", out)
+            .options(**security)
+            .option("checkpointLocation", str(tmp_path / "cp"))
+            .trigger(availableNow=True)
+            .start()
+        )
+        query.awaitTermination(180)
+        assert query.exception() is None, query.exception()
+        written = sum(s["numOutputRows"] for s in [p["sink"] for p in query.recentProgress] if "numOutputRows" in s)
+        rows = secured.read(out, 20)
+    assert len(rows) == 20 == written
+    assert sorted(r.value() for r in rows) == sorted(bookings(20, START))

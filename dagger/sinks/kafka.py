@@ -331,6 +331,45 @@ class KafkaSink(Sink):
     def writer(self, partition_id: int, batch_id: int) -> SinkWriter:
         return _KafkaWriter(self, partition_id, batch_id)
 
+    def prepare(self, timeout_s: float = 10.0) -> None:
+        """At start, on the driver: the brokers must not refuse the sink's login or TLS handshake. A refusal ends
+        the job at once with its reason (a producer would retry it until ``message.timeout.ms``, five minutes by
+        default); brokers that do not answer yet are left to the producers' retries, as an outage mid-run is."""
+        import time
+
+        from confluent_kafka import KafkaError, KafkaException, Producer
+
+        from dagger.kafka_logging import quiet
+        from dagger.sinks.kafka_batch import _PYTHON_CLIENT_ONLY
+
+        refused: list[str] = []
+
+        def on_error(error: Any) -> None:
+            if error.code() in (KafkaError._AUTHENTICATION, KafkaError._SSL, KafkaError.SASL_AUTHENTICATION_FAILED):
+                refused.append(error.str())
+
+        config = {k: v for k, v in self.producer_config.items() if k not in _PYTHON_CLIENT_ONLY}
+        producer = Producer(quiet({**config, "error_cb": on_error}))
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline and not refused:
+            try:
+                producer.list_topics(timeout=1.0)
+                break
+            except KafkaException:
+                producer.poll(0)  # hands the error callbacks over
+        producer.poll(0)
+        if refused:
+            text = refused[0].lower()
+            hint = (
+                "sasl.username and sasl.password (and sasl.mechanism)"
+                if "authentication" in text or "sasl" in text
+                else "ssl.ca.location and the ssl.* settings"
+            )
+            raise SinkError(
+                f"SINK_KAFKA_BROKERS {self.producer_config.get('bootstrap.servers')}: the brokers refused the "
+                f"sink's connection: {refused[0]} (check SINK_KAFKA_PRODUCER_CONFIG's {hint})"
+            )
+
     def commit(self, results: list[Any], batch_id: int) -> None:
         import logging
 
