@@ -83,6 +83,12 @@ def _parser() -> argparse.ArgumentParser:
         help="process everything the sources hold now, emit every event-time window the watermark closes, exit 0",
     )
     run.add_argument(
+        "--real-time",
+        action="store_true",
+        help="Spark's real-time mode (SPARK_TRIGGER_MODE=real-time): milliseconds of latency for JSON Kafka "
+        "streams, a stateless SQL and one JSON Kafka sink; refused with the reasons otherwise",
+    )
+    run.add_argument(
         "--checkpoint-dir", metavar="DIR", help="checkpoint directory (overrides SPARK_CHECKPOINT_LOCATION)"
     )
     run.add_argument(
@@ -302,6 +308,8 @@ def main(argv: list[str] | None = None) -> int:
         from dagger.config import load_config
         from dagger.config.arguments import parse_arguments
 
+        if getattr(args, "real_time", False):
+            args.overrides.append("SPARK_TRIGGER_MODE=real-time")
         config = load_config(args.config, args.overrides, arguments=parse_arguments(config_tokens, os.environ))
         if args.command == "validate":
             return _validate(config)

@@ -122,6 +122,8 @@ class StreamManager:
         self.functions_used: list[str] = []
         self._store = None
         self.bounded = self._is_bounded()
+        #: Spark's real-time mode: streams read by Spark's Kafka source, one Kafka sink (dagger.realtime)
+        self.real_time = config.SPARK_TRIGGER_MODE == "real-time"
         #: while this file exists, live sources admit no new input (:meth:`hold_input`)
         self.hold_file = str(Path(tempfile.gettempdir()) / f"dagger-hold-{config.job_slug}-{uuid.uuid4().hex[:8]}")
 
@@ -282,7 +284,12 @@ class StreamManager:
             filtered_later = filters_invalid_records(self.config, stream.INPUT_SCHEMA_TABLE)
             if filtered_later:
                 stream = source_of(stream).passing_invalid_records(stream)
-            df = source_of(stream).build(self.spark, stream, self.config, self.descriptors, options)
+            if self.real_time and not _realtime_stream_refusals(stream):
+                from dagger import realtime
+
+                df = realtime.json_stream(self.spark, stream, rowtime)
+            else:
+                df = source_of(stream).build(self.spark, stream, self.config, self.descriptors, options)
             tables[stream.INPUT_SCHEMA_TABLE] = df.schema
             if stream.INPUT_SCHEMA_TABLE in options.fields:
                 from dagger.serde.formats import stream_table
@@ -489,6 +496,13 @@ class StreamManager:
             )
         plan.output_mode = "batch (bounded input)" if self.bounded else self._output_mode(df)
         plan.sinks = self.sinks()
+        if self.real_time:
+            from dagger import realtime
+            from dagger.sql.rewrite import reads_event_time
+
+            refused = realtime.refusals(self.config, self.bounded, self.available_now, reads_event_time(rewritten), df)
+            plan.problems.extend(f"SPARK_TRIGGER_MODE=real-time: {why}" for why in refused)
+            plan.output_mode = "update (real-time mode)"
         # VARIANT columns (untyped lookup outputs) take their values' type per batch: checked when written
         arrow_schema = without_variants(to_arrow_schema(df.schema, timezone="UTC"))
         for sink in plan.sinks:
@@ -550,7 +564,8 @@ class StreamManager:
 
         plan = self.planned = plan or self.plan()
         if plan.problems:
-            raise DaggerConfigError("the SQL output does not fit the sink:\n  - " + "\n  - ".join(plan.problems))
+            what = "the job cannot run" if self.real_time else "the SQL output does not fit the sink"
+            raise DaggerConfigError(f"{what}:\n  - " + "\n  - ".join(plan.problems))
         from dagger.session_tuning import tune
 
         tune(self.spark, self.config, self.store.local, self._processor_settings)
@@ -573,6 +588,19 @@ class StreamManager:
             self.store, snapshot(self.descriptors.sha256, plan.tables), referenced_columns(plan.rewritten_sql)
         )
         keep_copy(self.store, self.descriptors.sha256, self.descriptors.blobs)
+        if self.real_time:
+            from dagger import realtime
+
+            log.info(
+                "starting %r in real-time mode: %d stream(s) by Spark's Kafka source -> %s, checkpoint every %d ms, %s",
+                self.config.FLINK_JOB_ID,
+                len(plan.tables),
+                "; ".join(s.describe() for s in plan.sinks),
+                self.config.SPARK_REALTIME_CHECKPOINT_INTERVAL_MS,
+                self.checkpoint,
+            )
+            self.query = realtime.start(plan.dataframe, self.config, self.checkpoint, self.config.job_slug)
+            return self.query
         self._prepare_sinks(plan.sinks)
         sinks = encode_sinks(plan.sinks)
         writer = plan.dataframe.writeStream.option("checkpointLocation", self.checkpoint).outputMode(plan.output_mode)
@@ -685,6 +713,12 @@ class StreamManager:
             by_source.setdefault(id(source), (source, []))[1].append(stream)
         for source, streams in by_source.values():
             source.finish(query.lastProgress or {}, streams, self.config)
+
+
+def _realtime_stream_refusals(stream: Any) -> list[str]:
+    from dagger.realtime import stream_refusals
+
+    return stream_refusals(stream)
 
 
 def _first_line(exc: BaseException) -> str:

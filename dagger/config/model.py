@@ -636,6 +636,18 @@ class JobConfig(_Strict):
     SPARK_TRIGGER_INTERVAL_MS: int = Field(
         0, ge=0, description="Micro-batch trigger interval; 0 starts the next batch as soon as one ends."
     )
+    SPARK_TRIGGER_MODE: Literal["micro-batch", "real-time"] = Field(
+        "micro-batch",
+        description="`micro-batch`, or `real-time`: Spark's real-time mode (`dagger run --real-time`), records "
+        "processed as they arrive (milliseconds) for the jobs it can run: JSON Kafka streams, a stateless SQL, one "
+        "JSON Kafka sink, no Python. `dagger validate` names what keeps a job out (docs/realtime.md).",
+    )
+    SPARK_REALTIME_CHECKPOINT_INTERVAL_MS: int = Field(
+        30_000,
+        ge=5_000,
+        description="Real-time mode: how often offsets and progress are committed (not a latency). A failure "
+        "replays the records since the last commit; each commit pauses the stream briefly.",
+    )
     SPARK_MAX_RECORDS_PER_TRIGGER: int | None = Field(
         5_000_000,
         gt=0,

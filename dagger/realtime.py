@@ -1,0 +1,184 @@
+"""Spark's real-time mode for the jobs that can run in it (``SPARK_TRIGGER_MODE=real-time``, ``dagger run
+--real-time``): see docs/realtime.md.
+
+Real-time mode takes Spark's Kafka source and sink and no Python in the query, and on Spark 4.2 stateless
+queries only. Such a job's streams are read by Spark's Kafka source and decoded by ``from_json`` (JSON streams;
+protobuf is decoded by ptars in Python workers, since Maven Central serves no spark-protobuf), and its one Kafka
+sink writes ``to_json`` through Spark's Kafka sink. :func:`refusals` names whatever keeps a job out.
+
+Runs on the driver (planning); the query then runs in the JVM alone.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from dagger.serde.types import VALIDITY_COLUMN
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from dagger.config.model import JobConfig, StreamConfig
+
+#: plan nodes that run Python: real-time mode's operator allowlist has none of them
+_PYTHON_NODES = ("PythonUDF", "BatchEvalPython", "ArrowEvalPython", "MapInArrow", "MapInPandas", "PythonMapIn")
+
+
+def stream_refusals(stream: StreamConfig) -> list[str]:
+    """Why ``stream`` cannot be read in real-time mode (empty: it can)."""
+    from dagger.registry.sources import source_of
+    from dagger.sources.kafka_stream import KafkaSource
+
+    table = stream.INPUT_SCHEMA_TABLE
+    if not isinstance(source_of(stream), KafkaSource):
+        return [f"STREAMS[{table}]: real-time mode reads Kafka streams only (Spark's Kafka source)"]
+    out = []
+    if stream.INPUT_DATATYPE != "JSON":
+        out.append(
+            f"STREAMS[{table}]: INPUT_DATATYPE={stream.INPUT_DATATYPE} is decoded by ptars in Python workers, and "
+            "real-time mode runs no Python (Spark's JVM protobuf decoder, spark-protobuf, is not served by Maven "
+            "Central); INPUT_DATATYPE=JSON streams are decoded in the JVM"
+        )
+    policy = stream.settings.SOURCE_KAFKA_INVALID_RECORD_POLICY
+    if policy == "dead-letter":
+        out.append(
+            f"STREAMS[{table}]: SOURCE_KAFKA_INVALID_RECORD_POLICY=dead-letter writes a second output, and a "
+            "real-time query has one sink; use fail or drop"
+        )
+    return out
+
+
+def refusals(config: JobConfig, bounded: bool, available_now: bool, reads_event_time: bool, df: Any) -> list[str]:
+    """Why the job cannot run in real-time mode, each naming what to change (empty: it can)."""
+    out: list[str] = []
+    if bounded or available_now:
+        out.append("real-time mode runs unbounded streams: not with --available-now, --from/--to or ending offsets")
+    for stream in config.STREAMS:
+        out.extend(stream_refusals(stream))
+    if reads_event_time:
+        out.append(
+            "the SQL groups, joins, windows or deduplicates: Spark 4.2's real-time mode runs stateless queries only "
+            "(projections, filters, unions, broadcast joins with static tables; Spark 4.3 adds aggregations)"
+        )
+    if config.PROCESSOR_PREPROCESSOR_ENABLE or config.PROCESSOR_POSTPROCESSOR_ENABLE:
+        out.append("pre- and post-processors run in Python workers; real-time mode runs no Python")
+    plan = df._jdf.queryExecution().optimizedPlan().toString() if df is not None else ""
+    python = sorted({node for node in _PYTHON_NODES if node in plan})
+    if python:
+        out.append(f"the query runs Python ({', '.join(python)}: a Python UDF or Longbow); real-time mode runs none")
+    sinks = config.sink_configs
+    if len(sinks) != 1 or sinks[0][1].SINK_TYPE != "kafka":
+        out.append("real-time mode writes one Kafka sink (SINK_TYPE=kafka); SINKS with several, or other types, no")
+    else:
+        sink = sinks[0][1].settings
+        if sink.SINK_KAFKA_DATA_TYPE != "JSON":
+            out.append(
+                "SINK_KAFKA_DATA_TYPE=PROTO is encoded by ptars in Python workers; real-time mode writes "
+                "SINK_KAFKA_DATA_TYPE=JSON (to_json in the JVM)"
+            )
+        if sink.SINK_KAFKA_JSON_SCHEMA:
+            out.append("SINK_KAFKA_JSON_SCHEMA shapes records in Python; leave it out in real-time mode")
+    return out
+
+
+def _kafka_options(stream: StreamConfig) -> dict[str, str]:
+    """Spark's Kafka source options from a stream's keys: Dagger's ``SOURCE_KAFKA_CONSUMER_CONFIG_*`` are Kafka's
+    Java client settings, which Spark's source takes as ``kafka.<setting>``."""
+    from dagger.sources.kafka_positions import start_position
+
+    s = stream.settings
+    options = {
+        "kafka.bootstrap.servers": s.SOURCE_KAFKA_CONSUMER_CONFIG_BOOTSTRAP_SERVERS,
+        "subscribePattern": s.SOURCE_KAFKA_TOPIC_NAMES,
+        "includeHeaders": "false",
+    }
+    prefix = "SOURCE_KAFKA_CONSUMER_CONFIG_"
+    for key in sorted(type(s).model_fields):
+        value = getattr(s, key)
+        if not key.startswith(prefix) or value in (None, ""):
+            continue
+        name = key[len(prefix) :].lower().replace("_", ".")
+        if name.startswith(("security.", "sasl.", "ssl.")):
+            options[f"kafka.{name}"] = str(value)
+    for key, value in s.SOURCE_KAFKA_CONSUMER_ADDITIONAL_CONFIGURATIONS.items():
+        options[f"kafka.{key}"] = str(value)
+    position = start_position(stream)
+    if position.kind == "timestamp":
+        options["startingTimestamp"] = str(position.timestamp_ms)
+    elif position.kind == "offsets":
+        import json
+
+        options["startingOffsets"] = json.dumps(position.offsets)
+    elif position.kind in ("earliest", "latest"):
+        options["startingOffsets"] = position.kind
+    else:  # group: Spark's source keeps offsets in the checkpoint only; a new query starts as auto.offset.reset
+        options["startingOffsets"] = s.SOURCE_KAFKA_CONSUMER_CONFIG_AUTO_OFFSET_RESET
+    return options
+
+
+def json_stream(spark: SparkSession, stream: StreamConfig, rowtime: str) -> DataFrame:
+    """A JSON stream read by Spark's Kafka source: the table's columns (the JSON Schema's properties, the validity
+    flag, rowtime), decoded by ``from_json``; an undecodable record fails the query naming topic, partition and
+    offset (``fail``), or is marked invalid (``drop``)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import TimestampType
+
+    from dagger.serde.json_schema import json_struct
+
+    key = f"STREAMS[{stream.INPUT_SCHEMA_TABLE}].INPUT_SCHEMA_JSON_SCHEMA"
+    record = json_struct(stream.format.INPUT_SCHEMA_JSON_SCHEMA or "", key)
+    reader = spark.readStream.format("kafka")
+    for name, value in _kafka_options(stream).items():
+        reader = reader.option(name, value)
+    raw = reader.load()
+    parsed = raw.select(
+        F.from_json(F.col("value").cast("string"), record, {"mode": "PERMISSIVE"}).alias("r"),
+        "topic",
+        "partition",
+        "offset",
+    )
+    time_field = stream.format.INPUT_SCHEMA_JSON_EVENT_TIMESTAMP_FIELD_NAME
+    valid = F.col("r").isNotNull()
+    if time_field:
+        valid = valid & F.col(f"r.`{time_field}`").isNotNull()
+    if stream.settings.SOURCE_KAFKA_INVALID_RECORD_POLICY == "fail":
+        message = F.concat(
+            F.lit(f"stream '{stream.INPUT_SCHEMA_TABLE}': record at topic "),
+            F.col("topic"),
+            F.lit(" partition "),
+            F.col("partition").cast("string"),
+            F.lit(" offset "),
+            F.col("offset").cast("string"),
+            F.lit(
+                " cannot be decoded as JSON of INPUT_SCHEMA_JSON_SCHEMA. Set SOURCE_KAFKA_INVALID_RECORD_POLICY to "
+                "'drop' to keep the job running past undecodable records."
+            ),
+        )
+        parsed = parsed.where(F.assert_true(valid, message).isNull())
+    columns = [F.col(f"r.`{f.name}`").alias(f.name) for f in record.fields]
+    if time_field is None:
+        event = F.lit(None).cast(TimestampType())
+    elif isinstance(record[time_field].dataType, TimestampType):
+        event = F.col(f"r.`{time_field}`")
+    else:  # a number of epoch seconds, as Dagger reads one
+        event = F.timestamp_micros((F.col(f"r.`{time_field}`") * 1_000_000).cast("long"))
+    return parsed.select(*columns, F.coalesce(valid, F.lit(False)).alias(VALIDITY_COLUMN), event.alias(rowtime))
+
+
+def start(df: DataFrame, config: JobConfig, checkpoint: str, name: str) -> Any:
+    """The query: ``to_json`` of every output column into Spark's Kafka sink, Spark's real-time trigger."""
+    from pyspark.sql import functions as F
+
+    sink = config.sink_configs[0][1].settings
+    writer = (
+        df.select(F.to_json(F.struct(*[F.col(f"`{c}`") for c in df.columns])).alias("value"))
+        .writeStream.format("kafka")
+        .queryName(name)
+        .option("kafka.bootstrap.servers", sink.SINK_KAFKA_BROKERS)
+        .option("topic", sink.SINK_KAFKA_TOPIC)
+        .option("checkpointLocation", checkpoint)
+        .outputMode("update")
+    )
+    for key, value in sink.SINK_KAFKA_PRODUCER_CONFIG.items():
+        writer = writer.option(f"kafka.{key}", str(value))
+    return writer.trigger(realTime=f"{config.SPARK_REALTIME_CHECKPOINT_INTERVAL_MS} milliseconds").start()
