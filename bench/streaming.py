@@ -853,14 +853,7 @@ def report(results: dict) -> None:
     def speed(name: str) -> int | None:
         return results.get(name, {}).get("records_per_s")
 
-    for name in (
-        "stateless",
-        "stateless_spark",
-        "stateless_json",
-        "stateless_json_out",
-        "stateless_json_spark",
-        "window",
-    ):
+    for name in (p for p in THROUGHPUT if p not in ("baseline", "bytewax", "quix")):
         if speed(name) and speed("baseline"):
             results[name]["vs_baseline"] = round(speed(name) / speed("baseline"), 2)
     for peer in ("bytewax", "quix"):

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from dagger.config.model import JobConfig, StreamConfig
 
 #: plan nodes that run Python: real-time mode's operator allowlist has none of them
-_PYTHON_NODES = ("PythonUDF", "BatchEvalPython", "ArrowEvalPython", "MapInArrow", "MapInPandas", "PythonMapIn")
+_PYTHON_NODES = ("PythonUDF", "PythonUDTF", "MapInArrow", "MapInPandas", "FlatMapGroupsInPandas", "PythonDataSource")
 
 
 def stream_refusals(stream: StreamConfig) -> list[str]:
@@ -62,7 +62,7 @@ def refusals(config: JobConfig, bounded: bool, available_now: bool, reads_event_
         )
     if config.PROCESSOR_PREPROCESSOR_ENABLE or config.PROCESSOR_POSTPROCESSOR_ENABLE:
         out.append("pre- and post-processors run in Python workers; real-time mode runs no Python")
-    plan = df._jdf.queryExecution().optimizedPlan().toString() if df is not None else ""
+    plan = _analyzed_plan(df)
     python = sorted({node for node in _PYTHON_NODES if node in plan})
     if python:
         out.append(f"the query runs Python ({', '.join(python)}: a Python UDF or Longbow); real-time mode runs none")
@@ -79,6 +79,18 @@ def refusals(config: JobConfig, bounded: bool, available_now: bool, reads_event_
         if sink.SINK_KAFKA_JSON_SCHEMA:
             out.append("SINK_KAFKA_JSON_SCHEMA shapes records in Python; leave it out in real-time mode")
     return out
+
+
+def _analyzed_plan(df: Any) -> str:
+    """The analyzed logical plan with its node and expression classes (a streaming plan cannot be optimized
+    outside a running query)."""
+    if df is None:
+        return ""
+    analyzed = df._jdf.queryExecution().analyzed()
+    try:
+        return analyzed.toJSON()
+    except Exception:  # noqa: BLE001 - a node without a JSON form: its text still names Python nodes
+        return analyzed.toString()
 
 
 def _kafka_options(stream: StreamConfig) -> dict[str, str]:
