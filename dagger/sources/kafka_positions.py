@@ -187,21 +187,47 @@ def _split(key: str) -> tuple[str, int]:
     return topic, int(partition)
 
 
-def offsets_for_timestamp(consumer: Any, marks: dict[str, tuple[int, int]], ts_ms: int, table: str) -> dict[str, int]:
+def offsets_for_timestamp(
+    consumer: Any, marks: dict[str, tuple[int, int]], ts_ms: int, table: str, timeout_s: float = 30.0
+) -> dict[str, int]:
     """The first offset whose record timestamp is ``>= ts_ms``, per partition (the partition's end when no record
-    is that late), as the broker's time index answers."""
+    is that late), as the broker's time index answers. A partition whose answer carries an error is asked again
+    while the error is retriable and ``timeout_s`` lasts (its -1 offset is no answer, not "no such record": taken
+    as the end, a replay's start would skip the whole partition); then the look-up fails naming it."""
+    import time
+
     from confluent_kafka import KafkaException, TopicPartition
 
     if not marks:
         return {}
-    query = [TopicPartition(*_split(k), ts_ms) for k in marks]
-    try:
-        answers = {_key(tp.topic, tp.partition): tp.offset for tp in consumer.offsets_for_times(query, timeout=30)}
-    except KafkaException as exc:
-        raise SourceError(
-            f"stream '{table}': the brokers could not look up the offsets of timestamp {ts_ms} "
-            f"(SOURCE_KAFKA_*_TIMESTAMP, --from, --to): {exc.args[0].str() if exc.args else exc}"
-        ) from None
+    deadline = time.monotonic() + timeout_s
+    answers: dict[str, int] = {}
+    pending = list(marks)
+    while pending:
+        query = [TopicPartition(*_split(k), ts_ms) for k in pending]
+        try:
+            found = consumer.offsets_for_times(query, timeout=max(1.0, deadline - time.monotonic()))
+        except KafkaException as exc:
+            raise SourceError(
+                f"stream '{table}': the brokers could not look up the offsets of timestamp {ts_ms} "
+                f"(SOURCE_KAFKA_*_TIMESTAMP, --from, --to): {exc.args[0].str() if exc.args else exc}"
+            ) from None
+        failed = []
+        for tp in found:
+            key = _key(tp.topic, tp.partition)
+            if tp.error is None:
+                answers[key] = tp.offset
+            elif tp.error.retriable() and time.monotonic() < deadline:
+                failed.append(key)
+            else:
+                raise SourceError(
+                    f"stream '{table}': the brokers could not look up the offset of timestamp {ts_ms} in {key} "
+                    f"(SOURCE_KAFKA_*_TIMESTAMP, --from, --to): {tp.error.str()}"
+                )
+        pending = failed
+        if pending:
+            log.info("stream '%s': timestamp look-up of %s not answered yet; asking again", table, pending)
+            time.sleep(0.2)
     out = {}
     for k, (low, high) in marks.items():
         answer = answers.get(k, -1)
