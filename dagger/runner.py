@@ -167,6 +167,14 @@ class JobRunner:
             log.info("cancelling the bounded run %r", self.job.config.FLINK_JOB_ID)
             query.stop()
             return
+        if getattr(self.job, "real_time", False):  # its batches run back to back for the checkpoint interval
+            log.info(
+                "stopping %r (real-time mode): what was written since the last checkpoint is written again by the "
+                "next run",
+                self.job.config.FLINK_JOB_ID,
+            )
+            query.stop()
+            return
         # no new input from here: with back-to-back micro-batches there is otherwise no moment between two of them
         self.job.hold_input()
         try:
