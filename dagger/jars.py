@@ -95,7 +95,8 @@ def fetch(coordinates: list[str], target: Path, skip_artifacts: set[str] = froze
     if mvn is None:
         raise RuntimeError("Maven (mvn) is needed to fetch jars from Maven Central: apt-get install maven")
     dependencies = "\n".join(_DEPENDENCY.format(*c.split(":")) for c in coordinates)
-    staging = Path(tempfile.mkdtemp(prefix=".fetch-", dir=_mkdir(target.parent)))
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".fetch-", dir=target.parent))
     try:
         pom = staging / "pom.xml"
         pom.write_text(_POM.format(name=target.name, dependencies=dependencies))
@@ -117,11 +118,6 @@ def fetch(coordinates: list[str], target: Path, skip_artifacts: set[str] = froze
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return sorted(target.glob("*.jar"))
-
-
-def _mkdir(path: Path) -> Path:
-    path.mkdir(parents=True, exist_ok=True)
-    return path
 
 
 def fetch_spark_connectors() -> list[Path]:

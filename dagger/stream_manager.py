@@ -275,6 +275,7 @@ class StreamManager:
         )
         delay = f"{self.config.FLINK_WATERMARK_DELAY_MS} milliseconds"
         rowtime = self.config.FLINK_ROWTIME_ATTRIBUTE_NAME
+        from dagger import realtime
         from dagger.processors import check_preprocessor_tables, filters_invalid_records, preprocess
 
         check_preprocessor_tables(self.config)
@@ -284,9 +285,7 @@ class StreamManager:
             filtered_later = filters_invalid_records(self.config, stream.INPUT_SCHEMA_TABLE)
             if filtered_later:
                 stream = source_of(stream).passing_invalid_records(stream)
-            if self.real_time and not _realtime_stream_refusals(stream):
-                from dagger import realtime
-
+            if self.real_time and not realtime.stream_refusals(stream):
                 df = realtime.json_stream(self.spark, stream, rowtime)
             else:
                 df = source_of(stream).build(self.spark, stream, self.config, self.descriptors, options)
@@ -713,12 +712,6 @@ class StreamManager:
             by_source.setdefault(id(source), (source, []))[1].append(stream)
         for source, streams in by_source.values():
             source.finish(query.lastProgress or {}, streams, self.config)
-
-
-def _realtime_stream_refusals(stream: Any) -> list[str]:
-    from dagger.realtime import stream_refusals
-
-    return stream_refusals(stream)
 
 
 def _first_line(exc: BaseException) -> str:
