@@ -30,3 +30,10 @@ class JobView(Protocol):
     functions_used: list[str]
     #: what each bounded stream reads (Parquet files, Kafka ranges), for a bounded run's metrics
     inputs: list[dict[str, Any]]
+    #: sinks whose written rows Spark counts itself (the query progress's ``numOutputRows``): a real-time query's
+    #: Kafka sink, which has no accumulators of ours
+    progress_sinks: list[str]
+
+    def progress_view(self, progress: dict[str, Any]) -> dict[str, Any]:
+        """A batch's progress with every Kafka source's offsets in our reader's form (``@table`` tagged)."""
+        ...

@@ -11,6 +11,8 @@ Runs on the driver (planning); the query then runs in the JVM alone.
 
 from __future__ import annotations
 
+import json
+import re
 from typing import TYPE_CHECKING, Any
 
 from dagger.serde.types import VALIDITY_COLUMN
@@ -93,9 +95,10 @@ def _analyzed_plan(df: Any) -> str:
         return analyzed.toString()
 
 
-def _kafka_options(stream: StreamConfig) -> dict[str, str]:
+def _kafka_options(stream: StreamConfig, config: JobConfig) -> dict[str, str]:
     """Spark's Kafka source options from a stream's keys: Dagger's ``SOURCE_KAFKA_CONSUMER_CONFIG_*`` are Kafka's
-    Java client settings, which Spark's source takes as ``kafka.<setting>``."""
+    Java client settings, which Spark's source takes as ``kafka.<setting>``. Spark uses the start only when the
+    checkpoint has no offsets yet (a first run)."""
     from dagger.sources.kafka_positions import start_position
 
     s = stream.settings
@@ -118,17 +121,104 @@ def _kafka_options(stream: StreamConfig) -> dict[str, str]:
     if position.kind == "timestamp":
         options["startingTimestamp"] = str(position.timestamp_ms)
     elif position.kind == "offsets":
-        import json
-
         options["startingOffsets"] = json.dumps(position.offsets)
     elif position.kind in ("earliest", "latest"):
         options["startingOffsets"] = position.kind
-    else:  # group: Spark's source keeps offsets in the checkpoint only; a new query starts as auto.offset.reset
-        options["startingOffsets"] = s.SOURCE_KAFKA_CONSUMER_CONFIG_AUTO_OFFSET_RESET
+    else:  # group: Spark's source has no group of its own; a first run starts where the runner last committed
+        options["startingOffsets"] = group_offsets(stream, config)
     return options
 
 
-def json_stream(spark: SparkSession, stream: StreamConfig, rowtime: str) -> DataFrame:
+def _reader(stream: StreamConfig, config: JobConfig) -> Any:
+    """Our Kafka reader's driver side for ``stream`` (listing, offsets, commits), with the stream's client
+    settings and group."""
+    from dagger.sources.kafka import KafkaStreamReader, client_config
+    from dagger.sources.kafka_spec import KafkaSourceSpec
+
+    conf = client_config(stream, config.job_slug, config.SOURCE_KAFKA_CONSUME_LARGE_MESSAGE_ENABLE)
+    spec = KafkaSourceSpec(
+        table=stream.INPUT_SCHEMA_TABLE,
+        topic_pattern=stream.settings.SOURCE_KAFKA_TOPIC_NAMES,
+        client_config=conf,
+        descriptor_set_b64="",
+        message_name="",
+        rowtime_field_number=None,
+        unreachable_timeout_ms=stream.settings.SOURCE_KAFKA_UNREACHABLE_TIMEOUT_MS,
+    )
+    return KafkaStreamReader(spec)
+
+
+def group_offsets(stream: StreamConfig, config: JobConfig) -> str:
+    """``startingOffsets`` for a stream that starts at its consumer group's offsets: every matching partition's
+    committed offset (else ``AUTO_OFFSET_RESET``), as our reader resolves them; the keyword when no topic matches
+    yet."""
+    reader = _reader(stream, config)
+    try:
+        offsets = {k: v for k, v in reader.initialOffset().items() if ":" in k}
+    finally:
+        reader.stop()
+    if not offsets:
+        return stream.settings.SOURCE_KAFKA_CONSUMER_CONFIG_AUTO_OFFSET_RESET
+    nested: dict[str, dict[str, int]] = {}
+    for key, offset in offsets.items():
+        topic, _, partition = key.rpartition(":")
+        nested.setdefault(topic, {})[partition] = offset
+    return json.dumps(nested)
+
+
+def tagged_progress(progress: dict[str, Any], config: JobConfig) -> dict[str, Any]:
+    """A real-time query's progress with each Kafka source's offsets in our reader's form
+    (``{"@table": table, "topic:partition": offset}``), so metrics (rows and lag per stream) and group commits read
+    it as they read a micro-batch's. Spark names a source by its pattern (``KafkaV2[SubscribePattern[p]]``): the
+    n-th source of a pattern is the n-th stream of that pattern in ``STREAMS``."""
+    from dagger.sources.kafka import STREAM_KEY
+
+    by_pattern: dict[str, list[str]] = {}
+    for stream in config.STREAMS:
+        by_pattern.setdefault(stream.settings.SOURCE_KAFKA_TOPIC_NAMES, []).append(stream.INPUT_SCHEMA_TABLE)
+    seen: dict[str, int] = {}
+    sources = []
+    for source in progress.get("sources") or []:
+        found = re.fullmatch(r"KafkaV2\[SubscribePattern\[(.*)\]\]", str(source.get("description", "")))
+        if found is None or not by_pattern.get(found.group(1)):
+            sources.append(source)
+            continue
+        pattern = found.group(1)
+        index = seen[pattern] = seen.get(pattern, -1) + 1
+        tables = by_pattern[pattern]
+        if index >= len(tables):
+            sources.append(source)
+            continue
+        flat = {}
+        for key in ("startOffset", "endOffset", "latestOffset"):
+            value = source.get(key)
+            if isinstance(value, str):
+                try:
+                    value = json.loads(value)
+                except ValueError:
+                    value = None
+            if isinstance(value, dict):
+                flat[key] = {
+                    STREAM_KEY: tables[index],
+                    **{f"{t}:{p}": int(o) for t, parts in value.items() for p, o in (parts or {}).items()},
+                }
+        sources.append({**source, **flat})
+    return {**progress, "sources": sources}
+
+
+def commit(progress: dict[str, Any], config: JobConfig) -> None:
+    """Commit a real-time batch's end offsets (``progress`` as :func:`tagged_progress` gives it) to each stream's
+    consumer group, as our reader commits after each micro-batch: lag tools see the job, and a new checkpoint
+    starts where it stopped."""
+    from dagger.sources.kafka import client_config, commit_final_offsets
+
+    large = config.SOURCE_KAFKA_CONSUME_LARGE_MESSAGE_ENABLE
+    commit_final_offsets(
+        progress, {s.INPUT_SCHEMA_TABLE: client_config(s, config.job_slug, large) for s in config.STREAMS}
+    )
+
+
+def json_stream(spark: SparkSession, stream: StreamConfig, config: JobConfig) -> DataFrame:
     """A JSON stream read by Spark's Kafka source: the table's columns (the JSON Schema's properties, the validity
     flag, rowtime), decoded by ``from_json``; an undecodable record fails the query naming topic, partition and
     offset (``fail``), or is marked invalid (``drop``)."""
@@ -137,10 +227,11 @@ def json_stream(spark: SparkSession, stream: StreamConfig, rowtime: str) -> Data
 
     from dagger.serde.json_schema import json_struct
 
+    rowtime = config.FLINK_ROWTIME_ATTRIBUTE_NAME
     key = f"STREAMS[{stream.INPUT_SCHEMA_TABLE}].INPUT_SCHEMA_JSON_SCHEMA"
     record = json_struct(stream.format.INPUT_SCHEMA_JSON_SCHEMA or "", key)
     reader = spark.readStream.format("kafka")
-    for name, value in _kafka_options(stream).items():
+    for name, value in _kafka_options(stream, config).items():
         reader = reader.option(name, value)
     raw = reader.load()
     parsed = raw.select(

@@ -108,6 +108,7 @@ class JobRunner:
                 except StreamingQueryException:
                     break  # reported below from query.exception()
                 telemetry.poll(query)
+                job.after_batches(query)
                 if time.monotonic() - last_report >= self.progress_interval:
                     self.progress.report(query)
                     last_report = time.monotonic()

@@ -119,6 +119,8 @@ class StreamManager:
         self._sinks: tuple[Any, list[Sink]] | None = None  # (the descriptor sets they were built for, the sinks)
         #: what each bounded stream reads (Parquet files, Kafka ranges)
         self.inputs: list[Any] = []
+        self.progress_sinks: list[str] = []  # JobView: a real-time query's Kafka sink, counted by Spark itself
+        self._committed_batch = -1  # the last real-time batch whose offsets went to the consumer groups
         self.functions_used: list[str] = []
         self._store = None
         self.bounded = self._is_bounded()
@@ -286,7 +288,7 @@ class StreamManager:
             if filtered_later:
                 stream = source_of(stream).passing_invalid_records(stream)
             if self.real_time and not realtime.stream_refusals(stream):
-                df = realtime.json_stream(self.spark, stream, rowtime)
+                df = realtime.json_stream(self.spark, stream, self.config)
             else:
                 df = source_of(stream).build(self.spark, stream, self.config, self.descriptors, options)
             tables[stream.INPUT_SCHEMA_TABLE] = df.schema
@@ -598,6 +600,7 @@ class StreamManager:
                 self.config.SPARK_REALTIME_CHECKPOINT_INTERVAL_MS,
                 self.checkpoint,
             )
+            self.progress_sinks = [s.display_name for s in plan.sinks]
             self.query = realtime.start(plan.dataframe, self.config, self.checkpoint, self.config.job_slug)
             return self.query
         self._prepare_sinks(plan.sinks)
@@ -699,12 +702,35 @@ class StreamManager:
         """Undo :meth:`hold_input` (the query is stopped; a restarted one reads on)."""
         Path(self.hold_file).unlink(missing_ok=True)
 
+    def progress_view(self, progress: dict[str, Any]) -> dict[str, Any]:
+        """JobView: ``progress`` with Spark's Kafka sources' offsets in our reader's form (real-time mode)."""
+        if not self.real_time:
+            return progress
+        from dagger import realtime
+
+        return realtime.tagged_progress(progress, self.config)
+
+    def after_batches(self, query: StreamingQuery) -> None:
+        """Called by the runner between its waits on a running query: a real-time query's finished batch commits
+        its end offsets to each stream's consumer group (our reader commits its own as it plans the next
+        micro-batch)."""
+        progress = query.lastProgress if self.real_time and self._commit_offsets else None
+        if not progress or progress.get("batchId", -1) <= self._committed_batch:
+            return
+        from dagger import realtime
+
+        realtime.commit(self.progress_view(progress), self.config)
+        self._committed_batch = progress["batchId"]
+
     def finish(self, query: StreamingQuery | BoundedRun) -> None:
         """Once a live run stopped cleanly: let each source finish its streams (the Kafka source commits the last
         processed offsets to each stream's group). Bounded runs and replays leave the groups alone."""
         from dagger.sources import source_of
 
         if not self._commit_offsets or self.bounded or self.from_ms is not None or query.exception() is not None:
+            return
+        if self.real_time:
+            self.after_batches(query)
             return
         by_source: dict[int, tuple[Source, list[StreamConfig]]] = {}
         for stream in self.config.STREAMS:

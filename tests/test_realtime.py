@@ -19,14 +19,18 @@ pytestmark = pytest.mark.integration
 SQL = "SELECT order_number, amount_paid_by_cash, event_timestamp FROM data_stream_0 WHERE amount_paid_by_cash < 500"
 
 
-def test_a_json_job_runs_in_real_time_mode_and_writes_every_record_once(broker, stencil, topic, tmp_path):
+def test_a_json_job_runs_in_real_time_mode_writes_every_record_once_and_commits_to_its_group(
+    broker, stencil, topic, tmp_path
+):
     source, out = topic("rt-in", 2), topic("rt-out")
-    values = [as_json(v) for v in bookings(400, START)]
-    kept = sorted(json.loads(v)["order_number"] for v in values if json.loads(v)["amount_paid_by_cash"] < 500)
+    values = [as_json(v) for v in bookings(500, START)]
+    kept = [json.loads(v)["order_number"] for v in values if json.loads(v)["amount_paid_by_cash"] < 500]
+    first_kept = [json.loads(v)["order_number"] for v in values[:400] if json.loads(v)["amount_paid_by_cash"] < 500]
     produce(broker.bootstrap, source, ((None, v) for v in values[:200]), partitions=2)
+    stream = json_stream(broker, source)
     data = job(
         stencil,
-        [json_stream(broker, source)],
+        [stream],
         SQL,
         SPARK_REALTIME_CHECKPOINT_INTERVAL_MS="5000",
         METRIC_PROMETHEUS_PORT="0",
@@ -37,17 +41,53 @@ def test_a_json_job_runs_in_real_time_mode_and_writes_every_record_once(broker, 
     process = _start_real_time(config, tmp_path / "cp", log)
     try:
         _wait_for(broker.bootstrap, out, sum(1 for v in values[:200] if json.loads(v)["amount_paid_by_cash"] < 500))
-        produce(broker.bootstrap, source, ((None, v) for v in values[200:]), partitions=2)  # while it runs
-        _wait_for(broker.bootstrap, out, len(kept))
+        produce(broker.bootstrap, source, ((None, v) for v in values[200:400]), partitions=2)  # while it runs
+        _wait_for(broker.bootstrap, out, len(first_kept))
+        # a real-time batch ends at the checkpoint interval: its end offsets then reach the group, while it runs
+        _wait_for_commits(broker.bootstrap, stream["SOURCE_KAFKA_CONSUMER_CONFIG_GROUP_ID"], source, 400)
     finally:
         process.send_signal(signal.SIGTERM)
         code = process.wait(120)
     output = log.read_text()
     assert code == 0, output[-3000:]
     assert "in real-time mode" in output
+    assert f"written={len(first_kept)}" in output  # the sink's count: Spark's numOutputRows of the finished batches
+    rows = [json.loads(m.value()) for m in consume_all(broker.bootstrap, out, expected=len(first_kept))]
+    assert sorted(r["order_number"] for r in rows) == sorted(first_kept)  # every kept record, once
+    assert topic_size(broker.bootstrap, out) == len(first_kept)
+
+    # a new checkpoint starts where the group is: only the records produced since, none twice
+    produce(broker.bootstrap, source, ((None, v) for v in values[400:]), partitions=2)
+    process = _start_real_time(config, tmp_path / "cp2", log)
+    try:
+        _wait_for(broker.bootstrap, out, len(kept))
+        _wait_for_commits(broker.bootstrap, stream["SOURCE_KAFKA_CONSUMER_CONFIG_GROUP_ID"], source, 500)
+    finally:
+        process.send_signal(signal.SIGTERM)
+        code = process.wait(120)
+    assert code == 0, log.read_text()[-3000:]
     rows = [json.loads(m.value()) for m in consume_all(broker.bootstrap, out, expected=len(kept))]
-    assert sorted(r["order_number"] for r in rows) == kept  # every kept record, once
+    assert sorted(r["order_number"] for r in rows) == sorted(kept)
     assert topic_size(broker.bootstrap, out) == len(kept)
+
+
+def _wait_for_commits(bootstrap: str, group: str, topic: str, total: int, timeout: float = 120) -> None:
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": "false"})
+    try:
+        deadline = time.monotonic() + timeout
+        committed = 0
+        while time.monotonic() < deadline:
+            offsets = consumer.committed([TopicPartition(topic, p) for p in (0, 1)], timeout=10)
+            committed = sum(max(tp.offset, 0) for tp in offsets)
+            if committed == total:
+                return
+            assert committed < total, f"group {group} committed {committed} offsets of {topic}, beyond {total}"
+            time.sleep(0.5)
+        raise AssertionError(f"group {group} committed {committed} offsets of {topic} in {timeout} s, expected {total}")
+    finally:
+        consumer.close()
 
 
 def _start_real_time(config, checkpoint, log):

@@ -44,6 +44,8 @@ def fake_job(**config) -> SimpleNamespace:
         udf_context=None,
         functions_used=[],
         inputs=[],
+        progress_sinks=[],
+        progress_view=lambda progress: progress,
     )
 
 
@@ -113,6 +115,38 @@ def test_progress_is_counted_once_per_batch_with_lag_per_partition():
     assert value(found, "dagger_non_fatal_exceptions_total", exception_type="InvalidRecord") == 5
     info = value(found, "dagger_job_info", sink_type="log", input_topics="t")
     assert info == 1
+
+
+def test_a_real_time_querys_progress_counts_rows_per_stream_lag_and_the_sinks_written_rows():
+    from dagger import realtime
+
+    job = fake_job(STREAMS=[STREAM, {**STREAM, "INPUT_SCHEMA_TABLE": "other", "SOURCE_KAFKA_TOPIC_NAMES": "o.*"}])
+    job.progress_sinks = ["kafka.out"]
+    job.progress_view = lambda p: realtime.tagged_progress(p, job.config)
+    metrics = JobMetrics(job)
+
+    def kafka(pattern: str, end: dict, latest: dict, rows: int) -> dict:  # as Spark's Kafka source reports it
+        return {
+            "description": f"KafkaV2[SubscribePattern[{pattern}]]",
+            "startOffset": {"t": {"0": 0}},
+            "endOffset": end,
+            "latestOffset": latest,
+            "numInputRows": rows,
+        }
+
+    batch = {
+        **progress(0, 0, {}, {}),
+        "sources": [kafka("t", {"t": {"0": 60, "1": 40}}, {"t": {"0": 90, "1": 40}}, 100), kafka("o.*", {}, {}, 3)],
+        "sink": {"description": "KafkaTable", "numOutputRows": 70},
+    }
+    assert metrics.record_progress(batch)
+    assert metrics.record_progress({**batch, "batchId": 1, "sink": {"numOutputRows": 5}})
+    found = scrape_text(metrics)
+    assert value(found, "dagger_source_records_total", table="bookings") == 200
+    assert value(found, "dagger_source_records_total", table="other") == 6
+    assert value(found, "dagger_kafka_consumer_lag", table="bookings", topic="t", partition="0") == 30
+    assert value(found, "dagger_sink_records_total", sink="kafka.out", outcome="written") == 75
+    assert metrics.snapshot().sinks == {"kafka.out": {"written": 75}}
 
 
 def test_dead_letters_are_counted_by_origin():

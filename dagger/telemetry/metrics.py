@@ -311,6 +311,7 @@ class JobMetrics:
     phase_seconds: dict[str, float] = field(default_factory=dict)
     parquet_files: dict[str, int] = field(default_factory=dict)
     parquet_rows: dict[str, int] = field(default_factory=dict)
+    output_rows: int = 0  # the query's own count of rows written (``sink.numOutputRows``), for progress_sinks
     fatal: dict[str, int] = field(default_factory=dict)
     non_fatal: dict[str, int] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -322,9 +323,11 @@ class JobMetrics:
         reports a batch once per run; a listener and a poll may both hand it over) is ignored. Returns whether it
         counted."""
         batch = progress.get("batchId", -1)
+        progress = self.job.progress_view(progress)
         with self._lock:
             if batch <= self.last_batch:
                 return False
+            self.output_rows += max(int((progress.get("sink") or {}).get("numOutputRows") or 0), 0)
             if self.last_batch < 0 and batch > 0:
                 self.restarts += 1  # the first batch of this run continues a checkpoint
             self.last_batch = batch
@@ -420,6 +423,7 @@ class JobMetrics:
                 invalid_by_table=invalid,
             )
         view.sinks = {name: {k: a.value for k, a in kinds.items()} for name, kinds in job.sink_counters.items()}
+        view.sinks.update({name: {"written": self.output_rows} for name in job.progress_sinks})
         view.lookups = {name: metrics.values() for name, metrics in job.lookup_metrics.items()}
         context = job.udf_context
         view.darts = {k: a.value for k, a in ((context.counters if context else None) or {}).items()}
@@ -469,6 +473,8 @@ class JobMetrics:
         """Counters Spark accumulators keep on the driver (summed from every task)."""
         job = self.job
         dead_letters = 0
+        for sink in job.progress_sinks:
+            yield BY_NAME["dagger_sink_records_total"], {"sink": sink, "outcome": "written"}, self.output_rows
         for sink, kinds in sorted(job.sink_counters.items()):
             for kind, outcome in SINK_OUTCOMES.items():
                 if kind in kinds:
