@@ -5,8 +5,7 @@ user would write it: Spark's Kafka source, the records decoded, the SQL, the rec
   Maven Central serves no spark-protobuf (``from_protobuf``/``to_protobuf``);
 * JSON: ``from_json`` and ``to_json``, so nothing leaves the JVM.
 
-Used by ``bench/streaming.py`` (parts ``stateless_spark`` and ``stateless_json_spark``) and
-``bench/realtime.py``.
+Used by ``bench/streaming.py`` (parts ``stateless_spark`` and ``stateless_json_spark``).
 """
 
 from __future__ import annotations
@@ -84,11 +83,9 @@ def stateless_query(
     checkpoint: str,
     descriptors: bytes | None = None,
     json_schema: dict | None = None,
-    real_time: str | None = None,
     source_options: dict[str, str] | None = None,
 ) -> Any:
-    """Start the query: ``availableNow`` by default, Spark's real-time trigger with ``real_time`` (a checkpoint
-    interval such as ``"5 seconds"``; update mode, as real-time mode requires)."""
+    """Start the query: an ``availableNow`` run of ``sql`` over ``source`` into ``out``."""
     table = decoded_table(
         spark, kafka_source(spark, bootstrap, source, **(source_options or {})), descriptors, json_schema
     )
@@ -102,8 +99,6 @@ def stateless_query(
         .option("topic", out)
         .option("checkpointLocation", checkpoint)
     )
-    if real_time is not None:
-        return writer.outputMode("update").trigger(realTime=real_time).start()
     return writer.trigger(availableNow=True).start()
 
 

@@ -104,7 +104,9 @@ def _kafka_options(stream: StreamConfig, config: JobConfig) -> dict[str, str]:
     s = stream.settings
     options = {
         "kafka.bootstrap.servers": s.SOURCE_KAFKA_CONSUMER_CONFIG_BOOTSTRAP_SERVERS,
-        "subscribePattern": s.SOURCE_KAFKA_TOPIC_NAMES,
+        # anchored: Spark's source matches a pattern anywhere in a topic's name, Dagger (as Kafka's own consumer
+        # and our reader) matches whole names
+        "subscribePattern": anchored(s.SOURCE_KAFKA_TOPIC_NAMES),
         "includeHeaders": "false",
     }
     prefix = "SOURCE_KAFKA_CONSUMER_CONFIG_"
@@ -127,6 +129,11 @@ def _kafka_options(stream: StreamConfig, config: JobConfig) -> dict[str, str]:
     else:  # group: Spark's source has no group of its own; a first run starts where the runner last committed
         options["startingOffsets"] = group_offsets(stream, config)
     return options
+
+
+def anchored(pattern: str) -> str:
+    """``pattern`` matching whole topic names only, in Spark's ``subscribePattern``."""
+    return f"^(?:{pattern})$"
 
 
 def _reader(stream: StreamConfig, config: JobConfig) -> Any:
@@ -175,7 +182,8 @@ def tagged_progress(progress: dict[str, Any], config: JobConfig) -> dict[str, An
 
     by_pattern: dict[str, list[str]] = {}
     for stream in config.STREAMS:
-        by_pattern.setdefault(stream.settings.SOURCE_KAFKA_TOPIC_NAMES, []).append(stream.INPUT_SCHEMA_TABLE)
+        pattern = anchored(stream.settings.SOURCE_KAFKA_TOPIC_NAMES)
+        by_pattern.setdefault(pattern, []).append(stream.INPUT_SCHEMA_TABLE)
     seen: dict[str, int] = {}
     sources = []
     for source in progress.get("sources") or []:

@@ -174,6 +174,9 @@ class JobRunner:
                 "next run",
                 self.job.config.FLINK_JOB_ID,
             )
+            # its long-running tasks are interrupted mid-write: Spark logs each abort as an ERROR with a stack trace
+            # (InterruptException), the expected end of a real-time query and not the job's; the job ends here
+            self.job.spark.sparkContext.setLogLevel("OFF")
             query.stop()
             return
         # no new input from here: with back-to-back micro-batches there is otherwise no moment between two of them
@@ -212,7 +215,10 @@ class JobRunner:
             if self.query is None:
                 raise KeyboardInterrupt  # still planning: abandon it
             return
-        log.info("received %s: finishing the current micro-batch, then stopping (again to stop at once)", name)
+        if getattr(self.job, "real_time", False):
+            log.info("received %s: stopping", name)
+        else:
+            log.info("received %s: finishing the current micro-batch, then stopping (again to stop at once)", name)
         self.request_stop()
 
 

@@ -40,6 +40,8 @@ def session_conf(config: JobConfig, local_master: str | None, extra: dict[str, s
     if "FLINK_PARALLELISM" in config.model_fields_set:  # Dagger's operator parallelism: Spark's task counts
         conf["spark.sql.shuffle.partitions"] = str(config.FLINK_PARALLELISM)
         conf["spark.default.parallelism"] = str(config.FLINK_PARALLELISM)
+    if config.SPARK_TRIGGER_MODE == "real-time":  # real-time mode turns adaptive execution off, with a warning each
+        conf["spark.sql.adaptive.enabled"] = "false"
     conf.update(extra or {})
     conf.update(config.SPARK_CONF)
     return conf
@@ -65,7 +67,8 @@ def get_session(config: JobConfig, extra: dict[str, str] | None = None) -> Any:
         builder = builder.master(config.SPARK_MASTER)
     master = given.get("spark.master", config.SPARK_MASTER)
     local = not submitted and master.startswith("local")
-    if local and not given.contains("spark.pyspark.python"):
+    # a real-time query runs no Python (dagger.realtime): no fork server, whose daemons would idle beside the JVM
+    if local and not given.contains("spark.pyspark.python") and config.SPARK_TRIGGER_MODE != "real-time":
         use_worker_python()
     conf = session_conf(config, master if local else None, extra)
     if local:  # Spark's Kafka connector and spark-avro (make install caches them); the job's settings win

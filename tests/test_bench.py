@@ -21,7 +21,13 @@ CORE = "baseline,stateless,stateless_spark,stateless_json_spark,quix,latency"
 
 @pytest.mark.parametrize(
     "parts",
-    [CORE, pytest.param("stateless_json,stateless_json_out,window,bytewax,latency_window", marks=pytest.mark.variant)],
+    [
+        CORE,
+        pytest.param(
+            "stateless_json,stateless_json_out,window,bytewax,latency_window,latency_realtime",
+            marks=pytest.mark.variant,
+        ),
+    ],
 )
 def test_a_tiny_run_of_every_part_reports_each_measurement(tmp_path, parts):
     peers = ROOT / ".venv-peers" / "bin" / "python"
@@ -54,6 +60,12 @@ def test_a_tiny_run_of_every_part_reports_each_measurement(tmp_path, parts):
         window = results["latency_window"]
         assert window["measured_records"] > 0 and window["p50_ms"] <= window["p99_ms"]
         assert "| 10-s window job, after the window closes: latency p50 / p99" in table
+        real_time = results["latency_realtime"]
+        assert real_time["lost"] == 0 and real_time["outputs"] == real_time["inputs_kept"] > 0
+        assert real_time["measured_records"] > 0 and real_time["p50_ms"] <= real_time["p99_ms"]
+        held = real_time["memory_at_peak"]
+        assert "JVM" in held and "Python workers" not in held and "worker daemons" not in held, held
+        assert "| real-time job: start-up, launch to first output |" in table
         return
     assert results["stateless"]["vs_baseline"] > 0 and results["stateless"]["vs_quix"] > 0
     latency = results["latency"]

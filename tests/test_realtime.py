@@ -27,6 +27,9 @@ def test_a_json_job_runs_in_real_time_mode_writes_every_record_once_and_commits_
     kept = [json.loads(v)["order_number"] for v in values if json.loads(v)["amount_paid_by_cash"] < 500]
     first_kept = [json.loads(v)["order_number"] for v in values[:400] if json.loads(v)["amount_paid_by_cash"] < 500]
     produce(broker.bootstrap, source, ((None, v) for v in values[:200]), partitions=2)
+    decoy = f"old-{source}-v1"  # holds the stream's pattern inside its name: not a topic of the stream
+    broker.create_topic(decoy, 1)
+    produce(broker.bootstrap, decoy, ((None, v) for v in values[:20]))
     stream = json_stream(broker, source)
     data = job(
         stencil,

@@ -127,7 +127,7 @@ def test_a_real_time_querys_progress_counts_rows_per_stream_lag_and_the_sinks_wr
 
     def kafka(pattern: str, end: dict, latest: dict, rows: int) -> dict:  # as Spark's Kafka source reports it
         return {
-            "description": f"KafkaV2[SubscribePattern[{pattern}]]",
+            "description": f"KafkaV2[SubscribePattern[^(?:{pattern})$]]",
             "startOffset": {"t": {"0": 0}},
             "endOffset": end,
             "latestOffset": latest,
