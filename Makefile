@@ -42,6 +42,21 @@ $(PEERS_VENV)/.installed:
 	$(PEERS_VENV)/bin/pip install -q bytewax==0.21.1 quixstreams==3.28.1 protobuf
 	@touch $@
 
+# Apache Flink SQL as a bench peer (bench/peers/flink_job.py), in its own venv: PyFlink, and the jars its job needs
+# (the Kafka connector, the protobuf format, the bench's messages compiled to Java classes) cached in
+# ~/.cache/dagger-on-spark/flink-<version>/ by bench/peers/flink_setup.py, which pins the jars that go with this
+# PyFlink (Maven Central has no Kafka connector for Flink 2.3)
+FLINK_VENV ?= .venv-flink
+FLINK_VERSION := 2.2.1
+$(FLINK_VENV)/.installed: bench/peers/flink_setup.py descriptors/booking.proto
+	@command -v mvn >/dev/null 2>&1 || { echo "installing Maven (fetches the Flink jars from Maven Central)"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends maven; }
+	@command -v javac >/dev/null 2>&1 || { echo "installing a JDK (compiles the protobuf classes)"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends openjdk-17-jdk-headless; }
+	$(PYTHON) -m venv $(FLINK_VENV)
+	$(FLINK_VENV)/bin/pip install -q --upgrade pip
+	$(FLINK_VENV)/bin/pip install -q apache-flink==$(FLINK_VERSION)
+	$(FLINK_VENV)/bin/python bench/peers/flink_setup.py
+	@touch $@
+
 test-servers: install $(BQEMU_VENV)/.installed $(PEERS_VENV)/.installed ## InfluxDB, PostgreSQL, Prometheus, the Bigtable emulator (apt), the BigQuery emulator and the bench peers, for the integration tests
 	@command -v influxd >/dev/null 2>&1 || { echo "installing InfluxDB 1.x (Debian)"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends influxdb; }
 	@test -x /usr/lib/postgresql/15/bin/initdb || { echo "installing PostgreSQL 15 (Debian)"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends postgresql; }
@@ -76,7 +91,7 @@ cluster-down: ## stop what make cluster-up started
 chaos: install test-servers ## the failure tests alone: kills, restarts, unreachable services, the embedded broker's races
 	$(VENV)/bin/pytest -q -m chaos
 
-bench: install test-servers ## the streaming benchmark: baseline, our jobs, Bytewax, Quix Streams, latency, memory, Longbow
+bench: install test-servers $(FLINK_VENV)/.installed ## the streaming benchmark: baseline, our jobs, Bytewax, Quix Streams, Flink SQL, latency, memory, Longbow
 	$(PY) bench/streaming.py
 
 soak: install ## a window job with an HTTP lookup at a fixed rate for 30 minutes: RSS, lag and state over time (SOAK_SECONDS, SOAK_RATE)

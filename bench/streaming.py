@@ -18,6 +18,12 @@ Parts (``BENCH_PARTS``, comma-separated; all by default):
 * ``bytewax``, ``quix``: the stateless workload written with Bytewax and with Quix Streams
   (``bench/peers/``), one process per core, run from ``BENCH_PEERS_PYTHON`` (``.venv-peers``, made by
   ``make bench``).
+* ``flink``, ``flink_window``: the stateless and the window SQL on Apache Flink SQL (PyFlink, the Kafka connector
+  and the protobuf format from Maven Central: ``bench/peers/flink_job.py``), one process with parallelism 2, run
+  from ``BENCH_FLINK_PYTHON`` (``.venv-flink``, made by ``make bench``); besides launch-to-last-output, the rate
+  once running (first output to last) is reported for them and for our jobs, whose runs start in a warm session.
+* ``latency_flink``: the stateless SQL on Flink, unbounded, under the latency parts' load: latency, start-up and
+  memory as for ``latency``.
 * ``latency``: ``dagger run`` of the stateless job (a separate process, the README's defaults) under a steady
   ``BENCH_LATENCY_RATE`` records/s: end-to-end latency from each input record's produce timestamp to its
   output record's produce timestamp, p50/p99 over ``BENCH_LATENCY_SECONDS`` after ``BENCH_WARMUP_SECONDS``;
@@ -77,9 +83,10 @@ WARMUP_SECONDS = float(os.environ.get("BENCH_WARMUP_SECONDS", "20"))
 PARTS = os.environ.get(
     "BENCH_PARTS",
     "baseline,stateless,stateless_spark,stateless_json,stateless_json_out,stateless_json_spark,window,bytewax,quix,"
-    "latency,latency_realtime,latency_window,longbow",
+    "flink,flink_window,latency,latency_realtime,latency_flink,latency_window,longbow",
 ).split(",")
 PEERS_PYTHON = os.path.abspath(os.environ.get("BENCH_PEERS_PYTHON", str(ROOT / ".venv-peers" / "bin" / "python")))
+FLINK_PYTHON = os.path.abspath(os.environ.get("BENCH_FLINK_PYTHON", str(ROOT / ".venv-flink" / "bin" / "python")))
 RESULTS = Path(os.environ.get("BENCH_RESULTS_DIR", str(ROOT / "bench" / "results")))
 CORES = 2
 EVENTS_PER_SECOND = float(os.environ.get("BENCH_EVENTS_PER_SECOND", "10000"))  # 2M records: 200 s of event time
@@ -123,6 +130,8 @@ THROUGHPUT = (
     "window",
     "bytewax",
     "quix",
+    "flink",
+    "flink_window",
 )
 
 
@@ -165,6 +174,37 @@ def job_config(
         stream["INPUT_SCHEMA_JSON_SCHEMA"] = json.dumps(json_schema)
         stream["INPUT_SCHEMA_JSON_EVENT_TIMESTAMP_FIELD_NAME"] = "event_timestamp"
     return data
+
+
+def _flink_version() -> str:
+    """The PyFlink version the Flink peer runs (``bench/peers/flink_setup.py`` pins it)."""
+    sys.path.insert(0, str(PEERS))
+    from flink_setup import FLINK
+
+    return FLINK
+
+
+def output_start(bootstrap: str, topic: str) -> float | None:
+    """Produce time in seconds of the earliest record of ``topic`` (each partition's first; None: empty)."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-{uuid.uuid4().hex}"})
+    try:
+        partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
+        firsts = []
+        for p in partitions:
+            low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
+            if high > low:
+                consumer.assign([TopicPartition(topic, p, low)])
+                message = None
+                for _ in range(12):  # a minute at most
+                    message = consumer.poll(5)
+                    if message is not None and not message.error():
+                        firsts.append(message.timestamp()[1] / 1000)
+                        break
+        return min(firsts, default=None)
+    finally:
+        consumer.close()
 
 
 def output_end(bootstrap: str, topic: str) -> tuple[int, float | None]:
@@ -217,6 +257,7 @@ class Bench:
         self.spark = None
         self.results: dict = {}
         self.expected: dict[str, int] = {}  # part -> the output records a complete run writes
+        self.startups: dict[str, list[float]] = {}  # part -> seconds from launch to the first output, per run
 
     def topic(self, name: str, partitions: int = CORES) -> str:
         topic = f"bench-{name}-{uuid.uuid4().hex[:6]}"
@@ -253,6 +294,7 @@ class Bench:
             "stateless_spark": kept,
             "bytewax": kept,
             "quix": kept,
+            "flink": kept,
         }
         if any(p.startswith("stateless_json") for p in PARTS):
             self.broker.create_topic(self.input_json, CORES)
@@ -266,8 +308,9 @@ class Bench:
 
     # -- processes (baseline, peers) ----------------------------------------------------------------------
 
-    def processes(self, name: str, commands: list[list[str]], python: str) -> float:
-        """Launch ``commands`` together, wait for all; input records / (last output - launch)."""
+    def processes(self, name: str, commands: list[list[str]], python: str, **settings: str) -> float:
+        """Launch ``commands`` together (``settings``: more environment), wait for all; input records / (last
+        output - launch)."""
         out = self.topic(name)
         env = dict(
             os.environ,
@@ -276,6 +319,7 @@ class Bench:
             BENCH_OUTPUT=out,
             BENCH_DESCRIPTORS=str(ROOT / "descriptors" / "examples.desc"),
             BENCH_GROUP=f"{name}-{uuid.uuid4().hex[:8]}",
+            **settings,
         )
         launched = time.time()
         running = [
@@ -292,6 +336,7 @@ class Bench:
         every run and part). A run that wrote fewer or more records than a complete one fails: its rate
         would not be the rate of the whole workload."""
         count, last = output_end(self.bootstrap, out)
+        first = output_start(self.bootstrap, out)
         self.broker.delete_topic(out)
         if last is None:
             raise RuntimeError(f"{name} wrote nothing to {out}")
@@ -299,7 +344,13 @@ class Bench:
         if expected is not None and count != expected:
             raise RuntimeError(f"{name} wrote {count:,} records, a complete run writes {expected:,}")
         rate = RECORDS / (last - launched)
-        print(f"[bench] {name}: {count:,} output records, {rate:,.0f} input records/s", flush=True)
+        first = first if first is not None else last
+        self.startups.setdefault(name, []).append(first - launched)
+        print(
+            f"[bench] {name}: {count:,} output records, {rate:,.0f} input records/s, first output after "
+            f"{first - launched:.1f} s",
+            flush=True,
+        )
         return rate
 
     def baseline(self) -> float:
@@ -314,6 +365,14 @@ class Bench:
         addresses = ";".join(f"127.0.0.1:{free_port()}" for _ in range(CORES))
         commands = [["-m", "bytewax.run", "bytewax_flow:flow", "-i", str(i), "-a", addresses] for i in range(CORES)]
         return self.processes("bytewax", commands, PEERS_PYTHON)
+
+    def flink(self) -> float:
+        """The stateless job on Flink SQL (``bench/peers/flink_job.py``: one PyFlink process, parallelism 2)."""
+        return self.processes("flink", [["flink_job.py"]], FLINK_PYTHON, BENCH_FLINK_JOB="stateless")
+
+    def flink_window(self) -> float:
+        """The 1-minute window job on Flink SQL."""
+        return self.processes("flink_window", [["flink_job.py"]], FLINK_PYTHON, BENCH_FLINK_JOB="window")
 
     # -- our jobs, in one warmed-up session ---------------------------------------------------------------
 
@@ -424,6 +483,19 @@ class Bench:
             "latency", STATELESS_SQL, "dagger.examples.BookingSummaryMessage", EVENTS_PER_SECOND, _latencies, True
         )
 
+    def latency_flink(self) -> dict:
+        """The stateless job on Flink SQL (unbounded, Flink's defaults) under the same load: latency, start-up and
+        memory, as for ``dagger run``."""
+        return self._latency_run(
+            "latency_flink",
+            STATELESS_SQL,
+            "dagger.examples.BookingSummaryMessage",
+            EVENTS_PER_SECOND,
+            _latencies,
+            True,
+            flink=True,
+        )
+
     def latency_window(self) -> dict:
         """The window job (10-second windows, event time running at wall-clock pace) under the same load: latency
         from the input record that closes a window (its event time passes the window's end plus the watermark
@@ -470,13 +542,15 @@ class Bench:
         measure,  # noqa: ANN001
         drain: bool,
         real_time: bool = False,
+        flink: bool = False,
     ) -> dict:
         """Launch ``dagger run`` of ``sql`` and feed it at a steady rate; ``measure(bootstrap, source, out, begin,
         end)`` gives the latencies of the records fed from ``BENCH_WARMUP_SECONDS`` after its first output for
         ``BENCH_LATENCY_SECONDS``; also the job's start-up, memory and where a micro-batch's time goes. ``drain``:
         after the feed, wait until every record the stateless filter keeps is written (else a few batches).
         ``real_time``: JSON records in and out, ``dagger run --real-time`` (checkpoint interval
-        ``BENCH_REALTIME_CHECKPOINT_MS``)."""
+        ``BENCH_REALTIME_CHECKPOINT_MS``). ``flink``: the same SQL on Flink (``bench/peers/flink_job.py``) instead
+        of ``dagger run`` (no job metrics: no micro-batch breakdown)."""
         from dagger import jvm_classes
         from dagger.devtools import proctree
         from dagger.devtools.broker import free_port
@@ -510,12 +584,22 @@ class Bench:
         )
         command = [sys.executable, "-m", "dagger", "run", str(job), "--checkpoint-dir", str(job.parent / "cp")]
         command += ["--real-time"] if real_time else []
+        env = None
+        if flink:
+            command = [FLINK_PYTHON, str(PEERS / "flink_job.py")]
+            env = dict(
+                os.environ,
+                BENCH_BOOTSTRAP=self.bootstrap,
+                BENCH_INPUT=source,
+                BENCH_OUTPUT=out,
+                BENCH_FLINK_BOUNDED="0",
+            )
         archive = jvm_classes.archive_path()
         archived = archive is not None and archive.exists()  # warm: start-up maps Spark's classes
         launched = time.time()
         log_path = job.parent / "job.log"  # a file, not a pipe: a pipe nobody reads would stall the job's logging
         log_file = log_path.open("w")
-        process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=log_file, text=True)
+        process = subprocess.Popen(command, cwd=ROOT, stdout=log_file, stderr=log_file, text=True, env=env)
         print(f"[bench] {name}: the job logs to {log_path}", flush=True)
         feeding.start()
         memory = proctree.PeakMemory(process.pid)
@@ -528,14 +612,15 @@ class Bench:
                     if first is not None:
                         window.update(first_output=first, begin=first + WARMUP_SECONDS)
                         window["end"] = window["begin"] + LATENCY_SECONDS
-                elif "begin" not in scrapes and time.time() >= window["begin"]:
+                elif "begin" not in scrapes and time.time() >= window["begin"] and not flink:
                     scrapes["begin"] = scrape(port)
                 if process.poll() is not None:
                     raise RuntimeError(f"dagger run exited with {process.returncode}: {log_path.read_text()[-2000:]}")
                 if time.time() - launched > WARMUP_SECONDS + LATENCY_SECONDS + 300:
                     raise RuntimeError(f"the {name} run did not start in time")
                 time.sleep(0.5)
-            scrapes["end"] = scrape(port)
+            if not flink:
+                scrapes["end"] = scrape(port)
             stopped.set()
             feeding.join()
             print(f"[bench] {name}: fed until {time.time() - launched:.0f} s after launch", flush=True)
@@ -618,6 +703,13 @@ class Bench:
                     "records_per_s": round(statistics.median(rates[part])),
                     "runs": [round(r) for r in rates[part]],
                 }
+                startups = self.startups.get(part, [])[-RUNS:]  # the measured runs' launch to first output
+                if startups:
+                    first = statistics.median(startups)
+                    results[part]["first_output_s"] = round(first, 1)
+                    # the rate once running: input records over the time from its first output to its last
+                    last = statistics.median(RECORDS / rate for rate in rates[part])
+                    results[part]["records_per_s_running"] = round(RECORDS / max(last - first, 1e-3))
         for part in PARTS:
             if part not in THROUGHPUT:
                 print(f"[bench] {part}", flush=True)
@@ -833,6 +925,19 @@ def report(results: dict) -> None:
     rate("window", "1-minute window job", "≥ 1.2× baseline")
     rate("bytewax", "Bytewax, stateless, 2 processes")
     rate("quix", "Quix Streams, stateless, 2 processes")
+    flink_version = _flink_version()
+    rate("flink", f"Flink SQL {flink_version}, stateless, parallelism 2, one process (start-up included)")
+    rate("flink_window", f"Flink SQL {flink_version}, 1-minute window job (start-up included)")
+    for ours, theirs, job in (("stateless", "flink", "stateless job"), ("window", "flink_window", "window job")):
+        a, b = results.get(ours, {}), results.get(theirs, {})
+        if "records_per_s_running" in a and "records_per_s_running" in b:
+            ratio = a["records_per_s_running"] / b["records_per_s_running"]
+            results[ours][f"vs_{theirs}_running"] = round(ratio, 2)
+            rows.append(
+                f"| {job} once running (first output to last), ours ÷ Flink SQL | {a['records_per_s_running']:,} ÷ "
+                f"{b['records_per_s_running']:,} records/s = {ratio:.2f}×; first output after {a['first_output_s']} s"
+                f" (warm session) and {b['first_output_s']} s (launch) | > 1× per core (same 2 cores) |"
+            )
     s = results.get("stateless", {})
     if "vs_bytewax" in s:
         rows.append(f"| stateless job ÷ Bytewax | {s['vs_bytewax']:.2f}× | ≥ 3× |")
@@ -858,6 +963,7 @@ def report(results: dict) -> None:
     for part, job, target in (
         ("latency", "stateless job", "p50 ≤ 120, p99 ≤ 250 ms"),
         ("latency_window", "10-s window job, after the window closes", "p99 ≤ 250 ms"),
+        ("latency_flink", f"Flink SQL {_flink_version()}, stateless job (its defaults)", ""),
     ):
         lat = results.get(part, {})
         if "p99_ms" not in lat:
@@ -876,7 +982,7 @@ def report(results: dict) -> None:
         rows.append(
             f"| {job}: peak memory of its processes, proportional (PSS) / resident (RSS summed) | "
             f"{lat['peak_pss_mib']:,} / {lat['peak_rss_mib']:,} MiB | "
-            f"{'≤ 1,536 MiB' if part == 'latency' else '≤ 2,048 MiB'} |"
+            f"{ {'latency': '≤ 1,536 MiB', 'latency_window': '≤ 2,048 MiB'}.get(part, '') } |"
         )
         held = lat.get("memory_at_peak") or {}
         if held:
@@ -887,6 +993,8 @@ def report(results: dict) -> None:
         if part == "latency":
             warm = "class-data archive mapped" if lat.get("class_archive") else "no class-data archive yet"
             rows.append(f"| start-up, launch to first output ({warm}) | {lat['startup_s']} s | ≤ 6 s |")
+        if part == "latency_flink":
+            rows.append(f"| {job}: start-up, launch to first output | {lat['startup_s']} s | |")
     longbow = results.get("longbow", {})
     if "error" in longbow:
         rows.append(f"| Longbow | failed: {longbow['error'][:100]} | |")
