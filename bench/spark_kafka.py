@@ -57,8 +57,8 @@ def decoded_table(spark: Any, records: Any, descriptors: bytes | None, json_sche
     return records.select("value").mapInArrow(decode, spark_schema)
 
 
-def encoded(result: Any, descriptors: bytes | None) -> Any:
-    """``result`` as Spark's Kafka sink takes it: one ``value`` column."""
+def encoded(result: Any, descriptors: bytes | None, message: str = OUTPUT_MESSAGE) -> Any:
+    """``result`` as Spark's Kafka sink takes it: one ``value`` column (``message`` records, or JSON)."""
     from pyspark.sql import functions as F
 
     if descriptors is None:
@@ -67,7 +67,7 @@ def encoded(result: Any, descriptors: bytes | None) -> Any:
     def encode(batches):  # noqa: ANN001, ANN202 - runs on executors
         import pyarrow as pa
 
-        encoder = _proto_encoder(descriptors)
+        encoder = _proto_encoder(descriptors, message)
         for batch in batches:
             yield pa.RecordBatch.from_arrays([encoder.encode(batch)], names=["value"])
 
@@ -84,16 +84,26 @@ def stateless_query(
     descriptors: bytes | None = None,
     json_schema: dict | None = None,
     source_options: dict[str, str] | None = None,
+    message: str = OUTPUT_MESSAGE,
+    tables: tuple[str, ...] = ("data_stream_0",),
+    watermark: str | None = None,
 ) -> Any:
-    """Start the query: an ``availableNow`` run of ``sql`` over ``source`` into ``out``."""
-    table = decoded_table(
-        spark, kafka_source(spark, bootstrap, source, **(source_options or {})), descriptors, json_schema
-    )
-    view = f"data_stream_0_{abs(hash((source, out))) % 10**8}"
-    table.createOrReplaceTempView(view)
-    result = spark.sql(sql.replace("data_stream_0", view))
+    """Start the query: an ``availableNow`` run of ``sql`` over ``source`` into ``out`` (``message`` records).
+    Each of ``tables`` is a read of ``source`` of its own (a self-join reads it twice); ``watermark`` (such as
+    ``"10 seconds"``) puts a watermark on each table's ``rowtime`` (windows and interval joins need one)."""
+    views = {}
+    for table in tables:
+        records = kafka_source(spark, bootstrap, source, **(source_options or {}))
+        decoded = decoded_table(spark, records, descriptors, json_schema)
+        if watermark is not None:
+            decoded = decoded.withWatermark("rowtime", watermark)
+        views[table] = f"{table}_{abs(hash((source, out))) % 10**8}"
+        decoded.createOrReplaceTempView(views[table])
+    for table, view in views.items():
+        sql = sql.replace(table, view)
+    result = spark.sql(sql)
     writer = (
-        encoded(result, descriptors)
+        encoded(result, descriptors, message)
         .writeStream.format("kafka")
         .option("kafka.bootstrap.servers", bootstrap)
         .option("topic", out)
@@ -115,13 +125,13 @@ def _proto_decoder(descriptors: bytes) -> Any:
     return _CACHE["decoder"]
 
 
-def _proto_encoder(descriptors: bytes) -> Any:
-    if "encoder" not in _CACHE:
+def _proto_encoder(descriptors: bytes, message: str) -> Any:
+    if message not in _CACHE:
         from dagger.schema.registry import build_pool
         from dagger.serde.encode import ProtoEncoder
 
-        _CACHE["encoder"] = ProtoEncoder(_pool(descriptors, build_pool).FindMessageTypeByName(OUTPUT_MESSAGE))
-    return _CACHE["encoder"]
+        _CACHE[message] = ProtoEncoder(_pool(descriptors, build_pool).FindMessageTypeByName(message))
+    return _CACHE[message]
 
 
 def _pool(descriptors: bytes, build_pool: Any) -> Any:

@@ -24,7 +24,8 @@ CORE = "baseline,stateless,stateless_spark,stateless_json_spark,quix,latency"
     [
         CORE,
         pytest.param(
-            "stateless_json,stateless_json_out,window,bytewax,latency_window,latency_realtime",
+            "stateless_json,stateless_json_out,window,window_spark,join,join_spark,bytewax,latency_window,"
+            "latency_realtime",
             marks=pytest.mark.variant,
         ),
     ],
@@ -37,6 +38,7 @@ def test_a_tiny_run_of_every_part_reports_each_measurement(tmp_path, parts):
         os.environ,
         BENCH_PARTS=parts,
         BENCH_RECORDS="6000",
+        BENCH_JOIN_RECORDS="3000",  # each meets itself: exactly 3,000 outputs (checked by the harness)
         BENCH_RUNS="1",
         BENCH_WARMUP_RUNS="0",
         BENCH_EVENTS_PER_SECOND="50",  # 2 minutes of event time: the window job closes one window per key pair
