@@ -32,11 +32,11 @@ def main() -> None:
     import streaming as bench
     from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
+    from spark_kafka import json_spark_schema
 
     from dagger import jars
     from dagger.devtools.broker import Broker
     from dagger.generate import RecordGenerator, produce_generated
-    from spark_kafka import json_spark_schema
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--interval", type=int, default=30, help="checkpoint interval, seconds (default 30)")
@@ -58,7 +58,11 @@ def main() -> None:
             data_type="JSON",
         )
         builder = SparkSession.builder.master("local[2]")
-        settings = {**jars.session_settings(), "spark.sql.shuffle.partitions": "2", "spark.sql.adaptive.enabled": "false"}
+        settings = {
+            **jars.session_settings(),
+            "spark.sql.shuffle.partitions": "2",
+            "spark.sql.adaptive.enabled": "false",
+        }
         for key, value in settings.items():
             builder = builder.config(key, value)
         spark = builder.getOrCreate()
@@ -71,9 +75,9 @@ def main() -> None:
             .option("startingOffsets", "earliest")
             .load()
         )
-        records.select(F.from_json(F.col("value").cast("string"), schema).alias("r")).select("r.*").createOrReplaceTempView(
-            "data_stream_0"
-        )
+        records.select(F.from_json(F.col("value").cast("string"), schema).alias("r")).select(
+            "r.*"
+        ).createOrReplaceTempView("data_stream_0")
         result = spark.sql(bench.STATELESS_SQL)
         query = (
             result.select(F.to_json(F.struct(*result.columns)).alias("value"))
