@@ -66,7 +66,9 @@ def test_a_tiny_run_of_every_part_reports_each_measurement(tmp_path, parts):
         assert real_time["lost"] == 0 and real_time["outputs"] == real_time["inputs_kept"] > 0
         assert real_time["measured_records"] > 0 and real_time["p50_ms"] <= real_time["p99_ms"]
         held = real_time["memory_at_peak"]
-        assert "JVM" in held and "Python workers" not in held and "worker daemons" not in held, held
+        # no fork server and no worker pool: at most Spark's one lookup of pip-installed data sources at planning
+        assert "JVM" in held and "fork server" not in held, held
+        assert held.get("Python workers", {}).get("processes", 0) <= 1, held
         assert "| real-time job: start-up, launch to first output |" in table
         return
     assert results["stateless"]["vs_baseline"] > 0 and results["stateless"]["vs_quix"] > 0
