@@ -62,6 +62,7 @@ def main() -> None:
             **jars.session_settings(),
             "spark.sql.shuffle.partitions": "2",
             "spark.sql.adaptive.enabled": "false",
+            "spark.ui.showConsoleProgress": "false",
         }
         for key, value in settings.items():
             builder = builder.config(key, value)
