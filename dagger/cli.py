@@ -373,7 +373,7 @@ def _validate(config: JobConfig) -> int:
     from dagger.sources import source_of
     from dagger.stream_manager import StreamManager
 
-    manager = StreamManager(config)
+    manager = StreamManager(config, validating=True)
     manager.check_descriptors()
     plan = manager.plan()
     out = sys.stdout

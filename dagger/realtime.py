@@ -95,10 +95,11 @@ def _analyzed_plan(df: Any) -> str:
         return analyzed.toString()
 
 
-def _kafka_options(stream: StreamConfig, config: JobConfig) -> dict[str, str]:
+def _kafka_options(stream: StreamConfig, config: JobConfig, resolve: bool = True) -> dict[str, str]:
     """Spark's Kafka source options from a stream's keys: Dagger's ``SOURCE_KAFKA_CONSUMER_CONFIG_*`` are Kafka's
     Java client settings, which Spark's source takes as ``kafka.<setting>``. Spark uses the start only when the
-    checkpoint has no offsets yet (a first run)."""
+    checkpoint has no offsets yet (a first run); ``resolve=False`` (``dagger validate``) leaves the group's offsets
+    unasked."""
     from dagger.sources.kafka_positions import start_position
 
     s = stream.settings
@@ -127,7 +128,9 @@ def _kafka_options(stream: StreamConfig, config: JobConfig) -> dict[str, str]:
     elif position.kind in ("earliest", "latest"):
         options["startingOffsets"] = position.kind
     else:  # group: Spark's source has no group of its own; a first run starts where the runner last committed
-        options["startingOffsets"] = group_offsets(stream, config)
+        options["startingOffsets"] = (
+            group_offsets(stream, config) if resolve else s.SOURCE_KAFKA_CONSUMER_CONFIG_AUTO_OFFSET_RESET
+        )
     return options
 
 
@@ -226,7 +229,7 @@ def commit(progress: dict[str, Any], config: JobConfig) -> None:
     )
 
 
-def json_stream(spark: SparkSession, stream: StreamConfig, config: JobConfig) -> DataFrame:
+def json_stream(spark: SparkSession, stream: StreamConfig, config: JobConfig, resolve: bool = True) -> DataFrame:
     """A JSON stream read by Spark's Kafka source: the table's columns (the JSON Schema's properties, the validity
     flag, rowtime), decoded by ``from_json``; an undecodable record fails the query naming topic, partition and
     offset (``fail``), or is marked invalid (``drop``)."""
@@ -239,7 +242,7 @@ def json_stream(spark: SparkSession, stream: StreamConfig, config: JobConfig) ->
     key = f"STREAMS[{stream.INPUT_SCHEMA_TABLE}].INPUT_SCHEMA_JSON_SCHEMA"
     record = json_struct(stream.format.INPUT_SCHEMA_JSON_SCHEMA or "", key)
     reader = spark.readStream.format("kafka")
-    for name, value in _kafka_options(stream, config).items():
+    for name, value in _kafka_options(stream, config, resolve).items():
         reader = reader.option(name, value)
     raw = reader.load()
     parsed = raw.select(

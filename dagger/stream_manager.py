@@ -92,8 +92,11 @@ class StreamManager:
         commit_offsets: bool = True,
         from_ms: int | None = None,
         to_ms: int | None = None,
+        validating: bool = False,
     ):
         self.config = config
+        #: planned for ``dagger validate`` only: nothing is asked of the brokers (a real-time stream's group offsets)
+        self.validating = validating
         self.from_ms, self.to_ms = from_ms, to_ms
         self.available_now = available_now
         self.checkpoint = (
@@ -288,7 +291,7 @@ class StreamManager:
             if filtered_later:
                 stream = source_of(stream).passing_invalid_records(stream)
             if self.real_time and not realtime.stream_refusals(stream):
-                df = realtime.json_stream(self.spark, stream, self.config)
+                df = realtime.json_stream(self.spark, stream, self.config, resolve=not self.validating)
             else:
                 df = source_of(stream).build(self.spark, stream, self.config, self.descriptors, options)
             tables[stream.INPUT_SCHEMA_TABLE] = df.schema

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import signal
 import time
+from types import SimpleNamespace
 
 import pytest
 
@@ -143,3 +144,19 @@ def test_a_job_real_time_mode_cannot_run_is_refused_with_every_reason(broker, st
     assert ran.returncode == 2, ran.stderr[-3000:]
     assert "SPARK_TRIGGER_MODE=real-time: STREAMS[data_stream_0]: INPUT_DATATYPE=PROTO" in ran.stderr
     assert topic_size(broker.bootstrap, out) == 0
+
+
+def test_validate_plans_a_real_time_job_without_asking_its_brokers(stencil, tmp_path):
+    """`dagger validate` of a runnable real-time job whose brokers nobody answers for: OK (a run asks the group for
+    its offsets; validate does not reach the brokers, in either mode)."""
+    from dagger.devtools.broker import free_port
+
+    nowhere = SimpleNamespace(bootstrap=f"127.0.0.1:{free_port()}")
+    data = job(
+        stencil, [json_stream(nowhere, "rt-none")], SQL, SPARK_TRIGGER_MODE="real-time", **json_sink(nowhere, "o")
+    )
+    path = tmp_path / "job.json"
+    path.write_text(json.dumps(data))
+    validated = dagger("validate", str(path))  # asking the brokers would end in "do not answer" after 30 s, exit 1
+    assert validated.returncode == 0, validated.stdout + validated.stderr
+    assert "config: OK" in validated.stdout
