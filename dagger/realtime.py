@@ -217,18 +217,6 @@ def tagged_progress(progress: dict[str, Any], config: JobConfig) -> dict[str, An
     return {**progress, "sources": sources}
 
 
-def commit(progress: dict[str, Any], config: JobConfig) -> None:
-    """Commit a real-time batch's end offsets (``progress`` as :func:`tagged_progress` gives it) to each stream's
-    consumer group, as our reader commits after each micro-batch: lag tools see the job, and a new checkpoint
-    starts where it stopped."""
-    from dagger.sources.kafka import client_config, commit_final_offsets
-
-    large = config.SOURCE_KAFKA_CONSUME_LARGE_MESSAGE_ENABLE
-    commit_final_offsets(
-        progress, {s.INPUT_SCHEMA_TABLE: client_config(s, config.job_slug, large) for s in config.STREAMS}
-    )
-
-
 def json_stream(spark: SparkSession, stream: StreamConfig, config: JobConfig, resolve: bool = True) -> DataFrame:
     """A JSON stream read by Spark's Kafka source: the table's columns (the JSON Schema's properties, the validity
     flag, rowtime), decoded by ``from_json``; an undecodable record fails the query naming topic, partition and

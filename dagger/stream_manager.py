@@ -720,27 +720,29 @@ class StreamManager:
         progress = query.lastProgress if self.real_time and self._commit_offsets else None
         if not progress or progress.get("batchId", -1) <= self._committed_batch:
             return
-        from dagger import realtime
-
-        realtime.commit(self.progress_view(progress), self.config)
+        self._finish_sources(progress)
         self._committed_batch = progress["batchId"]
 
     def finish(self, query: StreamingQuery | BoundedRun) -> None:
         """Once a live run stopped cleanly: let each source finish its streams (the Kafka source commits the last
         processed offsets to each stream's group). Bounded runs and replays leave the groups alone."""
-        from dagger.sources import source_of
-
         if not self._commit_offsets or self.bounded or self.from_ms is not None or query.exception() is not None:
             return
         if self.real_time:
             self.after_batches(query)
-            return
+        else:
+            self._finish_sources(query.lastProgress or {})
+
+    def _finish_sources(self, progress: dict[str, Any]) -> None:
+        """Hand ``progress`` (in our reader's form: :meth:`progress_view`) to each source with its streams."""
+        from dagger.sources import source_of
+
         by_source: dict[int, tuple[Source, list[StreamConfig]]] = {}
         for stream in self.config.STREAMS:
             source = source_of(stream)
             by_source.setdefault(id(source), (source, []))[1].append(stream)
         for source, streams in by_source.values():
-            source.finish(query.lastProgress or {}, streams, self.config)
+            source.finish(self.progress_view(progress), streams, self.config)
 
 
 def _first_line(exc: BaseException) -> str:
