@@ -21,7 +21,11 @@ Arrow buffers from librdkafka in C where Spark's connector hands rows to the Pyt
   records left in the range and stops at the range end or at partition EOF, never waiting out a timeout.
   Values are decoded from the Arrow binary column into Arrow record batches in Rust (ptars).
 * **Commit**: after every finished micro-batch, the processed offsets are committed to the consumer group,
-  so ``kafka-consumer-groups`` and lag exporters see the job.
+  so ``kafka-consumer-groups`` and lag exporters see the job. A commit takes at most
+  :data:`COMMIT_TIMEOUT_SECONDS`: it goes through the admin API (``AlterConsumerGroupOffsets``), whose requests
+  time out, because a consumer's own commit waits for the group's coordinator without end while the brokers are
+  unreachable (``scripts/commit_while_unreachable.py``), which held a job's planning past its unreachable-broker
+  deadline.
 * **Invalid records** follow ``SOURCE_KAFKA_INVALID_RECORD_POLICY``: ``fail`` raises an error naming topic,
   partition and offset; ``drop`` and ``dead-letter`` emit the row with ``__internal_validation_field__ =
   false`` (counted and filtered out by the stream manager); ``dead-letter`` first writes the raw record with
@@ -67,6 +71,19 @@ log = logging.getLogger(__name__)
 SOURCE_FORMAT = "dagger-kafka"
 _JAAS = re.compile(r'(username|password)\s*=\s*"([^"]*)"')
 _FIRST_CONTACT_SECONDS = 30.0  # brokers unreachable at start: the job fails after this long
+#: once the brokers have answered, how long one request waits for them before the job says they do not answer
+#: (and goes on waiting, up to SOURCE_KAFKA_UNREACHABLE_TIMEOUT_MS)
+_ANSWER_SECONDS = 5.0
+#: the longest a commit of offsets to a consumer group may take; a failed or late commit is logged, never fatal
+#: (the checkpoint holds the position; the next commit carries the group forward)
+COMMIT_TIMEOUT_SECONDS = 10.0
+#: librdkafka's consumer-only settings, left out of the admin client that commits (it would warn about each)
+_CONSUMER_ONLY = re.compile(
+    r"group\..*|auto\.offset\.reset|enable\.auto\..*|auto\.commit\..*|enable\.partition\.eof|isolation\.level"
+    r"|max\.partition\.fetch\.bytes|fetch\..*|queued\..*|session\.timeout\.ms|heartbeat\.interval\.ms"
+    r"|partition\.assignment\.strategy|coordinator\.query\.interval\.ms|max\.poll\.interval\.ms|check\.crcs"
+    r"|consume\.callback\.max\.messages|offset\.store\..*|allow\.auto\.create\.topics"
+)
 #: how long a listing of the stream's topics and partitions is reused (a new partition is read after at most this)
 TOPICS_REFRESH_SECONDS = 5.0
 
@@ -188,6 +205,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.spec = spec
         self._pattern = re.compile(spec.topic_pattern)
         self._consumer = None
+        self._groups = None  # the admin client that commits to the consumer group
         self._available_now_end: dict[str, int] | None = None
         self._first_batch = True
         self._aligner = None
@@ -199,6 +217,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
         state["_consumer"] = None  # librdkafka handles do not travel to executors
+        state["_groups"] = None
         state["_aligner"] = None
         return state
 
@@ -250,7 +269,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             left = limit - (time.monotonic() - since)
             try:
                 # before first contact in short calls, so that a refusal reported meanwhile ends the wait
-                result = call(max(1.0, min(30.0 if reached else 2.0, left)))
+                result = call(max(1.0, min(_ANSWER_SECONDS if reached else 2.0, left)))
             except KafkaException as exc:
                 self._admin().poll(0)  # librdkafka hands its error callbacks over on poll
                 reason = getattr(self, "_last_client_error", None) or exc.args[0].str()
@@ -454,9 +473,15 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         end = positions(end)
         if not self.spec.commit_offsets or not end:
             return
-        _commit(self._admin(), end, self.spec.table, self.spec.group_id)
+        if self._groups is None:
+            self._groups = group_client(self.spec.client_config)
+        if not _commit(self._groups, end, self.spec.table, self.spec.group_id):
+            # the next commit gets a new client: after the brokers came back from an outage, one that had failed
+            # during it sometimes waited out its whole timeout for a connection it already had again
+            self._groups = None
 
     def stop(self) -> None:
+        self._groups = None
         if self._consumer is not None:
             self._consumer.close()
             self._consumer = None
@@ -471,25 +496,55 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         yield from read_ranges(self.spec, partition.ranges)
 
 
-def _commit(consumer: Any, end: dict[str, int], table: str, group: str) -> None:
-    from confluent_kafka import KafkaException, TopicPartition
+def group_client(client_config: dict[str, str]) -> Any:
+    """An admin client on the brokers and with the security settings of ``client_config`` (a consumer's)."""
+    from confluent_kafka.admin import AdminClient
 
-    offsets = [TopicPartition(*_split(k), v) for k, v in end.items()]
-    try:
-        consumer.commit(offsets=offsets, asynchronous=False)
-    except KafkaException as exc:
-        log.warning("stream '%s': committing offsets to group %s failed: %s", table, group, exc)
+    conf = {k: v for k, v in client_config.items() if not _CONSUMER_ONLY.fullmatch(k)}
+    # librdkafka's reconnect backoff grows to 10 s during an outage: the first commit after it would wait that long
+    # for a connection (and time out) while the planning's consumer already reads again
+    conf.setdefault("reconnect.backoff.max.ms", "1000")
+    return AdminClient(quiet(conf))
+
+
+#: the brokers' answers to a commit that say to ask again (librdkafka's errors from the admin API do not say
+#: whether they are retriable); a transport failure or a local timeout is an outage, which the planning waits out
+_ASK_AGAIN = frozenset(
+    {7, 14, 15, 16}
+)  # REQUEST_TIMED_OUT, COORDINATOR_LOAD_IN_PROGRESS, _NOT_AVAILABLE, NOT_COORDINATOR
+
+
+def _commit(admin: Any, end: dict[str, int], table: str, group: str) -> bool:
+    """Commit ``end`` to ``group`` through ``admin`` within :data:`COMMIT_TIMEOUT_SECONDS`, asking again while
+    the brokers say to (a coordinator loading or moving, as after a broker's start or restart); whether it
+    landed."""
+    from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, TopicPartition
+
+    request = ConsumerGroupTopicPartitions(group, [TopicPartition(*_split(k), v) for k, v in sorted(end.items())])
+    deadline = time.monotonic() + COMMIT_TIMEOUT_SECONDS
+    while True:
+        left = max(deadline - time.monotonic(), 0.5)
+        try:
+            future = admin.alter_consumer_group_offsets([request], request_timeout=left)[group]
+            result = future.result(timeout=left + 1)
+            errors = [(f"{tp.topic}[{tp.partition}]: ", tp.error) for tp in result.topic_partitions if tp.error]
+        except KafkaException as exc:
+            errors = [("", exc.args[0])]
+        except TimeoutError:
+            errors = [("", None)]
+        if not errors:
+            return True
+        if time.monotonic() + 0.5 < deadline and all(e is not None and e.code() in _ASK_AGAIN for _, e in errors):
+            time.sleep(0.5)
+            continue
+        reasons = "; ".join(where + (e.str() if e is not None else "timed out") for where, e in errors)
+        log.warning("stream '%s': committing offsets to group %s failed: %s", table, group, reasons)
+        return False
 
 
 def commit_offsets(client_config: dict[str, str], end: dict[str, int], table: str) -> None:
     """Commit ``end`` (``{"topic:partition": offset}``) to the group of ``client_config``."""
-    from confluent_kafka import Consumer
-
-    consumer = Consumer(quiet({**client_config, "enable.auto.commit": "false"}))
-    try:
-        _commit(consumer, end, table, client_config["group.id"])
-    finally:
-        consumer.close()
+    _commit(group_client(client_config), end, table, client_config["group.id"])
 
 
 def commit_final_offsets(progress: dict, groups: dict[str, dict[str, str]]) -> None:
@@ -607,6 +662,8 @@ def read_partition(spec: KafkaSourceSpec, part: KafkaPartition, fetcher: Any = N
     try:
         position = part.start
         last_progress = time.monotonic()
+        waiting = False  # the brokers do not answer now (logged once)
+        brokers = spec.client_config["bootstrap.servers"]
         while position < part.end:
             want = min(spec.read_batch_size, part.end - position)
             try:
@@ -618,6 +675,9 @@ def read_partition(spec: KafkaSourceSpec, part: KafkaPartition, fetcher: Any = N
             if len(chunk):
                 position = int(chunk.offsets[-1]) + 1
                 last_progress = time.monotonic()
+                if waiting:
+                    waiting = False
+                    log.warning("stream '%s': the brokers %s answer again", spec.table, brokers)
                 if window is not None:  # inside the offset range, outside the time range (timestamps out of order)
                     chunk = chunk.take((chunk.timestamps >= window[0]) & (chunk.timestamps < window[1]))
                 if len(chunk):
@@ -627,6 +687,20 @@ def read_partition(spec: KafkaSourceSpec, part: KafkaPartition, fetcher: Any = N
             elif chunk.eof:
                 break  # the partition ends before the range does: its last offsets hold no records (compaction,
                 # transaction markers, aborted records under read_committed); nothing more will come
+            elif not waiting and time.monotonic() - last_progress > _ANSWER_SECONDS:
+                waiting = True  # a task waiting in silence for minutes is what an operator must not meet
+                log.warning(
+                    "stream '%s': the brokers %s do not answer: no records from %s[%d] for %.0f s while offsets "
+                    "%d..%d are expected; waiting up to %.0f s (SOURCE_KAFKA_UNREACHABLE_TIMEOUT_MS)",
+                    spec.table,
+                    brokers,
+                    part.topic,
+                    part.partition,
+                    _ANSWER_SECONDS,
+                    position,
+                    part.end - 1,
+                    spec.unreachable_timeout_ms / 1000,
+                )
             elif time.monotonic() - last_progress > spec.unreachable_timeout_ms / 1000:
                 raise SourceError(
                     f"stream '{spec.table}': no records from {part.topic}[{part.partition}] on "
