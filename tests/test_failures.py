@@ -265,9 +265,9 @@ def test_brokers_unreachable_for_30_s_mid_run_the_job_waits_and_loses_nothing(pr
     process.send_signal(signal.SIGTERM)
     assert process.wait(120) == 0, log.read_text()[-3000:]
     output = log.read_text()
-    # one line when they went from each place that waits for them (the planning, or a task that reads one of the two
-    # partitions: the planning saw them answer again when it ran next), not one per attempt
-    assert 1 <= output.count("do not answer") <= 3, _story(log)
+    # one line when they went, not one per attempt: from the planning, or from the task that was reading when they
+    # went (the planning, which runs after it, finds them back)
+    assert output.count("do not answer") == 1, _story(log)
     counts = collections.Counter(_orders(broker.bootstrap, out))
     assert set(counts) == {f"order-{i}" for i in range(total)}  # nothing lost
     assert sum(c - 1 for c in counts.values()) <= 100  # at-least-once: at most one micro-batch again

@@ -95,6 +95,9 @@ def client_config(stream: StreamConfig, job_slug: str, large_messages: bool = Fa
         "group.id": stream.settings.SOURCE_KAFKA_CONSUMER_CONFIG_GROUP_ID
         or f"dagger-{job_slug}-{stream.INPUT_SCHEMA_TABLE}",
         "auto.offset.reset": stream.settings.SOURCE_KAFKA_CONSUMER_CONFIG_AUTO_OFFSET_RESET,
+        # librdkafka's reconnect backoff grows to 10 s during an outage, so a job went on up to 10 s after its
+        # brokers were back (and a request in that time said they did not answer, a second time); 1 s here
+        "reconnect.backoff.max.ms": "1000",
     }
     table = stream.INPUT_SCHEMA_TABLE
     if stream.settings.SOURCE_KAFKA_CONSUMER_CONFIG_SECURITY_PROTOCOL:
@@ -500,11 +503,7 @@ def group_client(client_config: dict[str, str]) -> Any:
     """An admin client on the brokers and with the security settings of ``client_config`` (a consumer's)."""
     from confluent_kafka.admin import AdminClient
 
-    conf = {k: v for k, v in client_config.items() if not _CONSUMER_ONLY.fullmatch(k)}
-    # librdkafka's reconnect backoff grows to 10 s during an outage: the first commit after it would wait that long
-    # for a connection (and time out) while the planning's consumer already reads again
-    conf.setdefault("reconnect.backoff.max.ms", "1000")
-    return AdminClient(quiet(conf))
+    return AdminClient(quiet({k: v for k, v in client_config.items() if not _CONSUMER_ONLY.fullmatch(k)}))
 
 
 #: the brokers' answers to a commit that say to ask again (librdkafka's errors from the admin API do not say
