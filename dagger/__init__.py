@@ -2,12 +2,6 @@
 
 __version__ = "0.1.0"
 
+from dagger.worker_logging import setup_if_worker  # noqa: E402
 
-def _worker_logging() -> None:
-    from dagger.worker_logging import in_spark_worker, setup
-
-    if in_spark_worker():
-        setup()
-
-
-_worker_logging()
+setup_if_worker()

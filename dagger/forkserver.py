@@ -152,6 +152,9 @@ def _run_child(request: dict, fds: list[int]) -> None:
         os.environ.clear()
         os.environ.update(request["env"])
         os.chdir(request["cwd"])
+        from dagger.worker_logging import setup_if_worker
+
+        setup_if_worker()  # the server imported dagger in the driver's environment
         module = request["args"][1]
         sys.argv = [module, *request["args"][2:]]
         _extend_path(request["env"].get("PYTHONPATH", ""))

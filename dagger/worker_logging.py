@@ -34,3 +34,10 @@ def setup() -> None:
     handler._dagger_worker = True  # type: ignore[attr-defined]
     logger.addHandler(handler)
     logger.propagate = False  # a handler on the root logger of the process would print each line twice
+
+
+def setup_if_worker() -> None:
+    """:func:`setup` in a process Spark started: at the import of :mod:`dagger`, and in each child of the fork
+    server (:mod:`dagger.forkserver`), which imported :mod:`dagger` before Spark's environment was its own."""
+    if in_spark_worker():
+        setup()
