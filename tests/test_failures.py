@@ -268,6 +268,7 @@ def test_brokers_unreachable_for_30_s_mid_run_the_job_waits_and_loses_nothing(pr
     # one line when they went, not one per attempt: from the planning, or from the task that was reading when they
     # went (the planning, which runs after it, finds them back)
     assert output.count("do not answer") == 1, _story(log)
+    assert output.count("answer again") == 1, _story(log)  # and one when they came back
     counts = collections.Counter(_orders(broker.bootstrap, out))
     assert set(counts) == {f"order-{i}" for i in range(total)}  # nothing lost
     assert sum(c - 1 for c in counts.values()) <= 100  # at-least-once: at most one micro-batch again

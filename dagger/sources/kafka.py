@@ -304,7 +304,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 continue
             if self._waiting:
                 self._waiting = False
-                log.info("stream '%s': the brokers %s answer again", self.spec.table, brokers)
+                # a warning as the line it ends: in Spark's Python processes only warnings are shown (worker_logging)
+                log.warning("stream '%s': the brokers %s answer again", self.spec.table, brokers)
             self._reached = True
             return result
 
@@ -476,11 +477,18 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         end = positions(end)
         if not self.spec.commit_offsets or not end:
             return
-        if self._groups is None:
+        known = self._groups is not None
+        if not known:
             self._groups = group_client(self.spec.client_config)
-        if not _commit(self._groups, end, self.spec.table, self.spec.group_id):
-            # the next commit gets a new client: after the brokers came back from an outage, one that had failed
-            # during it sometimes waited out its whole timeout for a connection it already had again
+        started, table, group = time.monotonic(), self.spec.table, self.spec.group_id
+        if _commit(self._groups, end, table, group, report=not known, seconds=COMMIT_TIMEOUT_SECONDS / (1 + known)):
+            return
+        # a new client, once: the connection of one made before an outage breaks with it (its first commit after
+        # the outage failed, "transport failure"), and one whose request failed during an outage sometimes waited
+        # out its whole timeout afterwards for a connection it already had again (scripts/commit_while_unreachable.py)
+        self._groups = group_client(self.spec.client_config) if known else None
+        left = COMMIT_TIMEOUT_SECONDS - (time.monotonic() - started)
+        if known and not _commit(self._groups, end, table, group, seconds=max(left, 1.0)):
             self._groups = None
 
     def stop(self) -> None:
@@ -513,14 +521,21 @@ _ASK_AGAIN = frozenset(
 )  # REQUEST_TIMED_OUT, COORDINATOR_LOAD_IN_PROGRESS, _NOT_AVAILABLE, NOT_COORDINATOR
 
 
-def _commit(admin: Any, end: dict[str, int], table: str, group: str) -> bool:
-    """Commit ``end`` to ``group`` through ``admin`` within :data:`COMMIT_TIMEOUT_SECONDS`, asking again while
+def _commit(
+    admin: Any,
+    end: dict[str, int],
+    table: str,
+    group: str,
+    report: bool = True,
+    seconds: float = COMMIT_TIMEOUT_SECONDS,
+) -> bool:
+    """Commit ``end`` to ``group`` through ``admin`` within ``seconds``, asking again while
     the brokers say to (a coordinator loading or moving, as after a broker's start or restart); whether it
-    landed."""
+    landed (a failure is logged if ``report``)."""
     from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, TopicPartition
 
     request = ConsumerGroupTopicPartitions(group, [TopicPartition(*_split(k), v) for k, v in sorted(end.items())])
-    deadline = time.monotonic() + COMMIT_TIMEOUT_SECONDS
+    deadline = time.monotonic() + seconds
     while True:
         left = max(deadline - time.monotonic(), 0.5)
         try:
@@ -536,8 +551,9 @@ def _commit(admin: Any, end: dict[str, int], table: str, group: str) -> bool:
         if time.monotonic() + 0.5 < deadline and all(e is not None and e.code() in _ASK_AGAIN for _, e in errors):
             time.sleep(0.5)
             continue
-        reasons = "; ".join(where + (e.str() if e is not None else "timed out") for where, e in errors)
-        log.warning("stream '%s': committing offsets to group %s failed: %s", table, group, reasons)
+        if report:
+            reasons = "; ".join(where + (e.str() if e is not None else "timed out") for where, e in errors)
+            log.warning("stream '%s': committing offsets to group %s failed: %s", table, group, reasons)
         return False
 
 
