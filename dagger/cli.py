@@ -258,10 +258,12 @@ def _generate(args: argparse.Namespace) -> int:
 
 
 def _setup_logging(verbose: bool) -> None:
+    from dagger.worker_logging import DATE_FORMAT, FORMAT
+
     logging.basicConfig(
         level=logging.DEBUG if verbose else logging.INFO,
-        format="%(asctime)s %(levelname)-5s %(name)s: %(message)s",
-        datefmt="%H:%M:%S",
+        format=FORMAT,
+        datefmt=DATE_FORMAT,
         stream=sys.stderr,
         force=True,  # under spark-submit the root logger already has a handler at WARNING
     )

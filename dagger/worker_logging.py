@@ -14,8 +14,9 @@ import logging
 import os
 import sys
 
-#: the driver's format (dagger.cli)
+#: the format of the job's log lines, the driver's (dagger.cli) and those of Spark's Python processes
 FORMAT = "%(asctime)s %(levelname)-5s %(name)s: %(message)s"
+DATE_FORMAT = "%H:%M:%S"
 
 
 def in_spark_worker() -> bool:
@@ -29,7 +30,7 @@ def setup() -> None:
     if any(getattr(h, "_dagger_worker", False) for h in logger.handlers):
         return
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter(FORMAT, datefmt="%H:%M:%S"))
+    handler.setFormatter(logging.Formatter(FORMAT, datefmt=DATE_FORMAT))
     handler.setLevel(logging.WARNING)
     handler._dagger_worker = True  # type: ignore[attr-defined]
     logger.addHandler(handler)

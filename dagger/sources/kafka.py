@@ -477,18 +477,16 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         end = positions(end)
         if not self.spec.commit_offsets or not end:
             return
-        known = self._groups is not None
-        if not known:
-            self._groups = group_client(self.spec.client_config)
-        started, table, group = time.monotonic(), self.spec.table, self.spec.group_id
-        if _commit(self._groups, end, table, group, report=not known, seconds=COMMIT_TIMEOUT_SECONDS / (1 + known)):
+        deadline = time.monotonic() + COMMIT_TIMEOUT_SECONDS
+        table, group = self.spec.table, self.spec.group_id
+        if self._groups is not None and _commit(self._groups, end, table, group, COMMIT_TIMEOUT_SECONDS / 2, False):
             return
-        # a new client, once: the connection of one made before an outage breaks with it (its first commit after
-        # the outage failed, "transport failure"), and one whose request failed during an outage sometimes waited
-        # out its whole timeout afterwards for a connection it already had again (scripts/commit_while_unreachable.py)
-        self._groups = group_client(self.spec.client_config) if known else None
-        left = COMMIT_TIMEOUT_SECONDS - (time.monotonic() - started)
-        if known and not _commit(self._groups, end, table, group, seconds=max(left, 1.0)):
+        # a new client (once, if the one there was failed): the connection of a client made before an outage breaks
+        # with it ("transport failure" at its first commit after), and one whose request failed during an outage
+        # sometimes waited out its whole timeout afterwards for a connection it had again
+        # (scripts/commit_while_unreachable.py)
+        self._groups = group_client(self.spec.client_config)
+        if not _commit(self._groups, end, table, group, max(deadline - time.monotonic(), 1.0)):
             self._groups = None
 
     def stop(self) -> None:
@@ -514,11 +512,9 @@ def group_client(client_config: dict[str, str]) -> Any:
     return AdminClient(quiet({k: v for k, v in client_config.items() if not _CONSUMER_ONLY.fullmatch(k)}))
 
 
-#: the brokers' answers to a commit that say to ask again (librdkafka's errors from the admin API do not say
-#: whether they are retriable); a transport failure or a local timeout is an outage, which the planning waits out
-_ASK_AGAIN = frozenset(
-    {7, 14, 15, 16}
-)  # REQUEST_TIMED_OUT, COORDINATOR_LOAD_IN_PROGRESS, _NOT_AVAILABLE, NOT_COORDINATOR
+#: the names of the brokers' answers to a commit that say to ask again (the admin API's errors do not say whether
+#: they are retriable); a transport failure or a local timeout is an outage, which the planning waits out
+_ASK_AGAIN = ("REQUEST_TIMED_OUT", "COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR")
 
 
 def _commit(
@@ -526,14 +522,15 @@ def _commit(
     end: dict[str, int],
     table: str,
     group: str,
-    report: bool = True,
     seconds: float = COMMIT_TIMEOUT_SECONDS,
+    report: bool = True,
 ) -> bool:
-    """Commit ``end`` to ``group`` through ``admin`` within ``seconds``, asking again while
-    the brokers say to (a coordinator loading or moving, as after a broker's start or restart); whether it
-    landed (a failure is logged if ``report``)."""
-    from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, TopicPartition
+    """Commit ``end`` to ``group`` through ``admin`` within ``seconds``, asking again while the brokers say to (a
+    coordinator loading or moving, as after a broker's start or restart); whether it landed (a failure is logged
+    if ``report``)."""
+    from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, KafkaException, TopicPartition
 
+    ask_again = {getattr(KafkaError, name) for name in _ASK_AGAIN}
     request = ConsumerGroupTopicPartitions(group, [TopicPartition(*_split(k), v) for k, v in sorted(end.items())])
     deadline = time.monotonic() + seconds
     while True:
@@ -548,12 +545,18 @@ def _commit(
             errors = [("", None)]
         if not errors:
             return True
-        if time.monotonic() + 0.5 < deadline and all(e is not None and e.code() in _ASK_AGAIN for _, e in errors):
+        if time.monotonic() + 0.5 < deadline and all(e is not None and e.code() in ask_again for _, e in errors):
             time.sleep(0.5)
             continue
         if report:
             reasons = "; ".join(where + (e.str() if e is not None else "timed out") for where, e in errors)
-            log.warning("stream '%s': committing offsets to group %s failed: %s", table, group, reasons)
+            log.warning(
+                "stream '%s': committing offsets to group %s failed: %s. Nothing is lost: the checkpoint holds the "
+                "position, and the next micro-batch's commit carries the group forward",
+                table,
+                group,
+                reasons,
+            )
         return False
 
 
