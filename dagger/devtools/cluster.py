@@ -110,7 +110,7 @@ class StandaloneCluster:
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{self.ui_port}/json/", timeout=2) as response:
                 state = json.loads(response.read())
-        except OSError:
+        except (OSError, ValueError):  # not up yet; while its UI starts the master answered /json/ with its HTML page
             return 0
         return sum(1 for w in state.get("workers", []) if w.get("state") == "ALIVE")
 
