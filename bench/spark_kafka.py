@@ -5,7 +5,15 @@ user would write it: Spark's Kafka source, the records decoded, the SQL, the rec
   Maven Central serves no spark-protobuf (``from_protobuf``/``to_protobuf``);
 * JSON: ``from_json`` and ``to_json``, so nothing leaves the JVM.
 
-Used by ``bench/streaming.py`` (parts ``stateless_spark`` and ``stateless_json_spark``).
+Used by ``bench/streaming.py``: in its own session for the throughput parts (``stateless_spark``, ...), and run as
+a process of its own for the latency parts (``latency_spark``, ``latency_window_spark``, ``latency_join_spark``)::
+
+    python bench/spark_kafka.py JOB.json stateless|window|join
+
+which reads the bootstrap servers, topics, descriptors and Spark settings from the Dagger job config ``JOB.json``
+(the one ``dagger run`` gets in the part it is compared with), starts the session ``dagger run`` would (the same
+JVM, class-data archive, fork server and jars), and runs the job on Spark's Kafka source and sink, unbounded, in
+micro-batches started as soon as the last one ends (Spark's default trigger), until it is terminated.
 """
 
 from __future__ import annotations
@@ -87,8 +95,10 @@ def stateless_query(
     message: str = OUTPUT_MESSAGE,
     tables: tuple[str, ...] = ("data_stream_0",),
     watermark: str | None = None,
+    available_now: bool = True,
 ) -> Any:
-    """Start the query: an ``availableNow`` run of ``sql`` over ``source`` into ``out`` (``message`` records).
+    """Start the query: an ``availableNow`` run of ``sql`` over ``source`` into ``out`` (``message`` records); with
+    ``available_now`` false, unbounded, in micro-batches started as soon as the last one ends.
     Each of ``tables`` is a read of ``source`` of its own (a self-join reads it twice); ``watermark`` (such as
     ``"10 seconds"``) puts a watermark on each table's ``rowtime`` (windows and interval joins need one)."""
     views = {}
@@ -109,7 +119,7 @@ def stateless_query(
         .option("topic", out)
         .option("checkpointLocation", checkpoint)
     )
-    return writer.trigger(availableNow=True).start()
+    return (writer.trigger(availableNow=True) if available_now else writer).start()
 
 
 _CACHE: dict[str, Any] = {}
@@ -140,3 +150,57 @@ def _pool(descriptors: bytes, build_pool: Any) -> Any:
 
         _CACHE["pool"] = build_pool(descriptor_pb2.FileDescriptorSet.FromString(descriptors))
     return _CACHE["pool"]
+
+
+def main(job_path: str, job: str) -> None:
+    """Run ``job`` (``stateless``, ``window``: 10-second windows, ``join``) of the Dagger job config at
+    ``job_path`` on Spark's Kafka source and sink until terminated. Runs on the driver."""
+    import signal
+    import sys
+    import urllib.request
+    from pathlib import Path
+
+    sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).resolve().parent)]
+    import streaming as bench
+
+    from bench.spark_kafka import stateless_query as query_of  # by reference: the UDFs pickle by module name
+    from dagger.config import load_config
+    from dagger.spark import get_session
+
+    config = load_config(path=job_path)
+    data = json.loads(Path(job_path).read_text())
+    stream = data["STREAMS"][0]
+    url = data["SCHEMA_REGISTRY_STENCIL_URLS"]
+    with urllib.request.urlopen(url) as answer:  # noqa: S310 - the bench's own descriptor server
+        descriptors = answer.read()
+    sql, message, tables = {
+        "stateless": (bench.STATELESS_SQL, OUTPUT_MESSAGE, ("data_stream_0",)),
+        "window": (
+            bench.WINDOW_SPARK_SQL.replace("'1 minute'", "'10 seconds'"),
+            "dagger.examples.BookingCountMessage",
+            ("data_stream_0",),
+        ),
+        "join": (bench.JOIN_SQL, OUTPUT_MESSAGE, ("data_stream_0", "data_stream_1")),
+    }[job]
+    spark = get_session(config)
+    query = query_of(
+        spark,
+        stream["SOURCE_KAFKA_CONSUMER_CONFIG_BOOTSTRAP_SERVERS"],
+        stream["SOURCE_KAFKA_TOPIC_NAMES"],
+        data["SINK_KAFKA_TOPIC"],
+        sql,
+        str(Path(job_path).parent / "cp"),
+        descriptors=descriptors,
+        message=message,
+        tables=tables,
+        watermark=None if job == "stateless" else f"{bench.WATERMARK_DELAY_MS} milliseconds",
+        available_now=False,
+    )
+    signal.signal(signal.SIGTERM, lambda *_: query.stop())
+    query.awaitTermination()
+
+
+if __name__ == "__main__":
+    import sys
+
+    main(*sys.argv[1:3])

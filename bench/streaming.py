@@ -40,6 +40,12 @@ Parts (``BENCH_PARTS``, comma-separated; all by default):
   and peak memory by kind of process.
 * ``latency_window``: the same for the window job with 10-second windows and event time at wall-clock pace,
   latency counted from the input record that closes a window to the window's rows (``latency_window.png``).
+* ``latency_spark``, ``latency_window_spark``: the stateless and the 10-second window job on Spark's Kafka source
+  and sink (``bench/spark_kafka.py`` as a process of its own, in the session ``dagger run`` starts), measured as
+  ``latency`` and ``latency_window``.
+* ``latency_join``, ``latency_join_spark``: the interval join as ``dagger run`` and on Spark's connector, fed
+  ``BENCH_JOIN_LATENCY_RATE`` records/s (each read twice): latency from each input to its joined row, records
+  lost, start-up and memory.
 * ``longbow``: ``bench/longbow.py`` in its own process (the Bigtable emulator, its own broker and session):
   rows/s of a classic Longbow job over 30-day histories on the emulator and on Spark's state store against the
   same job without Longbow, Bigtable reads/s per core and the calls' response times; it also writes
@@ -87,7 +93,8 @@ WARMUP_SECONDS = float(os.environ.get("BENCH_WARMUP_SECONDS", "20"))
 PARTS = os.environ.get(
     "BENCH_PARTS",
     "baseline,stateless,stateless_spark,stateless_json,stateless_json_out,stateless_json_spark,window,window_spark,"
-    "join,join_spark,bytewax,quix,flink,flink_window,latency,latency_realtime,latency_flink,latency_window,longbow",
+    "join,join_spark,bytewax,quix,flink,flink_window,latency,latency_spark,latency_realtime,latency_flink,"
+    "latency_window,latency_window_spark,latency_join,latency_join_spark,longbow",
 ).split(",")
 PEERS_PYTHON = os.path.abspath(os.environ.get("BENCH_PEERS_PYTHON", str(ROOT / ".venv-peers" / "bin" / "python")))
 FLINK_PYTHON = os.path.abspath(os.environ.get("BENCH_FLINK_PYTHON", str(ROOT / ".venv-flink" / "bin" / "python")))
@@ -129,6 +136,8 @@ JOIN_SQL = (
     "AND b.rowtime BETWEEN c.rowtime - INTERVAL '1' MINUTE AND c.rowtime + INTERVAL '1' MINUTE"
 )
 JOIN_RECORDS = int(os.environ.get("BENCH_JOIN_RECORDS", "200000"))  # the join's input (read twice)
+#: records/s fed to the join's latency runs (each read twice, and held in state for a minute either way)
+JOIN_LATENCY_RATE = float(os.environ.get("BENCH_JOIN_LATENCY_RATE", "5000"))
 # the window job of the latency runs: 10-second windows, so a minute's measurement sees six of them close
 LATENCY_WINDOW_SQL = WINDOW_SQL.replace("INTERVAL '1' MINUTE", "INTERVAL '10' SECOND")
 # BENCH_SPARK_CONF="key=value;key=value": Spark settings of an experiment, every job's SPARK_CONF
@@ -570,7 +579,7 @@ class Bench:
             EVENTS_PER_SECOND,
             _latencies,
             True,
-            flink=True,
+            peer="flink",
         )
 
     def latency_window(self) -> dict:
@@ -584,6 +593,58 @@ class Bench:
             LATENCY_RATE,
             _window_latencies,
             drain=False,  # the last windows need input after the measured window to close
+        )
+
+    def latency_spark(self) -> dict:
+        """The stateless job on Spark's Kafka source and sink (ptars in ``mapInArrow``, micro-batches, the same
+        session settings as ``dagger run``) under the same load: latency, start-up and memory."""
+        return self._latency_run(
+            "latency_spark",
+            STATELESS_SQL,
+            "dagger.examples.BookingSummaryMessage",
+            EVENTS_PER_SECOND,
+            _latencies,
+            True,
+            peer="spark_kafka:stateless",
+        )
+
+    def latency_window_spark(self) -> dict:
+        """The 10-second window job on Spark's Kafka source and sink, Spark's window(): as ``latency_window``."""
+        return self._latency_run(
+            "latency_window_spark",
+            LATENCY_WINDOW_SQL,
+            "dagger.examples.BookingCountMessage",
+            LATENCY_RATE,
+            _window_latencies,
+            drain=False,
+            peer="spark_kafka:window",
+        )
+
+    def latency_join(self) -> dict:
+        """The interval join (two streams over one topic, each record meets itself) as ``dagger run`` under
+        ``BENCH_JOIN_LATENCY_RATE``: latency from each input's produce time to its joined row's."""
+        return self._latency_run(
+            "latency_join",
+            JOIN_SQL,
+            "dagger.examples.BookingSummaryMessage",
+            EVENTS_PER_SECOND,
+            _latencies,
+            True,
+            streams=2,
+            rate=JOIN_LATENCY_RATE,
+        )
+
+    def latency_join_spark(self) -> dict:
+        """The interval join on Spark's Kafka source and sink: as ``latency_join``."""
+        return self._latency_run(
+            "latency_join_spark",
+            JOIN_SQL,
+            "dagger.examples.BookingSummaryMessage",
+            EVENTS_PER_SECOND,
+            _latencies,
+            True,
+            peer="spark_kafka:join",
+            rate=JOIN_LATENCY_RATE,
         )
 
     def latency_realtime(self) -> dict:
@@ -619,15 +680,19 @@ class Bench:
         measure,  # noqa: ANN001
         drain: bool,
         real_time: bool = False,
-        flink: bool = False,
+        peer: str | None = None,
+        streams: int = 1,
+        rate: float = LATENCY_RATE,
     ) -> dict:
         """Launch ``dagger run`` of ``sql`` and feed it at a steady rate; ``measure(bootstrap, source, out, begin,
         end)`` gives the latencies of the records fed from ``BENCH_WARMUP_SECONDS`` after its first output for
         ``BENCH_LATENCY_SECONDS``; also the job's start-up, memory and where a micro-batch's time goes. ``drain``:
         after the feed, wait until every record the stateless filter keeps is written (else a few batches).
         ``real_time``: JSON records in and out, ``dagger run --real-time`` (checkpoint interval
-        ``BENCH_REALTIME_CHECKPOINT_MS``). ``flink``: the same SQL on Flink (``bench/peers/flink_job.py``) instead
-        of ``dagger run`` (no job metrics: no micro-batch breakdown)."""
+        ``BENCH_REALTIME_CHECKPOINT_MS``). ``peer``: the same SQL run by another program instead of ``dagger run``
+        (no job metrics: no micro-batch breakdown): ``flink`` (``bench/peers/flink_job.py``) or
+        ``spark_kafka:<job>`` (``bench/spark_kafka.py``: Spark's Kafka source and sink in the session ``dagger run``
+        starts). ``streams``: 2 reads the input as two streams (the join). ``rate``: records/s fed."""
         from dagger import jvm_classes
         from dagger.devtools import proctree
         from dagger.devtools.broker import free_port
@@ -650,6 +715,10 @@ class Bench:
         if real_time:
             del data["SINK_KAFKA_PROTO_MESSAGE"]
             data.update(SINK_KAFKA_DATA_TYPE="JSON", SPARK_REALTIME_CHECKPOINT_INTERVAL_MS=str(REALTIME_CHECKPOINT_MS))
+        if streams == 2:  # the join: a second stream over the same topic, in a group of its own
+            other = dict(data["STREAMS"][0], INPUT_SCHEMA_TABLE="data_stream_1")
+            other["SOURCE_KAFKA_CONSUMER_CONFIG_GROUP_ID"] += "-1"
+            data["STREAMS"].append(other)
         job.write_text(json.dumps({**data, "METRIC_TELEMETRY_ENABLE": "true", "METRIC_PROMETHEUS_PORT": str(port)}))
         scrapes: dict[str, dict[str, float]] = {}
         window: dict[str, float] = {}
@@ -657,12 +726,14 @@ class Bench:
         feeding = threading.Thread(
             target=produce_generated,
             args=(generator, self.bootstrap, source, 0),
-            kwargs={"rate": LATENCY_RATE, "stop": stopped.is_set},
+            kwargs={"rate": rate, "stop": stopped.is_set},
         )
         command = [sys.executable, "-m", "dagger", "run", str(job), "--checkpoint-dir", str(job.parent / "cp")]
         command += ["--real-time"] if real_time else []
         env = None
-        if flink:
+        if peer is not None and peer.startswith("spark_kafka:"):
+            command = [sys.executable, str(ROOT / "bench" / "spark_kafka.py"), str(job), peer.split(":", 1)[1]]
+        elif peer == "flink":
             command = [FLINK_PYTHON, str(PEERS / "flink_job.py")]
             env = dict(
                 os.environ,
@@ -689,14 +760,14 @@ class Bench:
                     if first is not None:
                         window.update(first_output=first, begin=first + WARMUP_SECONDS)
                         window["end"] = window["begin"] + LATENCY_SECONDS
-                elif "begin" not in scrapes and time.time() >= window["begin"] and not flink:
+                elif "begin" not in scrapes and time.time() >= window["begin"] and peer is None:
                     scrapes["begin"] = scrape(port)
                 if process.poll() is not None:
                     raise RuntimeError(f"dagger run exited with {process.returncode}: {log_path.read_text()[-2000:]}")
                 if time.time() - launched > WARMUP_SECONDS + LATENCY_SECONDS + 300:
                     raise RuntimeError(f"the {name} run did not start in time")
                 time.sleep(0.5)
-            if not flink:
+            if peer is None:
                 scrapes["end"] = scrape(port)
             stopped.set()
             feeding.join()
@@ -729,7 +800,7 @@ class Bench:
         _plot_latency(timed, window["begin"], RESULTS / f"{name}.png", name)
         written = output_end(self.bootstrap, out)[0]
         return {
-            "rate": LATENCY_RATE,
+            "rate": rate,
             **({"checkpoint_interval_ms": REALTIME_CHECKPOINT_MS} if real_time else {}),
             **({"inputs_kept": expected, "outputs": written, "lost": max(0, expected - written)} if drain else {}),
             "measured_seconds": LATENCY_SECONDS,
@@ -1060,7 +1131,11 @@ def report(results: dict) -> None:
             rows.append(f"| real-time job: start-up, launch to first output | {rt['startup_s']} s | ≤ 6 s |")
     for part, job, target in (
         ("latency", "stateless job", "p50 ≤ 120, p99 ≤ 250 ms"),
+        ("latency_spark", "stateless, Spark's Kafka source and sink, ptars in mapInArrow", ""),
         ("latency_window", "10-s window job, after the window closes", "p99 ≤ 250 ms"),
+        ("latency_window_spark", "10-s window, Spark's Kafka source and sink, after the window closes", ""),
+        ("latency_join", "interval join", ""),
+        ("latency_join_spark", "interval join, Spark's Kafka source and sink", ""),
         ("latency_flink", f"Flink SQL {_flink_version()}, stateless job (its defaults)", ""),
     ):
         lat = results.get(part, {})
@@ -1091,8 +1166,10 @@ def report(results: dict) -> None:
         if part == "latency":
             warm = "class-data archive mapped" if lat.get("class_archive") else "no class-data archive yet"
             rows.append(f"| start-up, launch to first output ({warm}) | {lat['startup_s']} s | ≤ 6 s |")
-        if part == "latency_flink":
+        else:
             rows.append(f"| {job}: start-up, launch to first output | {lat['startup_s']} s | |")
+        if "lost" in lat and part != "latency":
+            rows.append(f"| {job}: records lost | {lat['lost']:,} of {lat['inputs_kept']:,} | 0 |")
     longbow = results.get("longbow", {})
     if "error" in longbow:
         rows.append(f"| Longbow | failed: {longbow['error'][:100]} | |")
