@@ -931,14 +931,29 @@ def _read(bootstrap: str, topic: str, message: str, keep: bool = False) -> dict:
 
 
 def _json_frame(bootstrap: str, topic: str) -> tuple:
-    """Every JSON record of ``topic`` as a frame, and their produce times (ms)."""
+    """The fields the latency parts match on (``event_timestamp``, ``order_number``, ``amount_paid_by_cash``) of
+    every JSON record of ``topic`` as a frame, and their produce times (ms). Parsed by Arrow's JSON reader 200,000
+    records at a time, those three fields only: four minutes at 20,000 records/s as Python dicts took 23 GB."""
     import pandas as pd
+    import pyarrow as pa
+    import pyarrow.json as pj
 
     from dagger.devtools.produce import consume_all
 
+    fields = pa.schema(
+        [("event_timestamp", pa.string()), ("order_number", pa.string()), ("amount_paid_by_cash", pa.int64())]
+    )
+    options = pj.ParseOptions(explicit_schema=fields, unexpected_field_behavior="ignore")
     records = consume_all(bootstrap, topic, idle_seconds=3)
-    frame = pd.DataFrame([json.loads(m.value()) for m in records])
-    return frame, [m.timestamp()[1] for m in records]
+    produced = [m.timestamp()[1] for m in records]
+    tables = []
+    step = 200_000
+    for i in range(0, len(records), step):
+        chunk = b"\n".join(m.value() for m in records[i : i + step])
+        records[i : i + step] = [None] * len(records[i : i + step])  # let the messages go as they are read
+        tables.append(pj.read_json(pa.BufferReader(chunk), parse_options=options))
+    frame = pa.concat_tables(tables).to_pandas() if tables else pd.DataFrame()
+    return frame, produced
 
 
 def _json_stamps(bootstrap: str, topic: str) -> dict:
