@@ -35,9 +35,10 @@ Parts (``BENCH_PARTS``, comma-separated; all by default):
   each Spark phase of a micro-batch (from the job's own metrics); ``latency.png`` plots p50/p99 per second.
 * ``latency_realtime``: ``dagger run --real-time`` of the stateless workload, JSON in and out: Spark's Kafka
   source and sink in Spark's real-time mode (update mode, no Python at run time, checkpoint interval
-  ``BENCH_REALTIME_CHECKPOINT_MS``) under the same load: end-to-end latency from each input record's produce
-  timestamp to its output's, how many records were lost (outputs against the inputs the filter keeps), start-up
-  and peak memory by kind of process.
+  ``BENCH_REALTIME_CHECKPOINT_MS``, by default the job's) under the same load, measured over
+  ``BENCH_REALTIME_SECONDS`` (240: four of the default intervals, each with its pause): end-to-end latency from
+  each input record's produce timestamp to its output's, how many records were lost (outputs against the inputs
+  the filter keeps), start-up and peak memory by kind of process.
 * ``latency_window``: the same for the window job with 10-second windows and event time at wall-clock pace,
   latency counted from the input record that closes a window to the window's rows (``latency_window.png``).
 * ``latency_spark``, ``latency_window_spark``: the stateless and the 10-second window job on Spark's Kafka source
@@ -146,8 +147,12 @@ SPARK_CONF = dict(kv.split("=", 1) for kv in filter(None, os.environ.get("BENCH_
 JOB_CONF = json.loads(os.environ.get("BENCH_JOB_CONF", "{}"))
 #: the stateless workload on Spark's own Kafka source and sink (raw PySpark in the benchmark's session)
 SPARK_KAFKA_PARTS = ("stateless_spark", "stateless_json_spark", "window_spark", "join_spark")
-#: the real-time trigger's interval: a checkpoint interval, not a latency (Spark's minimum is 5 s)
-REALTIME_CHECKPOINT_MS = int(os.environ.get("BENCH_REALTIME_CHECKPOINT_MS", "30000"))
+#: the real-time trigger's interval: a checkpoint interval, not a latency (Spark's minimum is 5 s); by default the
+#: job's (SPARK_REALTIME_CHECKPOINT_INTERVAL_MS)
+REALTIME_CHECKPOINT_MS = int(os.environ.get("BENCH_REALTIME_CHECKPOINT_MS") or 0) or None
+#: seconds measured in real-time mode: several checkpoint intervals, so that p99 holds as many of their pauses as a
+#: long run does
+REALTIME_SECONDS = float(os.environ.get("BENCH_REALTIME_SECONDS", "240"))
 THROUGHPUT = (
     "baseline",
     "stateless",
@@ -205,6 +210,13 @@ def job_config(
         stream["INPUT_SCHEMA_JSON_SCHEMA"] = json.dumps(json_schema)
         stream["INPUT_SCHEMA_JSON_EVENT_TIMESTAMP_FIELD_NAME"] = "event_timestamp"
     return data
+
+
+def _realtime_interval_ms() -> int:
+    """The real-time parts' checkpoint interval: ``BENCH_REALTIME_CHECKPOINT_MS``, else the job's default."""
+    from dagger.config.model import JobConfig
+
+    return REALTIME_CHECKPOINT_MS or JobConfig.model_fields["SPARK_REALTIME_CHECKPOINT_INTERVAL_MS"].default
 
 
 def _flink_version() -> str:
@@ -686,7 +698,7 @@ class Bench:
     ) -> dict:
         """Launch ``dagger run`` of ``sql`` and feed it at a steady rate; ``measure(bootstrap, source, out, begin,
         end)`` gives the latencies of the records fed from ``BENCH_WARMUP_SECONDS`` after its first output for
-        ``BENCH_LATENCY_SECONDS``; also the job's start-up, memory and where a micro-batch's time goes. ``drain``:
+        ``BENCH_LATENCY_SECONDS`` (``BENCH_REALTIME_SECONDS`` in real-time mode); also the job's start-up, memory and where a micro-batch's time goes. ``drain``:
         after the feed, wait until every record the stateless filter keeps is written (else a few batches).
         ``real_time``: JSON records in and out, ``dagger run --real-time`` (checkpoint interval
         ``BENCH_REALTIME_CHECKPOINT_MS``). ``peer``: the same SQL run by another program instead of ``dagger run``
@@ -699,6 +711,7 @@ class Bench:
         from dagger.devtools.job_metrics import per_batch_ms, scrape
         from dagger.generate import RecordGenerator, produce_generated
 
+        seconds = REALTIME_SECONDS if real_time else LATENCY_SECONDS
         source, out = self.topic(f"{name}-in", LATENCY_PARTITIONS), self.topic(f"{name}-out")
         job = Path(tempfile.mkdtemp(prefix=f"bench-{name}-")) / "job.json"
         port = free_port()  # the job's own metrics: where a micro-batch's time goes (Spark's durationMs)
@@ -714,7 +727,9 @@ class Bench:
         )
         if real_time:
             del data["SINK_KAFKA_PROTO_MESSAGE"]
-            data.update(SINK_KAFKA_DATA_TYPE="JSON", SPARK_REALTIME_CHECKPOINT_INTERVAL_MS=str(REALTIME_CHECKPOINT_MS))
+            data.update(SINK_KAFKA_DATA_TYPE="JSON")
+            if REALTIME_CHECKPOINT_MS:
+                data.update(SPARK_REALTIME_CHECKPOINT_INTERVAL_MS=str(REALTIME_CHECKPOINT_MS))
         if streams == 2:  # the join: a second stream over the same topic, in a group of its own
             other = dict(data["STREAMS"][0], INPUT_SCHEMA_TABLE="data_stream_1")
             other["SOURCE_KAFKA_CONSUMER_CONFIG_GROUP_ID"] += "-1"
@@ -759,12 +774,12 @@ class Bench:
                     first = first_output.look()
                     if first is not None:
                         window.update(first_output=first, begin=first + WARMUP_SECONDS)
-                        window["end"] = window["begin"] + LATENCY_SECONDS
+                        window["end"] = window["begin"] + seconds
                 elif "begin" not in scrapes and time.time() >= window["begin"] and peer is None:
                     scrapes["begin"] = scrape(port)
                 if process.poll() is not None:
                     raise RuntimeError(f"dagger run exited with {process.returncode}: {log_path.read_text()[-2000:]}")
-                if time.time() - launched > WARMUP_SECONDS + LATENCY_SECONDS + 300:
+                if time.time() - launched > WARMUP_SECONDS + seconds + 300:
                     raise RuntimeError(f"the {name} run did not start in time")
                 time.sleep(0.5)
             if peer is None:
@@ -801,11 +816,11 @@ class Bench:
         written = output_end(self.bootstrap, out)[0]
         return {
             "rate": rate,
-            **({"checkpoint_interval_ms": REALTIME_CHECKPOINT_MS} if real_time else {}),
+            **({"checkpoint_interval_ms": _realtime_interval_ms()} if real_time else {}),
             **({"inputs_kept": expected, "outputs": written, "lost": max(0, expected - written)} if drain else {}),
-            "measured_seconds": LATENCY_SECONDS,
+            "measured_seconds": seconds,
             "measured_records": len(latencies),
-            "batches_per_s": round(batches / LATENCY_SECONDS, 2),
+            "batches_per_s": round(batches / seconds, 2),
             "batch_breakdown_ms": breakdown,
             "p50_ms": round(_percentile(latencies, 50)),
             "p99_ms": round(_percentile(latencies, 99)),
@@ -1132,7 +1147,8 @@ def report(results: dict) -> None:
         rows.append(
             f"| stateless, JSON, Spark's connector in real-time mode: latency p50 / p99 at {rt['rate']:,.0f} "
             f"records/s, records lost | {rt['p50_ms']:,} / {rt['p99_ms']:,} ms, {rt['lost']:,} lost of "
-            f"{rt['inputs_kept']:,} | p50 ≤ 30, p99 ≤ 100 ms, 0 lost |"
+            f"{rt['inputs_kept']:,} (checkpoint every {rt['checkpoint_interval_ms'] / 1000:g} s, "
+            f"{rt['measured_seconds']:g} s measured) | p50 ≤ 30, p99 ≤ 100 ms, 0 lost |"
         )
         if "peak_rss_mib" in rt:
             held = ", ".join(
