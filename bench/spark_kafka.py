@@ -13,7 +13,8 @@ a process of its own for the latency parts (``latency_spark``, ``latency_window_
 which reads the bootstrap servers, topics, descriptors and Spark settings from the Dagger job config ``JOB.json``
 (the one ``dagger run`` gets in the part it is compared with), starts the session ``dagger run`` would (the same
 JVM, class-data archive, fork server and jars), and runs the job on Spark's Kafka source and sink, unbounded, in
-micro-batches started as soon as the last one ends (Spark's default trigger), until it is terminated.
+micro-batches started as soon as the last one ends (Spark's default trigger), until it is terminated; then it
+writes the last micro-batches' ``durationMs`` (Spark keeps 100) to ``progress.json`` beside ``JOB.json``.
 """
 
 from __future__ import annotations
@@ -157,6 +158,7 @@ def main(job_path: str, job: str) -> None:
     ``job_path`` on Spark's Kafka source and sink until terminated. Runs on the driver."""
     import signal
     import sys
+    import threading
     import urllib.request
     from pathlib import Path
 
@@ -196,8 +198,14 @@ def main(job_path: str, job: str) -> None:
         watermark=None if job == "stateless" else f"{bench.WATERMARK_DELAY_MS} milliseconds",
         available_now=False,
     )
-    signal.signal(signal.SIGTERM, lambda *_: query.stop())
-    query.awaitTermination()
+    stopping = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stopping.set())
+    while not stopping.is_set() and query.isActive:
+        query.awaitTermination(0.5)
+    # where the last micro-batches' time went (Spark keeps the last 100), for the bench's breakdown
+    recent = [{"timestamp": p.timestamp, "durationMs": dict(p.durationMs)} for p in query.recentProgress]
+    (Path(job_path).parent / "progress.json").write_text(json.dumps(recent))
+    query.stop()
 
 
 if __name__ == "__main__":
