@@ -16,7 +16,7 @@ pytestmark = pytest.mark.integration
 
 # the comparisons the README quotes (ours against the copy loop, Quix Streams and Spark's own Kafka connector); the
 # other parts are variants
-CORE = "baseline,stateless,stateless_spark,stateless_json_spark,quix,latency"
+CORE = "baseline,stateless,stateless_spark,stateless_json_spark,quix,latency,latency_spark"
 
 
 @pytest.mark.parametrize(
@@ -25,7 +25,7 @@ CORE = "baseline,stateless,stateless_spark,stateless_json_spark,quix,latency"
         CORE,
         pytest.param(
             "stateless_json,stateless_json_out,window,window_spark,join,join_spark,bytewax,latency_window,"
-            "latency_realtime",
+            "latency_realtime,latency_window_spark,latency_join,latency_join_spark",
             marks=pytest.mark.variant,
         ),
     ],
@@ -45,6 +45,8 @@ def test_a_tiny_run_of_every_part_reports_each_measurement(tmp_path, parts):
         BENCH_LATENCY_RATE="500",
         BENCH_WARMUP_SECONDS="2",
         BENCH_LATENCY_SECONDS="4" if parts == CORE else "12",  # 10-second windows: at least one closes
+        BENCH_REALTIME_SECONDS="12",
+        BENCH_JOIN_LATENCY_RATE="500",
         BENCH_PEERS_PYTHON=str(peers),
         BENCH_RESULTS_DIR=str(tmp_path),
     )
@@ -70,6 +72,12 @@ def test_a_tiny_run_of_every_part_reports_each_measurement(tmp_path, parts):
         assert "JVM" in held and "fork server" not in held, held
         assert held.get("Python workers", {}).get("processes", 0) <= 1, held
         assert "| real-time job: start-up, launch to first output |" in table
+        for part in ("latency_join", "latency_join_spark"):  # each input meets itself: one joined row each
+            joined = results[part]
+            assert joined["lost"] == 0 and joined["outputs"] == joined["inputs_kept"] > 0, part
+            assert joined["measured_records"] > 0 and joined["p50_ms"] <= joined["p99_ms"], part
+        assert results["latency_window_spark"]["measured_records"] > 0
+        assert "| interval join, Spark's Kafka source and sink: records lost | 0 of " in table
         return
     assert results["stateless"]["vs_baseline"] > 0 and results["stateless"]["vs_quix"] > 0
     latency = results["latency"]
@@ -81,6 +89,11 @@ def test_a_tiny_run_of_every_part_reports_each_measurement(tmp_path, parts):
     assert sum(k["pss_mib"] for k in held.values()) == pytest.approx(latency["peak_pss_mib"], abs=len(held))
     assert "| stateless job ÷ Quix Streams |" in table and "| start-up, launch to first output (" in table
     assert "| stateless job: who holds it at the PSS peak" in table
+    spark = results["latency_spark"]  # the same job on Spark's Kafka source and sink, in a process of its own
+    assert spark["lost"] == 0 and spark["outputs"] == spark["inputs_kept"] > 0
+    assert spark["measured_records"] > 0 and 0 < spark["p50_ms"] <= spark["p99_ms"] and spark["startup_s"] > 0
+    assert spark["batch_breakdown_ms"]["addBatch"] > 0 and spark["batches_per_s"] > 0  # from Spark's progress
+    assert "JVM" in spark["memory_at_peak"] and "source runners" not in spark["memory_at_peak"]
 
 
 def test_a_run_that_wrote_fewer_records_than_a_complete_one_fails(broker, topic):
