@@ -10,7 +10,13 @@ go below about 1.5 times the floor of the kind of batch it runs. Also printed: h
 was ready and the first micro-batch finished, and the memory of the process tree (JVM, Python daemons and
 workers) at the end of each setting.
 
-    .venv/bin/python scripts/micro_batch_floor.py               # the three settings, 10 s warm-up, 20 s each
+``latency`` measures that end-to-end latency itself: a Python source whose offsets are the wall clock in
+milliseconds (one row per millisecond, each holding the millisecond it became readable) into a Python sink that
+writes down, for every row, the time from that millisecond to its write (p50/p99/max of the rows after the
+warm-up). It is the floor of a record's latency through a job that reads and writes Python data sources.
+
+    .venv/bin/python scripts/micro_batch_floor.py               # every setting, 10 s warm-up, 20 s each
+    .venv/bin/python scripts/micro_batch_floor.py --only latency --seconds 60   # the end-to-end floor
     .venv/bin/python scripts/micro_batch_floor.py --only python-both --seconds 60  # its start-up and memory
 """
 
@@ -23,6 +29,7 @@ import statistics
 import sys
 import tempfile
 import time
+from pathlib import Path
 from typing import Any
 
 LAUNCHED = time.monotonic()  # before pyspark is imported: start-up is counted from here
@@ -84,10 +91,64 @@ class Discard(DataSourceStreamWriter):
         pass
 
 
+class Clock(DataSource):
+    """A streaming source of one row per millisecond: its offset is the wall clock in milliseconds, and each row
+    holds the millisecond it became readable. With :class:`Latencies` as the sink, a row's latency is the time
+    from that millisecond to its write: a record's end-to-end latency through a micro-batch, nothing else."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "clock"
+
+    def schema(self) -> str:
+        return "ms long"
+
+    def streamReader(self, schema: Any) -> DataSourceStreamReader:  # noqa: ARG002, N802 - PySpark's API
+        return ClockReader()
+
+    def streamWriter(self, schema: Any, overwrite: bool) -> DataSourceStreamWriter:  # noqa: ARG002, N802
+        return Latencies(self.options["path"])
+
+
+class ClockReader(DataSourceStreamReader):
+    def initialOffset(self) -> dict:  # noqa: N802 - PySpark's API
+        return {"ms": int(time.time() * 1000)}
+
+    def latestOffset(self) -> dict:  # noqa: N802 - PySpark's API
+        return {"ms": int(time.time() * 1000)}
+
+    def partitions(self, start: dict, end: dict) -> list[InputPartition]:
+        return [InputPartition((start["ms"], end["ms"]))]
+
+    def read(self, partition: InputPartition):  # noqa: ANN201 - an iterator of tuples
+        start, end = partition.value
+        for ms in range(start, end):
+            yield (ms,)
+
+
+class Latencies(DataSourceStreamWriter):
+    """A streaming sink that appends each row's latency (now - its ``ms``) to a file, one line per task."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def write(self, iterator) -> WriterCommitMessage:  # noqa: ANN001 - rows
+        now = time.time() * 1000
+        line = " ".join(f"{now - row.ms:.0f}" for row in iterator)
+        if line:
+            with open(self.path, "a") as out:
+                out.write(line + "\n")
+        return WriterCommitMessage()
+
+    def commit(self, messages: list, batchId: int) -> None:  # noqa: N803 - PySpark's API
+        pass
+
+
 SETTINGS = {
     "jvm": ("rate source (JVM) -> noop sink (JVM)", "rate", "noop"),
     "python-source": ("Python source -> noop sink (JVM)", "one_row", "noop"),
     "python-both": ("Python source -> Python sink", "one_row", "one_row"),
+    "latency": ("Python clock source -> Python sink, end-to-end latency of each row", "clock", "clock"),
 }
 
 
@@ -104,6 +165,9 @@ def run(spark: SparkSession, source: str, sink: str, warmup: float, seconds: flo
         frame = frame.selectExpr("value AS n")  # the rows of the time a batch took: a few hundred
     checkpoint = tempfile.mkdtemp(prefix="floor-")  # as a job's: its offsets and commits written every batch
     writer = frame.writeStream.format(sink).option("checkpointLocation", checkpoint)
+    latencies = Path(checkpoint) / "latencies.txt"
+    if sink == "clock":
+        writer = writer.option("path", str(latencies))
     query = writer.trigger(processingTime="0 seconds").start()
     try:
         while query.lastProgress is None and query.isActive:
@@ -111,7 +175,14 @@ def run(spark: SparkSession, source: str, sink: str, warmup: float, seconds: flo
         facts = {"first batch finished, s after launch": round(time.monotonic() - LAUNCHED, 1)}
         time.sleep(warmup)
         first = query.lastProgress["batchId"] if query.lastProgress else -1
+        latencies.unlink(missing_ok=True)  # the rows written after the warm-up only
         time.sleep(seconds)
+        if sink == "clock":
+            values = sorted(float(v) for v in latencies.read_text().split())
+            facts["rows"] = len(values)
+            facts["latency ms p50 / p99 / max"] = (
+                f"{values[len(values) // 2]:.0f} / {values[int(0.99 * (len(values) - 1))]:.0f} / {values[-1]:.0f}"
+            )
         kinds = memory_by_kind(os.getpid())
         facts["processes"] = sum(k["processes"] for k in kinds.values())
         facts["RSS summed / PSS, MiB"] = (
@@ -158,6 +229,7 @@ def main() -> None:
     spark.sparkContext.setLogLevel("ERROR")
     print(f"session ready {time.monotonic() - LAUNCHED:.1f} s after launch", flush=True)
     spark.dataSource.register(OneRow)
+    spark.dataSource.register(Clock)
     for key in args.only or list(SETTINGS):
         label, source, sink = SETTINGS[key]
         progress, facts = run(spark, source, sink, args.warmup, args.seconds)

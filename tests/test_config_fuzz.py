@@ -78,10 +78,18 @@ def _cases() -> list[tuple[str, dict, str]]:
         broken = [{k: v for k, v in STREAM.items() if k != key}]
         if key in STREAM:
             cases.append((f"STREAMS.{key}-missing", {**BASE, "STREAMS": broken}, key))
-    for i, sinks in enumerate(
-        ["[{", [{"SINK_TYPE": "nope"}], [{"SINK_TYPE": "kafka"}], [{"SINK_TYPE": "log", "X": 1}]]
+    for i, (sinks, message) in enumerate(
+        [
+            ("[{", "SINKS: is not valid JSON"),
+            (
+                [{"SINK_TYPE": "nope"}],
+                "SINKS[0].SINK_TYPE: 'nope' is not accepted; accepted: bigquery, influx, kafka, log",
+            ),
+            ([{"SINK_TYPE": "kafka"}], "SINKS[0]: SINK_KAFKA_BROKERS is required when SINK_TYPE is 'kafka'"),
+            ([{"SINK_TYPE": "log", "X": 1}], "SINKS[0].X: unknown key"),
+        ]
     ):
-        cases.append((f"SINKS-shape{i}", {**BASE, "SINKS": sinks}, "SINK"))
+        cases.append((f"SINKS-shape{i}", {**BASE, "SINKS": sinks}, message))  # where, what, and what is accepted
     return cases
 
 

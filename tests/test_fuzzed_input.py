@@ -5,13 +5,17 @@ fail the message names topic, partition and offset (issue 26, item 4)."""
 from __future__ import annotations
 
 import random
+import signal
+import subprocess
+import time
 
 import pytest
 
+from dagger.devtools.broker import free_port
 from dagger.devtools.produce import produce, topic_size
 from dagger.devtools.samples import bookings, message_class
 from tests.conftest import START, job, kafka_sink, kafka_stream, run_job, varint
-from tests.test_telemetry import samples, value
+from tests.test_telemetry import scrape, start_job, value
 
 pytestmark = [pytest.mark.integration, pytest.mark.chaos]
 Booking = message_class("dagger.examples.BookingLogMessage")
@@ -81,20 +85,6 @@ def fuzzed_topic(broker):
     return name, _reference_valid(values, ["order_number", "event_timestamp"]), _reference_valid(values, ALL)
 
 
-def _metrics(manager, query) -> dict:
-    from prometheus_client import CollectorRegistry, generate_latest
-
-    from dagger.telemetry.metrics import JobMetrics
-    from dagger.telemetry.prometheus import JobCollector
-
-    metrics = JobMetrics(manager)
-    for progress in query.recentProgress:
-        metrics.record_progress(progress)
-    registry = CollectorRegistry(auto_describe=False)
-    registry.register(JobCollector(metrics, manager.config.FLINK_JOB_ID))
-    return samples(generate_latest(registry).decode())
-
-
 def _run(
     spark, broker, stencil, topic, tmp_path, source, policy, sql="SELECT order_number FROM data_stream_0", **stream
 ):
@@ -113,25 +103,65 @@ def _run(
     return manager, query, out
 
 
-def test_drop_and_dead_letter_account_for_every_fuzzed_record(spark, broker, stencil, topic, tmp_path, fuzzed_topic):
+def _run_scraped(broker, stencil, topic, tmp_path, source, policy, done, **stream) -> tuple[dict, str]:
+    """``dagger run`` of the drop/dead-letter job in a process of its own, its metrics read from its Prometheus
+    endpoint until ``done(metrics, output topic)``; then stopped. Returns the last scrape and the output topic."""
+    out = topic(f"fuzz-{policy}-out")
+    port = free_port()
+    data = job(
+        stencil,
+        [kafka_stream(broker, source, SOURCE_KAFKA_INVALID_RECORD_POLICY=policy, **stream)],
+        "SELECT order_number FROM data_stream_0",
+        **kafka_sink(broker, out, "dagger.examples.BookingSummaryMessage"),
+        METRIC_PROMETHEUS_PORT=str(port),
+    )
+    work = tmp_path / policy
+    work.mkdir()
+    process = start_job(data, work)
+    found = None
+    try:
+        deadline = time.monotonic() + 300
+        while not (found and done(found, out)):
+            assert time.monotonic() < deadline, f"{policy}: the job's metrics never added up: {found}"
+            assert process.poll() is None, process.communicate()[1][-3000:]
+            time.sleep(0.5)
+            found = scrape(port)
+    finally:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.communicate()
+    return found, out
+
+
+def test_drop_and_dead_letter_account_for_every_fuzzed_record(broker, stencil, topic, tmp_path, fuzzed_topic):
+    """Counted from the job's own Prometheus endpoint (``dagger run``), not from metrics rebuilt in the test."""
     source, reference_valid, _ = fuzzed_topic
-    manager, query, out = _run(spark, broker, stencil, topic, tmp_path, source, "drop")
-    assert query.exception() is None, str(query.exception())[:3000]
-    found = _metrics(manager, query)
-    read = value(found, "dagger_source_records_total", table="data_stream_0")
+
+    def drained(found: dict, out: str) -> bool:  # every record read, and the sink's count caught up
+        read = value(found, "dagger_source_records_total", table="data_stream_0")
+        written = value(found, "dagger_sink_records_total", sink="kafka", outcome="written")
+        return read == TOTAL and written == topic_size(broker.bootstrap, out) and written > 0
+
+    found, out = _run_scraped(broker, stencil, topic, tmp_path, source, "drop", drained)
     dropped = value(found, "dagger_invalid_records_total", table="data_stream_0", policy="drop")
     written = topic_size(broker.bootstrap, out)
-    assert read == TOTAL
-    assert written + dropped == TOTAL  # from the output topic and the metrics
+    assert written + dropped == TOTAL  # from the output topic and the job's endpoint
     assert value(found, "dagger_sink_records_total", sink="kafka", outcome="written") == written
     assert written == reference_valid  # the fast decoder accepts exactly what python-protobuf accepts
 
     dlq = topic("fuzz-dead")
-    manager, query, out = _run(
-        spark, broker, stencil, topic, tmp_path, source, "dead-letter", SOURCE_KAFKA_DEAD_LETTER_TOPIC=dlq
+
+    def dead_lettered(found: dict, out: str) -> bool:
+        return drained(found, out) and value(
+            found, "dagger_dead_letter_records_total", origin="stream:data_stream_0"
+        ) == topic_size(broker.bootstrap, dlq)
+
+    found, out = _run_scraped(
+        broker, stencil, topic, tmp_path, source, "dead-letter", dead_lettered, SOURCE_KAFKA_DEAD_LETTER_TOPIC=dlq
     )
-    assert query.exception() is None, str(query.exception())[:3000]
-    found = _metrics(manager, query)
     dead = topic_size(broker.bootstrap, dlq)
     assert topic_size(broker.bootstrap, out) + dead == TOTAL
     assert dead == dropped  # the same records, kept this time
