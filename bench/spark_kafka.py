@@ -12,7 +12,8 @@ a process of its own for the latency parts (``latency_spark``, ``latency_window_
 
 which reads the bootstrap servers, topics, descriptors and Spark settings from the Dagger job config ``JOB.json``
 (the one ``dagger run`` gets in the part it is compared with), starts the session ``dagger run`` would (the same
-JVM, class-data archive, fork server and jars), and runs the job on Spark's Kafka source and sink, unbounded, in
+JVM, class-data archive, fork server and jars) with the job settings it makes (``dagger.session_tuning``: the
+local checkpoint's writer, Arrow's batch cap), and runs the job on Spark's Kafka source and sink, unbounded, in
 micro-batches started as soon as the last one ends (Spark's default trigger), until it is terminated; then it
 writes the last micro-batches' ``durationMs`` (Spark keeps 100) to ``progress.json`` beside ``JOB.json``.
 """
@@ -167,6 +168,7 @@ def main(job_path: str, job: str) -> None:
 
     from bench.spark_kafka import stateless_query as query_of  # by reference: the UDFs pickle by module name
     from dagger.config import load_config
+    from dagger.session_tuning import tune
     from dagger.spark import get_session
 
     config = load_config(path=job_path)
@@ -185,6 +187,7 @@ def main(job_path: str, job: str) -> None:
         "join": (bench.JOIN_SQL, OUTPUT_MESSAGE, ("data_stream_0", "data_stream_1")),
     }[job]
     spark = get_session(config)
+    tune(spark, config, checkpoint_local=True, processor_settings={})  # the job settings `dagger run` makes
     query = query_of(
         spark,
         stream["SOURCE_KAFKA_CONSUMER_CONFIG_BOOTSTRAP_SERVERS"],
