@@ -8,7 +8,7 @@ user would write it: Spark's Kafka source, the records decoded, the SQL, the rec
 Used by ``bench/streaming.py``: in its own session for the throughput parts (``stateless_spark``, ...), and run as
 a process of its own for the latency parts (``latency_spark``, ``latency_window_spark``, ``latency_join_spark``)::
 
-    python bench/spark_kafka.py JOB.json stateless|window|join
+    python bench/spark_kafka.py JOB.json SQL [--tables 2] [--watermark]
 
 which reads the bootstrap servers, topics, descriptors and Spark settings from the Dagger job config ``JOB.json``
 (the one ``dagger run`` gets in the part it is compared with), starts the session ``dagger run`` would (the same
@@ -154,38 +154,32 @@ def _pool(descriptors: bytes, build_pool: Any) -> Any:
     return _CACHE["pool"]
 
 
-def main(job_path: str, job: str) -> None:
-    """Run ``job`` (``stateless``, ``window``: 10-second windows, ``join``) of the Dagger job config at
-    ``job_path`` on Spark's Kafka source and sink until terminated. Runs on the driver."""
+def main(argv: list[str]) -> None:
+    """``JOB.json SQL [--tables N] [--watermark]``: run ``SQL`` (Spark's SQL over ``data_stream_0`` ...) with the
+    bootstrap servers, topics, descriptors, output message and Spark settings of the Dagger job config
+    ``JOB.json`` on Spark's Kafka source and sink until terminated. Runs on the driver."""
+    import argparse
     import signal
-    import sys
     import threading
     import urllib.request
     from pathlib import Path
-
-    sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).resolve().parent)]
-    import streaming as bench
 
     from bench.spark_kafka import stateless_query as query_of  # by reference: the UDFs pickle by module name
     from dagger.config import load_config
     from dagger.session_tuning import tune
     from dagger.spark import get_session
 
-    config = load_config(path=job_path)
-    data = json.loads(Path(job_path).read_text())
+    parser = argparse.ArgumentParser(prog="bench/spark_kafka.py")
+    parser.add_argument("job")
+    parser.add_argument("sql")
+    parser.add_argument("--tables", type=int, default=1, help="streams over the input: data_stream_0, _1, ...")
+    parser.add_argument("--watermark", action="store_true", help="FLINK_WATERMARK_DELAY_MS on each rowtime")
+    args = parser.parse_args(argv)
+    config = load_config(path=args.job)
+    data = json.loads(Path(args.job).read_text())
     stream = data["STREAMS"][0]
-    url = data["SCHEMA_REGISTRY_STENCIL_URLS"]
-    with urllib.request.urlopen(url) as answer:  # noqa: S310 - the bench's own descriptor server
+    with urllib.request.urlopen(data["SCHEMA_REGISTRY_STENCIL_URLS"]) as answer:  # noqa: S310 - the bench's server
         descriptors = answer.read()
-    sql, message, tables = {
-        "stateless": (bench.STATELESS_SQL, OUTPUT_MESSAGE, ("data_stream_0",)),
-        "window": (
-            bench.WINDOW_SPARK_SQL.replace("'1 minute'", "'10 seconds'"),
-            "dagger.examples.BookingCountMessage",
-            ("data_stream_0",),
-        ),
-        "join": (bench.JOIN_SQL, OUTPUT_MESSAGE, ("data_stream_0", "data_stream_1")),
-    }[job]
     spark = get_session(config)
     tune(spark, config, checkpoint_local=True, processor_settings={})  # the job settings `dagger run` makes
     query = query_of(
@@ -193,12 +187,12 @@ def main(job_path: str, job: str) -> None:
         stream["SOURCE_KAFKA_CONSUMER_CONFIG_BOOTSTRAP_SERVERS"],
         stream["SOURCE_KAFKA_TOPIC_NAMES"],
         data["SINK_KAFKA_TOPIC"],
-        sql,
-        str(Path(job_path).parent / "cp"),
+        args.sql,
+        str(Path(args.job).parent / "cp"),
         descriptors=descriptors,
-        message=message,
-        tables=tables,
-        watermark=None if job == "stateless" else f"{bench.WATERMARK_DELAY_MS} milliseconds",
+        message=data["SINK_KAFKA_PROTO_MESSAGE"],
+        tables=tuple(f"data_stream_{i}" for i in range(args.tables)),
+        watermark=f"{config.FLINK_WATERMARK_DELAY_MS} milliseconds" if args.watermark else None,
         available_now=False,
     )
     stopping = threading.Event()
@@ -207,11 +201,13 @@ def main(job_path: str, job: str) -> None:
         query.awaitTermination(0.5)
     # where the last micro-batches' time went (Spark keeps the last 100), for the bench's breakdown
     recent = [{"timestamp": p.timestamp, "durationMs": dict(p.durationMs)} for p in query.recentProgress]
-    (Path(job_path).parent / "progress.json").write_text(json.dumps(recent))
+    (Path(args.job).parent / "progress.json").write_text(json.dumps(recent))
     query.stop()
 
 
 if __name__ == "__main__":
     import sys
+    from pathlib import Path
 
-    main(*sys.argv[1:3])
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout: bench and dagger
+    main(sys.argv[1:])

@@ -141,6 +141,7 @@ JOIN_RECORDS = int(os.environ.get("BENCH_JOIN_RECORDS", "200000"))  # the join's
 JOIN_LATENCY_RATE = float(os.environ.get("BENCH_JOIN_LATENCY_RATE", "5000"))
 # the window job of the latency runs: 10-second windows, so a minute's measurement sees six of them close
 LATENCY_WINDOW_SQL = WINDOW_SQL.replace("INTERVAL '1' MINUTE", "INTERVAL '10' SECOND")
+LATENCY_WINDOW_SPARK_SQL = WINDOW_SPARK_SQL.replace("'1 minute'", "'10 seconds'")
 # BENCH_SPARK_CONF="key=value;key=value": Spark settings of an experiment, every job's SPARK_CONF
 SPARK_CONF = dict(kv.split("=", 1) for kv in filter(None, os.environ.get("BENCH_SPARK_CONF", "").split(";")))
 # BENCH_JOB_CONF='{"KEY": "value"}': job settings of an experiment, added to every job of ours
@@ -637,7 +638,7 @@ class Bench:
             EVENTS_PER_SECOND,
             _latencies,
             True,
-            peer="spark_kafka:stateless",
+            peer=f"spark_kafka:{STATELESS_SQL}",
         )
 
     def latency_window_spark(self) -> dict:
@@ -649,7 +650,7 @@ class Bench:
             LATENCY_RATE,
             _window_latencies,
             drain=False,
-            peer="spark_kafka:window",
+            peer=f"spark_kafka:{LATENCY_WINDOW_SPARK_SQL}",
         )
 
     def latency_join(self) -> dict:
@@ -675,7 +676,7 @@ class Bench:
             EVENTS_PER_SECOND,
             _latencies,
             True,
-            peer="spark_kafka:join",
+            peer=f"spark_kafka:{JOIN_SQL}",
             rate=JOIN_LATENCY_RATE,
         )
 
@@ -718,13 +719,16 @@ class Bench:
     ) -> dict:
         """Launch ``dagger run`` of ``sql`` and feed it at a steady rate; ``measure(bootstrap, source, out, begin,
         end)`` gives the latencies of the records fed from ``BENCH_WARMUP_SECONDS`` after its first output for
-        ``BENCH_LATENCY_SECONDS`` (``BENCH_REALTIME_SECONDS`` in real-time mode); also the job's start-up, memory and where a micro-batch's time goes. ``drain``:
-        after the feed, wait until every record the stateless filter keeps is written (else a few batches).
+        ``BENCH_LATENCY_SECONDS`` (``BENCH_REALTIME_SECONDS`` in real-time mode); also the job's start-up, memory
+        and where a micro-batch's time goes.
+
+        ``drain``: after the feed, wait until every record the job should write is written (else a few batches).
         ``real_time``: JSON records in and out, ``dagger run --real-time`` (checkpoint interval
-        ``BENCH_REALTIME_CHECKPOINT_MS``). ``peer``: the same SQL run by another program instead of ``dagger run``
-        (no job metrics: no micro-batch breakdown): ``flink`` (``bench/peers/flink_job.py``) or
-        ``spark_kafka:<job>`` (``bench/spark_kafka.py``: Spark's Kafka source and sink in the session ``dagger run``
-        starts). ``streams``: 2 reads the input as two streams (the join). ``rate``: records/s fed."""
+        ``BENCH_REALTIME_CHECKPOINT_MS``, by default the job's). ``peer``: the same work run by another program
+        instead of ``dagger run``: ``flink`` (``bench/peers/flink_job.py``; no job metrics, so no micro-batch
+        breakdown) or ``spark_kafka:<Spark's SQL>`` (``bench/spark_kafka.py``: Spark's Kafka source and sink in
+        the session ``dagger run`` starts; its breakdown from Spark's recent progress). ``streams``: 2 reads the
+        input as two streams (the join). ``rate``: records/s fed."""
         from dagger import jvm_classes
         from dagger.devtools import proctree
         from dagger.devtools.broker import free_port
@@ -766,8 +770,11 @@ class Bench:
         command = [sys.executable, "-m", "dagger", "run", str(job), "--checkpoint-dir", str(job.parent / "cp")]
         command += ["--real-time"] if real_time else []
         env = None
-        if peer is not None and peer.startswith("spark_kafka:"):
-            command = [sys.executable, str(ROOT / "bench" / "spark_kafka.py"), str(job), peer.split(":", 1)[1]]
+        if peer is not None and peer.startswith("spark_kafka:"):  # the SQL as Spark writes it
+            spark_sql = peer.split(":", 1)[1]
+            command = [sys.executable, str(ROOT / "bench" / "spark_kafka.py"), str(job), spark_sql]
+            command += ["--tables", "2", "--watermark"] if spark_sql == JOIN_SQL else []
+            command += ["--watermark"] if spark_sql == LATENCY_WINDOW_SPARK_SQL else []
         elif peer == "flink":
             command = [FLINK_PYTHON, str(PEERS / "flink_job.py")]
             env = dict(
@@ -809,7 +816,7 @@ class Bench:
             print(f"[bench] {name}: fed until {time.time() - launched:.0f} s after launch", flush=True)
             expected = None
             if drain:
-                if streams == 2 or (peer or "").endswith(":join"):  # each input meets itself: one row each
+                if streams == 2 or peer == f"spark_kafka:{JOIN_SQL}":  # each input meets itself: one row each
                     expected = output_end(self.bootstrap, source)[0]
                 else:
                     expected = (_expected_json_outputs if real_time else _expected_outputs)(self.bootstrap, source)
