@@ -217,8 +217,6 @@ def _progress_breakdown(progress: list[dict]) -> tuple[dict[str, float], float]:
     """Milliseconds per micro-batch of each phase (``batch_seconds``: the whole batch, as the job's metrics name
     it), and micro-batches per second, over Spark's recent progress of a query (batches that read nothing left
     out: Spark runs them only when no data waits)."""
-    import datetime as _dt
-
     busy = [p for p in progress if p["durationMs"].get("addBatch") is not None]
     if len(busy) < 2:
         return {}, 0.0
@@ -228,7 +226,7 @@ def _progress_breakdown(progress: list[dict]) -> tuple[dict[str, float], float]:
             phases[key] = phases.get(key, 0.0) + ms
     out = {k: round(v / len(busy), 1) for k, v in sorted(phases.items())}
     out["batch_seconds"] = out.get("triggerExecution", 0.0)
-    stamps = [_dt.datetime.fromisoformat(p["timestamp"].replace("Z", "+00:00")).timestamp() for p in busy]
+    stamps = [dt.datetime.fromisoformat(p["timestamp"].replace("Z", "+00:00")).timestamp() for p in busy]
     span = max(stamps) - min(stamps)
     return out, (len(busy) - 1) / span if span > 0 else 0.0
 
@@ -638,7 +636,7 @@ class Bench:
             EVENTS_PER_SECOND,
             _latencies,
             True,
-            peer=f"spark_kafka:{STATELESS_SQL}",
+            spark_sql=STATELESS_SQL,
         )
 
     def latency_window_spark(self) -> dict:
@@ -650,7 +648,8 @@ class Bench:
             LATENCY_RATE,
             _window_latencies,
             drain=False,
-            peer=f"spark_kafka:{LATENCY_WINDOW_SPARK_SQL}",
+            spark_sql=LATENCY_WINDOW_SPARK_SQL,
+            watermark=True,
         )
 
     def latency_join(self) -> dict:
@@ -676,7 +675,9 @@ class Bench:
             EVENTS_PER_SECOND,
             _latencies,
             True,
-            peer=f"spark_kafka:{JOIN_SQL}",
+            spark_sql=JOIN_SQL,
+            watermark=True,
+            streams=2,
             rate=JOIN_LATENCY_RATE,
         )
 
@@ -714,6 +715,8 @@ class Bench:
         drain: bool,
         real_time: bool = False,
         peer: str | None = None,
+        spark_sql: str | None = None,
+        watermark: bool = False,
         streams: int = 1,
         rate: float = LATENCY_RATE,
     ) -> dict:
@@ -726,9 +729,10 @@ class Bench:
         ``real_time``: JSON records in and out, ``dagger run --real-time`` (checkpoint interval
         ``BENCH_REALTIME_CHECKPOINT_MS``, by default the job's). ``peer``: the same work run by another program
         instead of ``dagger run``: ``flink`` (``bench/peers/flink_job.py``; no job metrics, so no micro-batch
-        breakdown) or ``spark_kafka:<Spark's SQL>`` (``bench/spark_kafka.py``: Spark's Kafka source and sink in
-        the session ``dagger run`` starts; its breakdown from Spark's recent progress). ``streams``: 2 reads the
-        input as two streams (the join). ``rate``: records/s fed."""
+        breakdown). ``spark_sql``: instead of ``dagger run``, this SQL as Spark writes it on Spark's Kafka source and
+        sink (``bench/spark_kafka.py``, in the session ``dagger run`` starts; its breakdown from Spark's recent
+        progress), with the job's watermark on each table if ``watermark``. ``streams``: 2 reads the input as two
+        streams (the join), each record meeting itself. ``rate``: records/s fed."""
         from dagger import jvm_classes
         from dagger.devtools import proctree
         from dagger.devtools.broker import free_port
@@ -736,6 +740,7 @@ class Bench:
         from dagger.generate import RecordGenerator, produce_generated
 
         seconds = REALTIME_SECONDS if real_time else LATENCY_SECONDS
+        ours = peer is None and spark_sql is None  # dagger run: its metrics endpoint gives the batch breakdown
         source, out = self.topic(f"{name}-in", LATENCY_PARTITIONS), self.topic(f"{name}-out")
         job = Path(tempfile.mkdtemp(prefix=f"bench-{name}-")) / "job.json"
         port = free_port()  # the job's own metrics: where a micro-batch's time goes (Spark's durationMs)
@@ -770,11 +775,9 @@ class Bench:
         command = [sys.executable, "-m", "dagger", "run", str(job), "--checkpoint-dir", str(job.parent / "cp")]
         command += ["--real-time"] if real_time else []
         env = None
-        if peer is not None and peer.startswith("spark_kafka:"):  # the SQL as Spark writes it
-            spark_sql = peer.split(":", 1)[1]
+        if spark_sql is not None:
             command = [sys.executable, str(ROOT / "bench" / "spark_kafka.py"), str(job), spark_sql]
-            command += ["--tables", "2", "--watermark"] if spark_sql == JOIN_SQL else []
-            command += ["--watermark"] if spark_sql == LATENCY_WINDOW_SPARK_SQL else []
+            command += ["--tables", str(streams)] + (["--watermark"] if watermark else [])
         elif peer == "flink":
             command = [FLINK_PYTHON, str(PEERS / "flink_job.py")]
             env = dict(
@@ -802,21 +805,21 @@ class Bench:
                     if first is not None:
                         window.update(first_output=first, begin=first + WARMUP_SECONDS)
                         window["end"] = window["begin"] + seconds
-                elif "begin" not in scrapes and time.time() >= window["begin"] and peer is None:
+                elif "begin" not in scrapes and time.time() >= window["begin"] and ours:
                     scrapes["begin"] = scrape(port)
                 if process.poll() is not None:
                     raise RuntimeError(f"dagger run exited with {process.returncode}: {log_path.read_text()[-2000:]}")
                 if time.time() - launched > WARMUP_SECONDS + seconds + 300:
                     raise RuntimeError(f"the {name} run did not start in time")
                 time.sleep(0.5)
-            if peer is None:
+            if ours:
                 scrapes["end"] = scrape(port)
             stopped.set()
             feeding.join()
             print(f"[bench] {name}: fed until {time.time() - launched:.0f} s after launch", flush=True)
             expected = None
             if drain:
-                if streams == 2 or peer == f"spark_kafka:{JOIN_SQL}":  # each input meets itself: one row each
+                if streams == 2:  # each input meets itself: one row each
                     expected = output_end(self.bootstrap, source)[0]
                 else:
                     expected = (_expected_json_outputs if real_time else _expected_outputs)(self.bootstrap, source)

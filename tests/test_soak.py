@@ -90,8 +90,6 @@ def test_a_short_soak_accounts_for_every_record_window_lookup_and_process(tmp_pa
     for key in ("steady_samples", "rss_first_tenth_mib", "rss_last_tenth_mib", "peak_rss_mib", "max_lag_records"):
         assert results[key] == judged[key], key
     assert judged["steady_samples"] >= 5 and results["lag_bounded"], judged
-    totals = [sum(s.rss.values()) / 2**20 for s in real if s.t >= settings.warmup_seconds]
-    assert min(totals) - 1 <= judged["rss_first_tenth_mib"] <= max(totals) + 1
     assert judged["peak_rss_mib"] == round(max(sum(s.rss.values()) for s in real) / 2**20)
     assert (tmp_path / "soak.png").read_bytes()[:4] == b"\x89PNG"
     assert "counted in windows" in (tmp_path / "soak.md").read_text()
