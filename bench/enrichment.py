@@ -43,15 +43,14 @@ def main() -> None:
 
     from pyspark.sql import SparkSession
 
-    from dagger.config import load_config
-    from dagger.devtools import proctree
-    from dagger.devtools.broker import Broker
-    from dagger.devtools.descriptor_server import DescriptorServer
-    from dagger.devtools.produce import produce
-    from dagger.devtools.samples import bookings
+    from dagger.job import Job, load_config
     from dagger.sources import register_data_sources
     from dagger.spark import DEFAULT_CONF
-    from dagger.stream_manager import StreamManager
+    from testing import proctree
+    from testing.broker import Broker
+    from testing.descriptor_server import DescriptorServer
+    from testing.produce import produce
+    from testing.samples import bookings
 
     builder = SparkSession.builder.master(f"local[{CORES}]").appName("bench-enrichment")
     for key, value in {**DEFAULT_CONF, "spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2"}.items():
@@ -115,13 +114,13 @@ def main() -> None:
         jvm = proctree.jvm_pid(spark)
         cpu: list[float] = []
 
-        def timed(data: dict, rows: int) -> tuple[float, StreamManager]:
+        def timed(data: dict, rows: int) -> tuple[float, Job]:
             times = []
             manager = None
             cpu.clear()
             for _ in range(RUNS):
-                manager = StreamManager(load_config(data=data), spark=spark)
-                frame = manager.plan().dataframe
+                manager = Job(load_config(data=data), spark=spark)
+                frame = manager.validate().dataframe
                 began, used = time.perf_counter(), proctree.cpu_seconds(jvm)
                 frame.write.format("noop").mode("overwrite").save()
                 times.append(time.perf_counter() - began)
@@ -130,12 +129,12 @@ def main() -> None:
 
         unique_sql = "SELECT order_number, concat(customer_id, '-', order_number) AS customer_id FROM data_stream_0"
         lookups, manager = timed(job(topics["unique"], unique_sql, http()), ROWS)
-        calls = manager.lookup_metrics["HTTP.0"].values()
+        calls = manager.counters.lookups["HTTP.0"].values()
         job_cpu = statistics.median(cpu)
         repeat_sql = "SELECT order_number, customer_id FROM data_stream_0"
         plain, _ = timed(job(topics["repeat"], repeat_sql, None), CACHE_ROWS)
         cached, manager = timed(job(topics["repeat"], repeat_sql, http(cache_ttl_seconds=600)), CACHE_ROWS)
-        cache_metrics = manager.lookup_metrics["HTTP.0"].values()
+        cache_metrics = manager.counters.lookups["HTTP.0"].values()
 
     spark.stop()
     result = {
@@ -185,7 +184,7 @@ def _lookup_service() -> Iterator[tuple[str, str]]:
     """The 10 ms service: Node in its own process when available, else the Python test server."""
     node = shutil.which("node")
     if node is None:
-        from dagger.devtools.lookup_server import LookupServer
+        from testing.lookup_server import LookupServer
 
         with LookupServer(delay_ms=10) as server:
             yield server.url, "Python test server (aiohttp, in the bench process)"

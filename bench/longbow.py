@@ -158,10 +158,10 @@ def _state_size(query) -> dict:  # noqa: ANN001 - a StreamingQuery
     }
 
 
-def _call_times(manager) -> dict:  # noqa: ANN001 - a StreamManager
+def _call_times(manager) -> dict:  # noqa: ANN001 - a Job
     """The Longbow job's Bigtable calls, from its own histograms: calls and mean response time per role."""
     out = {}
-    for (role, outcome), histogram in manager.longbow_metrics.latency.items():
+    for (role, outcome), histogram in manager.counters.longbow.latency.items():
         buckets, seconds = histogram.prometheus()
         if outcome == "success" and buckets[-1][1]:
             out[role] = {"calls": buckets[-1][1], "mean_ms": round(seconds * 1000 / buckets[-1][1], 1)}
@@ -174,14 +174,13 @@ def jobs() -> tuple[dict, dict, dict]:
 
     from pyspark.sql import SparkSession
 
-    from dagger.config import load_config
-    from dagger.devtools.broker import Broker
-    from dagger.devtools.descriptor_server import DescriptorServer
-    from dagger.devtools.produce import produce, topic_size
-    from dagger.devtools.samples import bookings
+    from dagger.job import Job, load_config
     from dagger.runner import is_drained
     from dagger.spark import DEFAULT_CONF
-    from dagger.stream_manager import StreamManager
+    from testing.broker import Broker
+    from testing.descriptor_server import DescriptorServer
+    from testing.produce import produce, topic_size
+    from testing.samples import bookings
 
     builder = SparkSession.builder.master("local[2]").appName("bench-longbow")
     for key, value in {**DEFAULT_CONF, "spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2"}.items():
@@ -207,7 +206,7 @@ def jobs() -> tuple[dict, dict, dict]:
         produce(broker.bootstrap, source, ((None, v) for v in bookings(JOB_ROWS, start, step_seconds=1)), partitions=2)
         for _ in range(WARMUP_RUNS):
             warm = load_config(data=_job(stencil, broker, source, f"longbow-warm-{uuid.uuid4().hex[:6]}", {}, False))
-            manager = StreamManager(
+            manager = Job(
                 warm, checkpoint_dir=tempfile.mkdtemp(prefix="bench-longbow-"), available_now=True, spark=spark
             )
             query = manager.start()
@@ -219,7 +218,7 @@ def jobs() -> tuple[dict, dict, dict]:
                 broker.create_topic(out, 2)
                 config = load_config(data=_job(stencil, broker, source, out, extra, longbow))
                 checkpoint = tempfile.mkdtemp(prefix="bench-longbow-")
-                manager = StreamManager(config, checkpoint_dir=checkpoint, available_now=True, spark=spark)
+                manager = Job(config, checkpoint_dir=checkpoint, available_now=True, spark=spark)
                 began = time.monotonic()
                 query = manager.start()
                 while query.isActive:
@@ -241,7 +240,7 @@ def jobs() -> tuple[dict, dict, dict]:
 
 
 def main() -> None:
-    from dagger.devtools.bigtable_emulator import BigtableEmulator
+    from testing.bigtable_emulator import BigtableEmulator
 
     with BigtableEmulator() as emulator:
         os.environ.update(emulator.env)

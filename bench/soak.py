@@ -2,7 +2,7 @@
 
 What runs: ``dagger run`` (a separate process, the README's defaults) of a 10-second tumbling window over the
 bookings, grouped by service area and type, each window row enriched by an HTTP lookup of its service area
-(``dagger.devtools.lookup_server``, 5 ms per answer), written as JSON to Kafka. A producer feeds
+(``testing.lookup_server``, 5 ms per answer), written as JSON to Kafka. A producer feeds
 ``SOAK_RATE`` (2,000) records/s with their event time at the wall clock, a second's records in one batch per
 partition, for ``SOAK_SECONDS`` (1,800) counted from the job's first finished micro-batch (its start-up, ~20 s
 here and more on a busy machine, is not part of the soak; ``first_batch_at_s`` in the results). On the embedded broker a higher rate makes the broker, not the job, set the
@@ -99,10 +99,10 @@ class Sample:
 
 
 def memory_by_kind(root: int) -> tuple[dict[str, int], int, int]:
-    """Resident bytes of ``root``'s process tree by kind (:func:`dagger.devtools.proctree.memory_by_kind`), the
+    """Resident bytes of ``root``'s process tree by kind (:func:`testing.proctree.memory_by_kind`), the
     number of processes, and the tree's proportional set size (forked workers share pages with their parent:
     the RSS sum counts those twice)."""
-    from dagger.devtools import proctree
+    from testing import proctree
 
     kinds = proctree.memory_by_kind(root)
     rss = {kind: entry["rss"] for kind, entry in kinds.items()}
@@ -166,7 +166,7 @@ def _close_windows(bootstrap: str, topic: str, booking) -> dt.datetime:  # noqa:
 
 def _output(bootstrap: str, topic: str) -> list[dict]:
     """Every row of the output topic: exactly as many as its partitions hold (fetch-path high watermarks)."""
-    from dagger.devtools.produce import consume_all, topic_size
+    from testing.produce import consume_all, topic_size
 
     size = topic_size(bootstrap, topic)
     # a long wait per fetch: the embedded broker answers short ones with nothing once it holds many batches
@@ -207,13 +207,13 @@ class FetchProbe:
 
 def run_soak(settings: Settings, log=print) -> dict:  # noqa: ANN001, C901 - one sequence, read top to bottom
     """Run one soak with ``settings``; returns the results (also written to ``settings.results``)."""
-    from dagger.devtools.broker import Broker, free_port
-    from dagger.devtools.descriptor_server import DescriptorServer
-    from dagger.devtools.job_metrics import scrape
-    from dagger.devtools.lookup_server import LookupServer
-    from dagger.devtools.process import stop_process
-    from dagger.devtools.produce import topic_size
     from dagger.schema.registry import DescriptorSet
+    from testing.broker import Broker, free_port
+    from testing.descriptor_server import DescriptorServer
+    from testing.job_metrics import scrape
+    from testing.lookup_server import LookupServer
+    from testing.process import stop_process
+    from testing.produce import topic_size
 
     booking = DescriptorSet([("x", (ROOT / "descriptors" / "examples.desc").read_bytes())]).find_message(
         "dagger.examples.BookingLogMessage"

@@ -165,7 +165,7 @@ def main(argv: list[str]) -> None:
     from pathlib import Path
 
     from bench.spark_kafka import stateless_query as query_of  # by reference: the UDFs pickle by module name
-    from dagger.config import load_config
+    from dagger.job import load_config
     from dagger.session_tuning import tune
     from dagger.spark import get_session
 

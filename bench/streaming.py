@@ -428,7 +428,7 @@ class Bench:
         return self.processes("quix", [["quix_app.py", "15"] for _ in range(CORES)], PEERS_PYTHON)
 
     def bytewax(self) -> float:
-        from dagger.devtools.broker import free_port
+        from testing.broker import free_port
 
         addresses = ";".join(f"127.0.0.1:{free_port()}" for _ in range(CORES))
         commands = [["-m", "bytewax.run", "bytewax_flow:flow", "-i", str(i), "-a", addresses] for i in range(CORES)]
@@ -446,7 +446,7 @@ class Bench:
 
     def session(self):  # noqa: ANN201
         if self.spark is None:
-            from dagger.config import load_config
+            from dagger.job import load_config
             from dagger.sources import register_data_sources
             from dagger.spark import get_session
 
@@ -461,8 +461,7 @@ class Bench:
 
     def dagger(self, name: str, sql: str, message: str, source: str | None = None) -> float:
         """One run of a job over ``source`` (the measured input by default) in the shared session."""
-        from dagger.config import load_config
-        from dagger.stream_manager import StreamManager
+        from dagger.job import Job, load_config
 
         spark = self.session()
         out = self.topic(name)
@@ -472,7 +471,7 @@ class Bench:
         if name.startswith("stateless_json_out"):
             del data["SINK_KAFKA_PROTO_MESSAGE"]
             data["SINK_KAFKA_DATA_TYPE"] = "JSON"
-        manager = StreamManager(load_config(data=data), checkpoint_dir=str(checkpoint), available_now=True, spark=spark)
+        manager = Job(load_config(data=data), checkpoint_dir=str(checkpoint), available_now=True, spark=spark)
         launched = time.time()
         query = manager.start()
         query.awaitTermination()
@@ -513,8 +512,7 @@ class Bench:
 
     def join(self) -> float:
         """The interval join as a Dagger job: two streams over the join's input, its SQL as Dagger users write it."""
-        from dagger.config import load_config
-        from dagger.stream_manager import StreamManager
+        from dagger.job import Job, load_config
 
         spark = self.session()
         out = self.topic("join")
@@ -523,7 +521,7 @@ class Bench:
         other["SOURCE_KAFKA_CONSUMER_CONFIG_GROUP_ID"] += "-1"
         data["STREAMS"].append(other)
         checkpoint = tempfile.mkdtemp(prefix="bench-join-")
-        manager = StreamManager(load_config(data=data), checkpoint_dir=checkpoint, available_now=True, spark=spark)
+        manager = Job(load_config(data=data), checkpoint_dir=checkpoint, available_now=True, spark=spark)
         launched = time.time()
         query = manager.start()
         query.awaitTermination()
@@ -734,10 +732,10 @@ class Bench:
         progress), with the job's watermark on each table if ``watermark``. ``streams``: 2 reads the input as two
         streams (the join), each record meeting itself. ``rate``: records/s fed."""
         from dagger import jvm_classes
-        from dagger.devtools import proctree
-        from dagger.devtools.broker import free_port
-        from dagger.devtools.job_metrics import per_batch_ms, scrape
         from dagger.generate import RecordGenerator, produce_generated
+        from testing import proctree
+        from testing.broker import free_port
+        from testing.job_metrics import per_batch_ms, scrape
 
         seconds = REALTIME_SECONDS if real_time else LATENCY_SECONDS
         ours = peer is None and spark_sql is None  # dagger run: its metrics endpoint gives the batch breakdown
@@ -964,9 +962,9 @@ def _expected_outputs(bootstrap: str, source: str) -> int:
 
 def _read_batch(bootstrap: str, topic: str, message: str) -> tuple:
     """Every record of ``topic`` decoded by ptars (an Arrow record batch), and each one's produce time (ms)."""
-    from dagger.devtools.produce import consume_all
     from dagger.schema.registry import DescriptorSet
     from dagger.serde.decode import ptars_handler
+    from testing.produce import consume_all
 
     descriptors = DescriptorSet([("x", (ROOT / "descriptors" / "examples.desc").read_bytes())])
     handler = ptars_handler(descriptors.find_message(message))
@@ -995,7 +993,7 @@ def _json_frame(bootstrap: str, topic: str) -> tuple:
     import pyarrow as pa
     import pyarrow.json as pj
 
-    from dagger.devtools.produce import consume_all
+    from testing.produce import consume_all
 
     fields = pa.schema(
         [("event_timestamp", pa.string()), ("order_number", pa.string()), ("amount_paid_by_cash", pa.int64())]
@@ -1105,8 +1103,8 @@ def _percentile(values: list[float], q: float) -> float:
 
 
 def main() -> None:
-    from dagger.devtools.broker import Broker
-    from dagger.devtools.descriptor_server import DescriptorServer
+    from testing.broker import Broker
+    from testing.descriptor_server import DescriptorServer
 
     results: dict = {
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",

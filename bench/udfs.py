@@ -130,12 +130,11 @@ def scalar_rates(spark) -> list[dict]:
 
 
 def streaming_overhead(spark) -> dict:
-    from dagger.config import load_config
-    from dagger.devtools.broker import Broker
-    from dagger.devtools.descriptor_server import DescriptorServer
-    from dagger.devtools.produce import produce
-    from dagger.devtools.samples import bookings
-    from dagger.stream_manager import StreamManager
+    from dagger.job import Job, load_config
+    from testing.broker import Broker
+    from testing.descriptor_server import DescriptorServer
+    from testing.produce import produce
+    from testing.samples import bookings
 
     start = dt.datetime(2026, 11, 22, 10, 0, tzinfo=dt.UTC)
     with Broker() as broker, DescriptorServer(ROOT / "descriptors") as stencil:
@@ -179,7 +178,7 @@ def streaming_overhead(spark) -> dict:
                     }
                 )
                 with tempfile.TemporaryDirectory() as checkpoint:
-                    manager = StreamManager(config, checkpoint_dir=checkpoint, available_now=True, spark=spark)
+                    manager = Job(config, checkpoint_dir=checkpoint, available_now=True, spark=spark)
                     query = manager.start()
                     query.awaitTermination()
                     batches = [p for p in query.recentProgress if p["numInputRows"]]

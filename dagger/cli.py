@@ -180,7 +180,7 @@ def _generate(args: argparse.Namespace) -> int:
     message, topic, bootstrap, timestamp_field = args.message, args.topic, args.bootstrap_servers, args.timestamp_field
     settings = StencilSettings(urls=list(args.stencil_url))
     if args.config:
-        from dagger.config import load_config
+        from dagger.job import load_config
 
         config = load_config(args.config)
         if not 0 <= args.stream < len(config.STREAMS):
@@ -290,7 +290,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     _setup_logging(args.verbose)
     if args.command == "config-docs":
-        from dagger.config.docs import render_reference
+        from dagger.plugins.reference import render_reference
 
         sys.stdout.write(render_reference())
         return 0
@@ -307,8 +307,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "generate":
             return _generate(args)
-        from dagger.config import load_config
         from dagger.config.arguments import parse_arguments
+        from dagger.job import load_config
 
         if getattr(args, "real_time", False):
             args.overrides.append("SPARK_TRIGGER_MODE=real-time")
@@ -322,16 +322,14 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(config, args) -> int:  # noqa: ANN001
-    from dagger.stream_manager import StreamManager
+    from dagger.job import Job
 
     from_ms, to_ms, checkpoint = _replay_range(config, args)
-    manager = StreamManager(
-        config, checkpoint_dir=checkpoint, available_now=args.available_now, from_ms=from_ms, to_ms=to_ms
-    )
-    manager.check_descriptors()  # config errors surface before Spark starts
+    job = Job(config, checkpoint_dir=checkpoint, available_now=args.available_now, from_ms=from_ms, to_ms=to_ms)
+    job.check()  # config errors surface before Spark starts
     from dagger.runner import JobRunner
 
-    return JobRunner(manager, progress_interval=args.progress_interval).run()
+    return JobRunner(job, progress_interval=args.progress_interval).run()
 
 
 def _replay_range(config, args) -> tuple[int | None, int | None, str | None]:  # noqa: ANN001
@@ -346,7 +344,7 @@ def _replay_range(config, args) -> tuple[int | None, int | None, str | None]:  #
     end = parse_instant(args.to_time, "--to") if args.to_time else None
     if start and end and start >= end:
         raise DaggerConfigError(f"--from {args.from_time} must be before --to {args.to_time}")
-    from dagger.sources import source_of
+    from dagger.plugins.source import source_of
 
     if not any(source_of(s).replayable for s in config.STREAMS):
         raise DaggerConfigError(
@@ -371,13 +369,13 @@ def _replay_range(config, args) -> tuple[int | None, int | None, str | None]:  #
 
 
 def _validate(config: JobConfig) -> int:
+    from dagger.job import Job
+    from dagger.plugins.source import source_of
     from dagger.serde.formats import describe_records
-    from dagger.sources import source_of
-    from dagger.stream_manager import StreamManager
 
-    manager = StreamManager(config, validating=True)
-    manager.check_descriptors()
-    plan = manager.plan()
+    job = Job(config, validating=True)
+    job.check()
+    plan = job.validate()
     out = sys.stdout
     sinks = ", ".join(f"{name} ({c.SINK_TYPE})" for name, c in config.sink_configs)
     out.write(f"config: OK ({len(config.STREAMS)} stream(s), sink(s): {sinks})\n")
@@ -386,7 +384,7 @@ def _validate(config: JobConfig) -> int:
     ignored = ignored_keys_set(config)
     if ignored:
         out.write("accepted and ignored:\n  - " + "\n  - ".join(f"{key}: {why}" for key, why in ignored) + "\n")
-    out.write(f"descriptors: {', '.join(manager.descriptors.sources)} (sha256 {manager.descriptors.sha256})\n")
+    out.write(f"descriptors: {', '.join(job.descriptors.sources)} (sha256 {job.descriptors.sha256})\n")
     for stream in config.STREAMS:
         schema = plan.tables[stream.INPUT_SCHEMA_TABLE]
         where = source_of(stream).location(stream)

@@ -28,7 +28,7 @@ _PYTHON_NODES = ("PythonUDF", "PythonUDTF", "MapInArrow", "MapInPandas", "FlatMa
 
 def stream_refusals(stream: StreamConfig) -> list[str]:
     """Why ``stream`` cannot be read in real-time mode (empty: it can)."""
-    from dagger.registry.sources import source_of
+    from dagger.plugins.source import source_of
     from dagger.sources.kafka_stream import KafkaSource
 
     table = stream.INPUT_SCHEMA_TABLE

@@ -1,6 +1,6 @@
 """The run of a job: signals, the loop until the query ends, stop conditions, progress and the exit code.
 
-:class:`JobRunner` takes a planned-but-not-started :class:`~dagger.stream_manager.StreamManager`, in the shape of
+:class:`JobRunner` takes a planned-but-not-started :class:`~dagger.job.Job`, in the shape of
 Quix Streams' ``Application.run`` and its run tracker:
 
 * **signals first.** Ctrl-C / SIGTERM handlers are installed when the runner is made, before planning (which can
@@ -28,16 +28,16 @@ from dagger.schema.refresh import DescriptorWatcher
 from dagger.telemetry import Telemetry
 
 if TYPE_CHECKING:
-    from dagger.stream_manager import StreamManager
+    from dagger.job import Job
 
 log = logging.getLogger("dagger")
 
 
 class JobRunner:
-    """Runs one job to its end. Parameters: the job (a :class:`~dagger.stream_manager.StreamManager`) and how
+    """Runs one job to its end. Parameters: the job (a :class:`~dagger.job.Job`) and how
     often to log progress, in seconds."""
 
-    def __init__(self, job: StreamManager, progress_interval: float = 10.0):
+    def __init__(self, job: Job, progress_interval: float = 10.0):
         self.job = job
         self.progress_interval = progress_interval
         self.progress: ProgressReporter | None = None  # a view of the telemetry's metrics, made by run()
@@ -77,14 +77,14 @@ class JobRunner:
         try:
             job.spark  # noqa: B018 - the session: PySpark's SparkContext installs a SIGINT handler of its own,
             self._install_signal_handlers()  # (cancel every job, raise KeyboardInterrupt); ours replace it
-            plan = job.plan()
+            plan = job.validate()
         except KeyboardInterrupt:
             log.info("stopped while planning: nothing was read")
             return 0
         if self._stop.is_set():
             log.info("stopped before the query started: nothing was read")
             return 0
-        if job.available_now and job.bounded:
+        if job.options.available_now and job.bounded:
             log.info("the input is bounded: --available-now changes nothing (the run reads it all and stops)")
         query = self.query = job.start(plan)
         telemetry.attach()
@@ -99,7 +99,7 @@ class JobRunner:
                 if self._stop.is_set():
                     self._stop_between_batches(query)
                     break
-                if job.available_now and not job.bounded and is_drained(query):
+                if job.options.available_now and not job.bounded and is_drained(query):
                     log.info("every source is read to its end and the last batches were empty: stopping")
                     self._stop_between_batches(query)
                     break
@@ -117,7 +117,7 @@ class JobRunner:
                 watcher.close()
             if job.bounded:
                 if query.lastProgress:
-                    telemetry.metrics.record_bounded(query.lastProgress, job.inputs)
+                    telemetry.metrics.record_bounded(query.lastProgress, job.counters.inputs)
             else:
                 telemetry.poll(query)  # the last batches
             self.progress.report(query, final=True)
@@ -157,49 +157,15 @@ class JobRunner:
         )
         self._stop_between_batches(query)
         job.adopt_descriptors(fresh)
-        restarted = job.start(job.plan())
+        restarted = job.start(job.validate())
         telemetry.poll(query)  # the stopped query's last batches
         telemetry.attach()
         log.info("the query runs again, with descriptor sets sha256 %s", fresh.sha256[:12])
         return restarted
 
     def _stop_between_batches(self, query: Any, timeout: float = 120.0) -> None:
-        if self.job.bounded:  # one batch: nothing to finish first; cancel it (a re-run redoes it)
-            log.info("cancelling the bounded run %r", self.job.config.FLINK_JOB_ID)
-            query.stop()
-            return
-        if getattr(self.job, "real_time", False):  # its batches run back to back for the checkpoint interval
-            log.info(
-                "stopping %r (real-time mode): what was written since the last checkpoint is written again by the "
-                "next run",
-                self.job.config.FLINK_JOB_ID,
-            )
-            # its long-running tasks are interrupted mid-write: Spark logs each abort as an ERROR with a stack trace
-            # (InterruptException), the expected end of a real-time query and not the job's; the job ends here
-            self.job.spark.sparkContext.setLogLevel("OFF")
-            query.stop()
-            return
-        # no new input from here: with back-to-back micro-batches there is otherwise no moment between two of them
-        self.job.hold_input()
-        try:
-            deadline = time.monotonic() + timeout
-            while (
-                query.isActive
-                and query.status.get("isTriggerActive")
-                and not self._at_once.is_set()
-                and time.monotonic() < deadline
-            ):
-                time.sleep(0.005)  # planning an empty batch takes milliseconds: look often
-            if self._at_once.is_set():
-                log.info(
-                    "stopping %r at once: the running micro-batch is redone by the next run",
-                    self.job.config.FLINK_JOB_ID,
-                )
-            else:
-                log.info("stopping %r after the last finished micro-batch", self.job.config.FLINK_JOB_ID)
-            query.stop()
-        finally:
-            self.job.release_input()
+        self.job.query = query
+        self.job.stop(at_once=self._at_once.is_set, timeout=timeout)
 
     def _install_signal_handlers(self) -> None:
         if threading.current_thread() is not threading.main_thread():

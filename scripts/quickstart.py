@@ -9,8 +9,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-from dagger.devtools.broker import Broker
-from dagger.devtools.descriptor_server import DescriptorServer
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout: the test servers in testing/
+
+from testing.broker import Broker
+from testing.descriptor_server import DescriptorServer
 
 ROOT = Path(__file__).resolve().parents[1]
 TOPIC = "dagger-quickstart-bookings"

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from dagger.config import load_config
-from dagger.devtools.produce import consume_all, produce
-from dagger.devtools.samples import bookings
+from dagger.job import load_config
+from testing.produce import consume_all, produce
+from testing.samples import bookings
 
 ROOT = Path(__file__).resolve().parents[1]
 DESCRIPTORS = ROOT / "descriptors"
@@ -84,14 +84,14 @@ def _serve(what: str, server):
 
 @pytest.fixture(scope="session")
 def broker():
-    from dagger.devtools.broker import Broker
+    from testing.broker import Broker
 
     yield from _serve("Apache Kafka", Broker())
 
 
 @pytest.fixture(scope="session")
 def stencil():
-    from dagger.devtools.descriptor_server import DescriptorServer
+    from testing.descriptor_server import DescriptorServer
 
     with DescriptorServer(DESCRIPTORS) as server:
         yield server
@@ -99,7 +99,7 @@ def stencil():
 
 @pytest.fixture(scope="session")
 def influx():
-    from dagger.devtools.influx import InfluxServer
+    from testing.influx import InfluxServer
 
     yield from _serve("InfluxDB", InfluxServer())
 
@@ -107,7 +107,7 @@ def influx():
 @pytest.fixture(scope="session")
 def bigtable():
     """The Cloud CLI's Bigtable emulator (cbtemulator), for Longbow."""
-    from dagger.devtools.bigtable_emulator import BigtableEmulator
+    from testing.bigtable_emulator import BigtableEmulator
 
     yield from _serve("the Bigtable emulator", BigtableEmulator())
 
@@ -115,14 +115,14 @@ def bigtable():
 @pytest.fixture(scope="session")
 def bigquery():
     """bqemulator with a 256 KiB request cap, so a single oversized row is refused by the server."""
-    from dagger.devtools.bigquery_emulator import BigQueryEmulator
+    from testing.bigquery_emulator import BigQueryEmulator
 
     yield from _serve("the BigQuery emulator", BigQueryEmulator(max_request_bytes=256 * 1024))
 
 
 @pytest.fixture(scope="session")
 def postgres():
-    from dagger.devtools.postgres import PostgresServer
+    from testing.postgres import PostgresServer
 
     yield from _serve("PostgreSQL", PostgresServer())
 
@@ -223,12 +223,11 @@ def job(stencil, streams: list[dict], sql: str, **extra) -> dict:
 
 
 def run_job(spark, data: dict, checkpoint: Path, available_now: bool = True):
-    """Run a job to completion in the shared session; returns (StreamManager, query)."""
-    from dagger.config import load_config
-    from dagger.stream_manager import StreamManager
+    """Run a job to completion in the shared session; returns (Job, query)."""
+    from dagger.job import Job, load_config
 
     config = load_config(data=data)
-    manager = StreamManager(config, checkpoint_dir=str(checkpoint), available_now=available_now, spark=spark)
+    manager = Job(config, checkpoint_dir=str(checkpoint), available_now=available_now, spark=spark)
     query = manager.start()
     import time
 
@@ -256,7 +255,7 @@ def output_rows(broker, manager, topic: str, expected: int, sink: str = "kafka")
     """The records of a finished job's output topic, checked against what its sink counted as written: a
     shortfall says whether rows went missing before the sink (its counter is short too) or after it."""
     rows = consume_all(broker.bootstrap, topic, expected=expected)
-    written = manager.sink_counters[sink]["written"].value
+    written = manager.counters.sinks[sink]["written"].value
     assert len(rows) == written, f"the sink wrote {written} records but topic {topic} holds {len(rows)}"
     return rows
 
@@ -290,7 +289,7 @@ def s3():
         pytest.fail("moto is not installed: run `make install` (moto[server] is in the test extras)")
     from pyarrow import fs
 
-    from dagger.devtools.broker import free_port
+    from testing.broker import free_port
 
     port = free_port()
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
@@ -373,7 +372,7 @@ IDS_SQL = "SELECT order_number, customer_id FROM data_stream_0"
 
 def failing_run(spark, broker, stencil, topic, tmp_path, post, count=5, sql=IDS_SQL) -> str:
     """Run a post-processed job over ``count`` bookings that must fail; returns its error text."""
-    from dagger.stream_manager import StreamManager
+    from dagger.job import Job
 
     source, out = topic("fail-src"), topic("fail-out")
     produce(broker.bootstrap, source, ((None, v) for v in bookings(count, START)))
@@ -385,7 +384,7 @@ def failing_run(spark, broker, stencil, topic, tmp_path, post, count=5, sql=IDS_
         PROCESSOR_POSTPROCESSOR_CONFIG=json.dumps(post),
         **json_sink(broker, out),
     )
-    run = StreamManager(load_config(data=data), checkpoint_dir=str(tmp_path / "cp"), spark=spark).start()
+    run = Job(load_config(data=data), checkpoint_dir=str(tmp_path / "cp"), spark=spark).start()
     try:
         run.awaitTermination(120)
     except Exception:  # noqa: BLE001, S110 - the failure is read from run.exception() below
@@ -399,7 +398,7 @@ def failing_run(spark, broker, stencil, topic, tmp_path, post, count=5, sql=IDS_
 
 def plan_post(spark, broker, stencil, post, **job_keys):
     """Plan (nothing runs) a job over a topic that does not exist with ``post`` as its post-processor."""
-    from dagger.stream_manager import StreamManager
+    from dagger.job import Job
 
     data = job(
         stencil,
@@ -409,7 +408,7 @@ def plan_post(spark, broker, stencil, post, **job_keys):
         PROCESSOR_POSTPROCESSOR_CONFIG=json.dumps(post),
         **job_keys,
     )
-    return StreamManager(load_config(data=data), spark=spark).plan()
+    return Job(load_config(data=data), spark=spark).validate()
 
 
 # -- BigQuery (the emulator fixture's project) ------------------------------------------------------------

@@ -100,7 +100,7 @@ def test_a_run_that_wrote_fewer_records_than_a_complete_one_fails(broker, topic)
     sys.path.insert(0, str(ROOT / "bench"))
     import streaming
 
-    from dagger.devtools.produce import produce
+    from testing.produce import produce
 
     bench = streaming.Bench(broker, "unused")
     bench.expected = {"quix": 5}

@@ -14,11 +14,11 @@ import pytest
 from dagger.checkpoint import CheckpointStore
 from dagger.config.model import SinkConfig
 from dagger.dead_letter import DeadLetterSpec
-from dagger.devtools.produce import consume_all, produce
-from dagger.devtools.samples import AREAS, SERVICES, bookings, example_descriptors, message_class
 from dagger.errors import SinkError
 from dagger.sinks import build_sink
 from dagger.sinks.bigquery import BigQuerySink
+from testing.produce import consume_all, produce
+from testing.samples import AREAS, SERVICES, bookings, example_descriptors, message_class
 from tests.conftest import (
     START,
     bigquery_count,
@@ -104,8 +104,8 @@ def test_job_creates_the_table_from_the_proto_and_writes_typed_rows_to_two_sinks
     # the same rows reached the second sink, from the same single SQL run
     kafka_rows = [Summary.FromString(m.value()) for m in consume_all(broker.bootstrap, out, expected=12)]
     assert sorted(r.order_number for r in kafka_rows) == sorted(f"order-{i}" for i in range(12))
-    assert manager.sink_counters["bigquery"]["written"].value == 12
-    assert manager.sink_counters["kafka"]["written"].value == 12
+    assert manager.counters.sinks["bigquery"]["written"].value == 12
+    assert manager.counters.sinks["kafka"]["written"].value == 12
 
 
 def test_a_replayed_micro_batch_is_not_written_twice(spark, broker, stencil, bigquery, topic, tmp_path):
@@ -159,7 +159,7 @@ def test_rows_the_message_cannot_take_go_to_the_dead_letter_topic(spark, broker,
     assert headers["dagger.error_type"] == "INVALID_MESSAGE_ERROR"
     assert "'NOT_A_SERVICE', which is not a value of enum dagger.examples.ServiceType" in headers["dagger.reason"]
     assert headers["dagger.batch_id"] == "0" and headers["dagger.job"] == data["FLINK_JOB_ID"]
-    assert manager.sink_counters["bigquery"]["dead_letters"].value == 2
+    assert manager.counters.sinks["bigquery"]["dead_letters"].value == 2
 
     # the same rows fail the job when their error type is listed in SINK_ERROR_TYPES_FOR_FAILURE
     data["SINK_ERROR_TYPES_FOR_FAILURE"] = "INVALID_MESSAGE_ERROR,SINK_5XX_ERROR"

@@ -89,8 +89,8 @@ def test_a_bounded_bigquery_job_with_a_remote_checkpoint_writes_new_input_from_a
 ):
     """The S3 endpoint in the location's URL, or only in Spark's ``fs.s3a.endpoint`` (the sink's markers once
     went elsewhere then: the marker store was rebuilt from the bare path)."""
-    from dagger.devtools.produce import produce
-    from dagger.devtools.samples import bookings
+    from testing.produce import produce
+    from testing.samples import bookings
     from tests.conftest import START, bigquery_count, bigquery_keys, bigquery_table, job, kafka_stream, run_job
 
     source, table, checkpoint = topic("remote-ck"), bigquery_table(), s3("bounded")

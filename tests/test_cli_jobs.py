@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from dagger.devtools import proctree
-from dagger.devtools.produce import consume_all, produce, topic_size
-from dagger.devtools.samples import bookings, message_class
+from testing import proctree
+from testing.produce import consume_all, produce, topic_size
+from testing.samples import bookings, message_class
 from tests.conftest import ROOT, START, dagger, job, kafka_sink, kafka_stream
 
 pytestmark = pytest.mark.integration
@@ -176,7 +176,7 @@ def test_restart_after_a_kill_loses_nothing_and_after_a_clean_stop_duplicates_no
 
 
 def test_quickstart_example_config_runs_under_spark_submit_with_the_log_sink(broker, stencil, topic, tmp_path):
-    from dagger.config import load_config
+    from dagger.job import load_config
 
     source = "dagger-quickstart-bookings"
     if source not in broker_topics(broker):
@@ -246,7 +246,7 @@ def test_multi_sink_example_writes_the_same_windows_to_the_log_and_influx(broker
 def test_parquet_backfill_example_emits_every_window_of_the_history(tmp_path):
     data = tmp_path / "bookings-parquet"
     made = subprocess.run(
-        [sys.executable, "-m", "dagger.devtools.parquet_samples", str(data)], capture_output=True, text=True, cwd=ROOT
+        [sys.executable, "-m", "testing.parquet_samples", str(data)], capture_output=True, text=True, cwd=ROOT
     )
     assert made.returncode == 0, made.stderr
     env = {"BOOKINGS_PARQUET": str(data), "BOOKINGS_RANGE": "2026-11-22T09:00:00Z,2026-11-22T10:00:00Z"}

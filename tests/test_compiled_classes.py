@@ -10,10 +10,10 @@ import textwrap
 
 import pytest
 
-from dagger.config import load_config
-from dagger.devtools.produce import consume_all, produce
 from dagger.errors import DaggerError
+from dagger.job import load_config
 from dagger.schema.registry import SchemaRegistry, StencilSettings
+from testing.produce import consume_all, produce
 from tests.conftest import job, json_sink, kafka_stream, run_job
 
 PROTO = """

@@ -9,9 +9,9 @@ import time
 
 import pytest
 
-from dagger.config import load_config
-from dagger.config.docs import render_reference
 from dagger.errors import DaggerConfigError
+from dagger.job import load_config
+from dagger.plugins.reference import render_reference
 from tests.conftest import ROOT
 
 STREAM = {

@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from dagger.config import load_config
 from dagger.config.arguments import decode_encoded_args, parse_arguments
 from dagger.errors import DaggerConfigError
+from dagger.job import load_config
 from tests.test_config import STREAM
 
 JOB = {

@@ -12,8 +12,7 @@ import pytest
 
 from dagger.cli import main
 from dagger.config.model import JobConfig, StreamConfig
-from dagger.registry.formats import format_keys, format_plugins
-from dagger.registry.sources import source_keys, source_plugins
+from dagger.plugins.binding import FORMATS, SOURCES
 from tests.test_config import BASE, STREAM
 
 _STRICT_TYPES = (int, bool, float)
@@ -59,10 +58,10 @@ def _cases() -> list[tuple[str, dict, str]]:
     # a Kafka stream of protobuf records: the stream's own keys, its source's and its input data type's
     stream_fields = {
         **StreamConfig.model_fields,
-        **source_plugins()["KAFKA_CONSUMER"].settings.model_fields,
-        **format_plugins()["PROTO"].settings.model_fields,
+        **SOURCES.plugins()["KAFKA_CONSUMER"].settings.model_fields,
+        **FORMATS.plugins()["PROTO"].settings.model_fields,
     }
-    known = {*stream_fields, *source_keys(), *format_keys()}
+    known = {*stream_fields, *SOURCES.keys(), *FORMATS.keys()}
     for name, field in stream_fields.items():
         alias = field.alias or name
         for i, value in enumerate(_bad_values(field)):

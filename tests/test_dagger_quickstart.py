@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from dagger.config.loader import read_config_file
-from dagger.devtools.produce import produce
-from dagger.devtools.samples import message_class
+from testing.produce import produce
+from testing.samples import message_class
 from tests.conftest import output_rows, run_job
 
 pytestmark = pytest.mark.integration

@@ -58,7 +58,7 @@ def test_document_gets_enrich_rows_in_order_fail_over_dead_hosts_and_missing_doc
             assert row["name"] is None and row["age"] is None  # 404: null enrichment (fail_on_errors false)
         else:
             assert (row["name"], row["age"]) == (f"Customer {number}", number * 10)
-    metrics = manager.lookup_metrics["ES.customers"].values()
+    metrics = manager.counters.lookups["ES.customers"].values()
     assert metrics["success"] == 12 and metrics["failures_code404"] == 3
     assert metrics["failures_other"] == 8 and metrics["retries"] == 8 and metrics["calls"] == 15 + 8
 

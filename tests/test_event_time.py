@@ -15,9 +15,9 @@ import uuid
 
 import pytest
 
-from dagger.devtools.produce import consume_all, produce
-from dagger.devtools.samples import message_class
 from dagger.sources.event_time import EventTimeAligner, EventTimeProbe
+from testing.produce import consume_all, produce
+from testing.samples import message_class
 from tests.conftest import START, job, kafka_sink, kafka_stream, run_job
 
 Booking = message_class("dagger.examples.BookingLogMessage")
@@ -127,7 +127,7 @@ def test_the_probe_reads_event_times_at_offsets_from_the_broker(broker, topic):
     payloads = [m.SerializeToString() for m in values]
     payloads[7] = b"\xff\xff not a booking"  # partition 1, offset 3
     produce(broker.bootstrap, name, ((None, v) for v in payloads), partitions=2)
-    from dagger.devtools.samples import example_descriptors
+    from testing.samples import example_descriptors
 
     spec = KafkaSourceSpec(
         table="t",

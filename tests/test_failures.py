@@ -9,10 +9,10 @@ import time
 
 import pytest
 
-from dagger.devtools.descriptor_server import DescriptorServer
-from dagger.devtools.produce import consume_all, produce, topic_size
-from dagger.devtools.samples import bookings, message_class
 from dagger.errors import DescriptorFetchError
+from testing.descriptor_server import DescriptorServer
+from testing.produce import consume_all, produce, topic_size
+from testing.samples import bookings, message_class
 from tests.conftest import DESCRIPTORS, START, job, kafka_sink, kafka_stream, run_job
 
 pytestmark = [pytest.mark.integration, pytest.mark.chaos]
@@ -39,7 +39,7 @@ def test_a_restart_goes_on_with_the_kept_descriptors_while_their_server_is_down(
         manager, query = run_job(spark, data, tmp_path / "cp")
     assert query.exception() is None
     assert "going on with the copy of the descriptor sets this job's checkpoint keeps" in caplog.text
-    assert manager.sink_counters["kafka"]["written"].value == 10  # the new records only
+    assert manager.counters.sinks["kafka"]["written"].value == 10  # the new records only
     assert topic_size(broker.bootstrap, out) == 20
     rows = [Summary.FromString(m.value()).order_number for m in consume_all(broker.bootstrap, out, expected=20)]
     assert sorted(rows) == sorted(f"order-{i}" for i in range(20))
@@ -150,8 +150,8 @@ def test_sigterm_mid_batch_finishes_the_batch_commits_its_offsets_and_exits_0(br
 @pytest.fixture
 def proxied_broker():
     """Apache Kafka, which clients reach through a TCP proxy, which the test can cut and restore."""
-    from dagger.devtools.broker import Broker, free_port
-    from dagger.devtools.tcp_proxy import TcpProxy
+    from testing.broker import Broker, free_port
+    from testing.tcp_proxy import TcpProxy
 
     port = free_port()
     with TcpProxy(("127.0.0.1", port)) as proxy, Broker(port=port, advertised_port=proxy.port) as broker:
@@ -192,7 +192,7 @@ def test_a_commit_while_the_brokers_are_unreachable_ends_within_its_timeout_and_
     proxied_broker, caplog
 ):
     """A consumer's own commit waits for the group's coordinator without end while the brokers are unreachable
-    (scripts/commit_while_unreachable.py); one did inside a job's planning, and the job outlived its
+    (docs/investigations/commit_while_unreachable.py); one did inside a job's planning, and the job outlived its
     SOURCE_KAFKA_UNREACHABLE_TIMEOUT_MS by minutes. The reader's commit ends, says why, and the next one lands."""
     import base64
     import threading

@@ -255,7 +255,7 @@ def _equal_rows(a: dict, b: dict) -> None:
 
 def test_daggers_quickstart_message_decodes_field_41_before_40():
     """The message of Raystack Dagger's quickstart, as published, with Struct and map fields set."""
-    from dagger.devtools.samples import example_descriptors
+    from testing.samples import example_descriptors
 
     descriptor = example_descriptors().find_message("org.raystack.dagger.consumer.TestBookingLogMessage")
     declared = [f.name for f in descriptor.fields]

@@ -11,9 +11,9 @@ import time
 
 import pytest
 
-from dagger.devtools.broker import free_port
-from dagger.devtools.produce import produce, topic_size
-from dagger.devtools.samples import bookings, message_class
+from testing.broker import free_port
+from testing.produce import produce, topic_size
+from testing.samples import bookings, message_class
 from tests.conftest import START, job, kafka_sink, kafka_stream, run_job, varint
 from tests.test_telemetry import scrape, start_job, value
 
@@ -59,9 +59,9 @@ def _reference_valid(values: list[bytes], fields: list[str]) -> int:
     query does not read is read (docs/sources.md)."""
     from google.protobuf import descriptor_pb2, message_factory
 
-    from dagger.devtools.samples import example_descriptors
     from dagger.schema.projection import prune_message
     from dagger.schema.registry import build_pool
+    from testing.samples import example_descriptors
 
     fds = descriptor_pb2.FileDescriptorSet.FromString(example_descriptors().serialized)
     pruned = prune_message(fds, "dagger.examples.BookingLogMessage", fields)
@@ -182,4 +182,4 @@ def test_a_query_that_reads_every_field_accepts_exactly_what_the_reference_decod
     sql = "SELECT * FROM data_stream_0"  # every field decoded: nothing pruned
     manager, query, out = _run(spark, broker, stencil, topic, tmp_path, source, "drop", sql=sql)
     assert query.exception() is None, str(query.exception())[:3000]
-    assert manager.sink_counters["kafka"]["written"].value == topic_size(broker.bootstrap, out) == reference_all
+    assert manager.counters.sinks["kafka"]["written"].value == topic_size(broker.bootstrap, out) == reference_all

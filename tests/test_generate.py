@@ -88,7 +88,7 @@ def test_cli_generates_a_jobs_stream_over_partitions_and_throttles(broker, stenc
     from confluent_kafka import Consumer, TopicPartition
 
     from dagger.cli import main
-    from dagger.devtools.produce import consume_all
+    from testing.produce import consume_all
 
     target = f"generated-{time.monotonic_ns()}"
     config = json.loads((ROOT / "configs" / "quickstart.json").read_text())

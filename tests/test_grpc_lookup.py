@@ -12,7 +12,7 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture(scope="module")
 def customers():
-    from dagger.devtools.grpc_lookup_server import CustomerLookupServer
+    from testing.grpc_lookup_server import CustomerLookupServer
 
     server = CustomerLookupServer().start()
     yield server
@@ -73,7 +73,7 @@ def test_unary_calls_enrich_rows_typed_in_order_and_failures_pass_on(
         row = by_cash[cash]
         assert row["name"] == f"name-{row['customer_id']}" and row["age"] == len(row["customer_id"])
         assert row["event_timestamp"].startswith("2026-01-02T03:04:05")
-    metrics = manager.lookup_metrics["GRPC.0"].values()
+    metrics = manager.counters.lookups["GRPC.0"].values()
     assert metrics["calls"] == 7 and metrics["success"] == 5 and metrics["empty_input"] == 1
     assert metrics["failures_code404"] == 1 and metrics["timeouts"] == 1
     assert customers.metadata.get("x-caller") == "dagger"

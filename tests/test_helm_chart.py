@@ -17,7 +17,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from dagger.config import load_config
+from dagger.job import load_config
 from tests.conftest import ROOT
 
 CHART = ROOT / "helm" / "dagger"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from dagger.devtools.lookup_server import LookupServer
 from dagger.errors import DaggerConfigError
+from testing.lookup_server import LookupServer
 from tests.conftest import STAR, failing_run, plan_post, run_processed
 
 pytestmark = pytest.mark.integration
@@ -59,9 +59,9 @@ def test_get_lookups_enrich_every_row_in_order_with_typed_outputs(spark, broker,
         assert row["name"] == f"name-{row['customer_id']}"  # each answer landed on its own row
         assert row["age"] == len(row["customer_id"])
         assert row["event_timestamp"].startswith("2026-01-02T03:04:05")
-    metrics = manager.lookup_metrics["HTTP.0"].values()
+    metrics = manager.counters.lookups["HTTP.0"].values()
     assert metrics["calls"] == 20 and metrics["success"] == 20
-    assert sum(manager.lookup_metrics["HTTP.0"].histogram().values()) == 20
+    assert sum(manager.counters.lookups["HTTP.0"].histogram().values()) == 20
 
 
 def test_failures_timeouts_and_empty_inputs_pass_rows_on_with_null_enrichment(
@@ -75,7 +75,7 @@ def test_failures_timeouts_and_empty_inputs_pass_rows_on_with_null_enrichment(
     for cash in (10, 20, 30, 40):  # 404, 500, empty id (not called), timeout
         assert by_cash[cash]["name"] is None and by_cash[cash]["age"] is None, by_cash[cash]
     assert by_cash[50]["name"] == "name-c0"
-    metrics = manager.lookup_metrics["HTTP.0"].values()
+    metrics = manager.counters.lookups["HTTP.0"].values()
     assert metrics["failures_code404"] == 1 and metrics["failures_code5XX"] == 1
     assert metrics["timeouts"] == 1 and metrics["empty_input"] == 1
     assert metrics["calls"] == 7 and metrics["success"] == 4
@@ -131,7 +131,7 @@ def test_untyped_answers_keep_their_own_json_types_as_in_dagger(spark, broker, s
         assert row["tier"] == n and isinstance(row["tier"], int)
         assert row["name"] == f"name-{row['customer_id']}"
         assert row["address"] == {"city": f"city-{row['customer_id']}"}
-    assert manager.lookup_metrics["HTTP.0"].values()["success"] == 3
+    assert manager.counters.lookups["HTTP.0"].values()["success"] == 3
 
 
 def test_retries_and_the_response_cache(spark, broker, stencil, topic, tmp_path, lookup):
@@ -149,7 +149,7 @@ def test_retries_and_the_response_cache(spark, broker, stencil, topic, tmp_path,
         post=_post(_http(lookup, retries=2, retry_backoff_ms=10)),
     )
     assert all(r["name"] == f"name-{r['customer_id']}" for r in rows)  # 503, 503, then 200
-    assert manager.lookup_metrics["HTTP.0"].values()["retries"] == 6
+    assert manager.counters.lookups["HTTP.0"].values()["retries"] == 6
 
     before = sum(n for path, n in lookup.calls.items() if path.startswith("/customers/c"))
     manager, rows = run_processed(
@@ -162,7 +162,7 @@ def test_retries_and_the_response_cache(spark, broker, stencil, topic, tmp_path,
         post=_post(_http(lookup, cache_ttl_seconds=600, capacity="1")),
     )
     assert all(r["name"] == f"name-{r['customer_id']}" for r in rows)
-    metrics = manager.lookup_metrics["HTTP.0"].values()
+    metrics = manager.counters.lookups["HTTP.0"].values()
     server_calls = sum(n for path, n in lookup.calls.items() if path.startswith("/customers/c")) - before
     assert metrics["cache_hits"] > 0 and metrics["calls"] == server_calls < 40
     assert metrics["cache_hits"] + metrics["calls"] == 40
@@ -173,7 +173,7 @@ def test_rate_limit_spaces_the_calls_of_a_task(spark, broker, stencil, topic, tm
     manager, rows = run_processed(
         spark, broker, stencil, topic, tmp_path, count=10, post=_post(_http(lookup, rate_limit_per_second=20))
     )
-    assert len(rows) == 10 and manager.lookup_metrics["HTTP.0"].values()["calls"] == 10
+    assert len(rows) == 10 and manager.counters.lookups["HTTP.0"].values()["calls"] == 10
     # one Kafka partition, one task: 10 calls at 20/s cannot arrive faster than 9 gaps of 50 ms
     assert lookup.arrivals[-1] - lookup.arrivals[0] >= 9 / 20 * 0.9
 
@@ -191,7 +191,7 @@ def test_a_mapped_path_missing_from_the_answer_fails_only_with_fail_on_errors(
         spark, broker, stencil, topic, tmp_path, post=_post(_http(lookup, output_mapping=mapping)), count=4
     )
     assert len(rows) == 4 and all(r.get("name") is None and r.get("age") is None for r in rows)
-    metrics = manager.lookup_metrics["HTTP.0"].values()
+    metrics = manager.counters.lookups["HTTP.0"].values()
     assert (metrics["success"], metrics["invalid_response"]) == (4, 4)
 
 
@@ -214,7 +214,7 @@ def test_answers_dagger_reads_leniently_are_read_and_a_body_that_is_no_json_pass
     assert (by_id["lenient"]["name"], by_id["lenient"]["age"]) == ("name-lenient", 7)  # read as Dagger reads it
     assert by_id["html"].get("name") is None  # not JSON at all: passed on unenriched, counted
     assert all(by_id[f"c{i}"]["name"] == f"name-c{i}" for i in (0, 3, 4))
-    metrics = manager.lookup_metrics["HTTP.0"].values()
+    metrics = manager.counters.lookups["HTTP.0"].values()
     assert (metrics["success"], metrics["invalid_response"]) == (5, 1)
     failing = _post(_http(lookup, output_mapping=mapping, fail_on_errors="true"))
     error = failing_run(spark, broker, stencil, topic, tmp_path / "failing", failing, sql=ODD_SQL)
@@ -253,8 +253,8 @@ def test_a_sql_transformer_windows_lookup_enriched_rows_of_a_stream(spark, broke
     second one (Spark refuses it: "Redefining watermark is disallowed")."""
     import json
 
-    from dagger.devtools.produce import consume_all, produce
-    from dagger.devtools.samples import bookings
+    from testing.produce import consume_all, produce
+    from testing.samples import bookings
     from tests.conftest import START, job, kafka_stream, run_job
 
     source, out = topic("lookup-window-src"), topic("lookup-window-out")

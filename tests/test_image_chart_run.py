@@ -23,9 +23,9 @@ from pathlib import Path
 
 import pytest
 
-from dagger.devtools.broker import free_port
-from dagger.devtools.produce import consume_all, produce
-from dagger.devtools.samples import bookings
+from testing.broker import free_port
+from testing.produce import consume_all, produce
+from testing.samples import bookings
 from tests.conftest import ROOT, START, kafka_stream
 from tests.test_helm_chart import one, render
 

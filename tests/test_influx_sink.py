@@ -10,12 +10,12 @@ import pyarrow as pa
 import pytest
 
 from dagger.config.model import SinkConfig
-from dagger.devtools.influx import V2WriteShim
-from dagger.devtools.produce import produce
-from dagger.devtools.samples import AREAS, SERVICES, bookings
 from dagger.errors import SinkError
 from dagger.sinks import build_sink
 from dagger.sinks.influx import InfluxSink, line_protocol
+from testing.influx import V2WriteShim
+from testing.produce import produce
+from testing.samples import AREAS, SERVICES, bookings
 from tests.conftest import START, job, kafka_stream, run_job
 
 pytestmark = pytest.mark.integration
@@ -95,7 +95,7 @@ def test_window_job_writes_dagger_point_model(spark, broker, stencil, influx, to
         tuple(f) for f in influx.query('SHOW FIELD KEYS FROM "bookings"', db)["results"][0]["series"][0]["values"]
     )
     assert fields == {"big": "boolean", "booking_count": "integer", "distance": "float", "window_start": "string"}
-    assert manager.sink_counters["influx"]["written"].value == 6
+    assert manager.counters.sinks["influx"]["written"].value == 6
 
 
 def test_rewriting_a_batch_overwrites_the_same_points(influx):

@@ -11,10 +11,10 @@ import pyarrow as pa
 import pytest
 from google.protobuf.json_format import MessageToDict
 
-from dagger.devtools.produce import consume_all, produce
-from dagger.devtools.samples import bookings, message_class
 from dagger.serde.json_decode import JsonDecoder
 from dagger.serde.json_schema import JsonSchemaError, json_struct
+from testing.produce import consume_all, produce
+from testing.samples import bookings, message_class
 from tests.conftest import START, dagger, job, json_sink, kafka_stream, run_job
 
 Booking = message_class("dagger.examples.BookingLogMessage")
@@ -179,7 +179,7 @@ def _window_rows(spark, broker, stencil, topic, tmp_path, stream_of, values: lis
     assert query.exception() is None
     rows = [
         json.loads(m.value())
-        for m in consume_all(broker.bootstrap, out, expected=manager.sink_counters["kafka"]["written"].value)
+        for m in consume_all(broker.bootstrap, out, expected=manager.counters.sinks["kafka"]["written"].value)
     ]
     return sorted(
         (r["service_area_id"], r["service_type"], r["window_timestamp"], r["booking_count"], r["cash"]) for r in rows
@@ -240,7 +240,7 @@ def test_interval_join_of_a_json_stream_with_a_protobuf_stream(spark, broker, st
     manager, query = run_job(spark, job(stencil, streams, sql, **json_sink(broker, out)), tmp_path / "cp")
     assert query.exception() is None
     rows = [json.loads(m.value()) for m in consume_all(broker.bootstrap, out, expected=12)]
-    assert manager.sink_counters["kafka"]["written"].value == 12
+    assert manager.counters.sinks["kafka"]["written"].value == 12
     expected = sorted(
         (f"order-{i}", f"name-{i % 5}", f"pickup-{i % 4}", [f"tag{i % 2}", "all"]) for i in range(20) if i % 5 < 3
     )
@@ -378,8 +378,8 @@ def test_json_sink_writes_the_schemas_properties_by_name_typed_and_rejects_rows_
     manager, query = run_job(spark, data, tmp_path / "cp")
     assert query.exception() is None
     raw = [m.value() for m in consume_all(broker.bootstrap, out, expected=5)]
-    assert manager.sink_counters["kafka"]["written"].value == 5
-    assert manager.sink_counters["kafka"]["dead_letters"].value == 1
+    assert manager.counters.sinks["kafka"]["written"].value == 5
+    assert manager.counters.sinks["kafka"]["dead_letters"].value == 1
     first = min(raw, key=lambda r: json.loads(r)["id"])
     assert first == b'{"id":"order-0","cash":0.0,"code":0,"at":"2026-11-22T10:00:00.000000Z"}'
     assert sorted(json.loads(r)["code"] for r in raw) == [0, 1, 2, 4, 5]
@@ -429,8 +429,8 @@ def test_json_sink_that_cannot_be_shaped_is_refused_before_start(broker, stencil
 
 
 def test_generated_json_records_and_their_schema_decode_to_the_generated_values():
-    from dagger.devtools.samples import example_descriptors
     from dagger.generate import RecordGenerator
+    from testing.samples import example_descriptors
 
     descriptor = example_descriptors().find_message("dagger.examples.BookingLogMessage")
     as_proto = RecordGenerator(descriptor, seed=3, start=START)

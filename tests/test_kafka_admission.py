@@ -7,8 +7,8 @@ from pathlib import Path
 
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
 
-from dagger.devtools.produce import produce
 from dagger.sources.kafka import KafkaSourceSpec, KafkaStreamReader, positions
+from testing.produce import produce
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "descriptors" / "examples.desc"
 

@@ -238,8 +238,8 @@ def test_the_json_sink_writes_every_double_bit_for_bit(broker):
 
     import numpy as np
 
-    from dagger.devtools.produce import consume_all
     from dagger.sinks.kafka import KafkaSink
+    from testing.produce import consume_all
 
     topic = f"json-{uuid.uuid4().hex[:8]}"
     broker.create_topic(topic, 1)
@@ -268,7 +268,7 @@ def test_the_json_sink_writes_every_double_bit_for_bit(broker):
 @pytest.mark.parametrize("kind", KINDS)
 def test_a_producer_closed_without_waiting_delivers_nothing_it_still_held(broker, topic, kind):
     """What a sink writer's abort relies on: after a failed task, queued records are dropped, not sent later."""
-    from dagger.devtools.produce import consume_all
+    from testing.produce import consume_all
 
     name = topic("abort")
     held = _producer(kind, {"bootstrap.servers": broker.bootstrap, "linger.ms": "5000"}, name)

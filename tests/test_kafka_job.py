@@ -9,8 +9,8 @@ import json
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
-from dagger.devtools.produce import consume_all, produce
-from dagger.devtools.samples import AREAS, bookings, message_class
+from testing.produce import consume_all, produce
+from testing.samples import AREAS, bookings, message_class
 from tests.conftest import START, job, kafka_sink, kafka_stream, run_job
 
 pytestmark = pytest.mark.integration
@@ -148,7 +148,7 @@ def test_invalid_record_policy_fail_names_topic_partition_and_offset(spark, brok
 def test_security_keys_reach_librdkafka_and_a_failed_login_names_the_cause(spark, stencil, tmp_path):
     from types import SimpleNamespace
 
-    from dagger.devtools.broker import Broker, Listener
+    from testing.broker import Broker, Listener
 
     # a broker that requires SASL: the stream's SCRAM login (an unknown user) must reach it and its refusal must
     # come back as the reason, not as a bare metadata timeout
@@ -222,8 +222,7 @@ def test_invalid_record_policy_dead_letter_writes_raw_bytes_with_reason_and_coor
 
 
 def test_sql_that_does_not_fit_the_sink_message_is_refused_before_start(spark, broker, stencil, topic, tmp_path):
-    from dagger.config import load_config
-    from dagger.stream_manager import StreamManager
+    from dagger.job import Job, load_config
 
     source = topic("misfit")
     sql = "SELECT item_tags AS order_number FROM data_stream_0"
@@ -233,7 +232,7 @@ def test_sql_that_does_not_fit_the_sink_message_is_refused_before_start(spark, b
         sql,
         **kafka_sink(broker, "unused", "dagger.examples.BookingSummaryMessage"),
     )
-    plan = StreamManager(load_config(data=data), checkpoint_dir=str(tmp_path), spark=spark).plan()
+    plan = Job(load_config(data=data), checkpoint_dir=str(tmp_path), spark=spark).validate()
     assert any(
         "column 'order_number' (ARRAY<STRING>) cannot be written to field 'order_number'" in p for p in plan.problems
     )
@@ -319,15 +318,14 @@ def test_kafka_sink_rejects_only_the_rows_its_message_cannot_take(spark, broker,
     assert sorted(letter["row"]["order_number"] for letter in letters) == ["order-17", "order-29", "order-5"]
     assert {letter["error_type"] for letter in letters} == {"INVALID_MESSAGE_ERROR"}
     assert all("'GO_TELEPORT', which is not a value of enum" in letter["reason"] for letter in letters)
-    assert manager.sink_counters["kafka"]["dead_letters"].value == 3
-    assert manager.sink_counters["kafka"]["written"].value == 27
+    assert manager.counters.sinks["kafka"]["dead_letters"].value == 3
+    assert manager.counters.sinks["kafka"]["written"].value == 27
 
 
 def test_local_checkpoints_are_written_without_hadoop_filecontext_and_remote_ones_keep_sparks_default(
     spark, broker, stencil, topic, tmp_path
 ):
-    from dagger.config import load_config
-    from dagger.stream_manager import StreamManager
+    from dagger.job import Job, load_config
 
     key = "spark.sql.streaming.checkpointFileManagerClass"
     source, out = topic("cp-in"), topic("cp-out")
@@ -345,11 +343,11 @@ def test_local_checkpoints_are_written_without_hadoop_filecontext_and_remote_one
 
     from dagger.session_tuning import tune
 
-    remote = StreamManager(load_config(data=data), checkpoint_dir="s3a://bucket/job", spark=spark)
+    remote = Job(load_config(data=data), checkpoint_dir="s3a://bucket/job", spark=spark)
     tune(spark, remote.config, remote.store.local, {})
     assert spark.conf.get(key, None) is None  # back to Spark's FileContext-based default
     spark.conf.set(key, "org.example.MyManager")  # as spark-submit --conf would
-    chosen = StreamManager(
+    chosen = Job(
         load_config(data=dict(data, SPARK_CONF={key: "org.example.MyManager"})), checkpoint_dir=str(tmp_path / "x")
     )
     tune(spark, chosen.config, True, {})
@@ -358,7 +356,7 @@ def test_local_checkpoints_are_written_without_hadoop_filecontext_and_remote_one
 
 
 def test_arrow_batches_are_capped_by_rows_unless_records_may_be_large(spark, broker, stencil, topic, tmp_path):
-    from dagger.config import load_config
+    from dagger.job import load_config
 
     key = "spark.sql.execution.arrow.maxBytesPerBatch"
     source, out = topic("cap-in"), topic("cap-out")
@@ -395,8 +393,7 @@ def test_streams_reading_the_same_topic_each_commit_their_own_position_to_their_
     pattern, so each group got both streams' positions, the last one written winning)."""
     import time
 
-    from dagger.config import load_config
-    from dagger.stream_manager import StreamManager
+    from dagger.job import Job, load_config
 
     shared = topic("overlap")
     produce(broker.bootstrap, shared, ((None, v) for v in bookings(60, START)))
@@ -410,7 +407,7 @@ def test_streams_reading_the_same_topic_each_commit_their_own_position_to_their_
     sql = "SELECT order_number, customer_id FROM data_stream_0 UNION ALL SELECT order_number, customer_id FROM data_stream_1"
     # the first micro-batch after a start reads one read batch (5 records) per partition; the next would come in 10 min
     data = job(stencil, [a, b], sql, SPARK_KAFKA_READ_BATCH_SIZE="5", SPARK_TRIGGER_INTERVAL_MS="600000")
-    manager = StreamManager(load_config(data=data), checkpoint_dir=str(tmp_path / "cp"), spark=spark)
+    manager = Job(load_config(data=data), checkpoint_dir=str(tmp_path / "cp"), spark=spark)
     query = manager.start()
     try:
         deadline = time.monotonic() + 120

@@ -8,9 +8,9 @@ import uuid
 
 import pytest
 
-from dagger.devtools.produce import consume_all, produce_at
-from dagger.devtools.samples import bookings, message_class
 from dagger.errors import DaggerConfigError
+from testing.produce import consume_all, produce_at
+from testing.samples import bookings, message_class
 from tests.conftest import dagger, job, kafka_sink, kafka_stream, run_job
 
 pytestmark = pytest.mark.integration
@@ -59,7 +59,7 @@ def test_timestamp_seeks_land_on_the_first_record_at_or_after_the_instant(broker
 
 
 def test_records_out_of_timestamp_order_inside_the_range_are_left_out(spark, broker, stencil, topic, tmp_path):
-    from dagger.stream_manager import StreamManager
+    from dagger.job import Job
 
     source, out = topic("ooo"), topic("ooo-out")
     # offset 4 carries a timestamp from before the range; the ends are found as Kafka's time index finds them (the
@@ -69,10 +69,10 @@ def test_records_out_of_timestamp_order_inside_the_range_are_left_out(spark, bro
     produce_at(
         broker.bootstrap, source, [(_ms(T0 + dt.timedelta(minutes=m)), v) for m, v in zip(minutes, values, strict=True)]
     )
-    from dagger.config import load_config
+    from dagger.job import load_config
 
     config = load_config(data=job(stencil, [kafka_stream(broker, source)], SQL, **kafka_sink(broker, out, SUMMARY)))
-    manager = StreamManager(
+    manager = Job(
         config,
         checkpoint_dir=str(tmp_path / "cp"),
         spark=spark,
@@ -165,7 +165,7 @@ def test_position_keys_and_replay_flags_are_validated(broker, stencil):
     import argparse
 
     from dagger.cli import _replay_range
-    from dagger.config import load_config
+    from dagger.job import load_config
 
     def load(**keys):
         return load_config(data=job(stencil, [kafka_stream(broker, "t", **keys)], SQL))
@@ -187,7 +187,7 @@ def test_position_keys_and_replay_flags_are_validated(broker, stencil):
         )
     with pytest.raises(DaggerConfigError, match=r"'soon' is not an instant"):
         load(SOURCE_KAFKA_ENDING_TIMESTAMP="soon")
-    from dagger.sources import source_of
+    from dagger.plugins.source import source_of
 
     (bounded,) = load(SOURCE_KAFKA_ENDING_OFFSETS="latest").STREAMS
     (live,) = load().STREAMS

@@ -14,10 +14,10 @@ import uuid
 
 import pytest
 
-from dagger.devtools.broker import Broker, Listener
-from dagger.devtools.certs import CertificateAuthority
-from dagger.devtools.produce import consume_all, produce
-from dagger.devtools.samples import bookings
+from testing.broker import Broker, Listener
+from testing.certs import CertificateAuthority
+from testing.produce import consume_all, produce
+from testing.samples import bookings
 from tests.conftest import START, dagger, job, json_sink, kafka_stream, run_job
 
 pytestmark = pytest.mark.integration
@@ -114,7 +114,7 @@ def _run(spark, stencil, tmp_path, secured: Secured, stream: dict, out: str, pro
     manager, query = run_job(spark, data, tmp_path / "cp")
     assert query.exception() is None, query.exception()
     rows = secured.read(out, count)
-    assert manager.sink_counters["kafka"]["written"].value == count
+    assert manager.counters.sinks["kafka"]["written"].value == count
     return sorted(json.loads(m.value())["order_number"] for m in rows)
 
 

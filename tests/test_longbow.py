@@ -8,8 +8,8 @@ import uuid
 
 import pytest
 
-from dagger.devtools.produce import consume_all, produce
-from dagger.devtools.samples import bookings
+from testing.produce import consume_all, produce
+from testing.samples import bookings
 from tests.conftest import START, dagger, job, kafka_stream, output_rows, run_job
 
 pytestmark = pytest.mark.integration
@@ -22,12 +22,11 @@ CLASSIC_SQL = (
 
 def _plan_error(spark, data: dict) -> str:
     """What planning ``data`` in the shared session refuses it with (as `dagger validate` and a start do)."""
-    from dagger.config import load_config
     from dagger.errors import DaggerConfigError
-    from dagger.stream_manager import StreamManager
+    from dagger.job import Job, load_config
 
     with pytest.raises(DaggerConfigError) as refused:
-        StreamManager(load_config(data=data), spark=spark).plan()
+        Job(load_config(data=data), spark=spark).validate()
     return str(refused.value)
 
 
@@ -90,7 +89,7 @@ def test_classic_longbow_gives_each_row_its_keys_history_over_the_duration(
         expected = [f"order-{j}" for j in (i, i - 5, i - 10) if j >= 0]
         assert rows[f"order-{i}"]["longbow_key"] == f"c{i % 5}"
         assert rows[f"order-{i}"]["longbow_data1"] == expected, i
-    counters = manager.longbow_metrics.values()
+    counters = manager.counters.longbow.values()
     assert counters["success_on_write_document"] == 40 and counters["failed_on_write_document"] == 0
     assert counters["success_on_read_document"] == 40 and counters["failed_on_read_document"] == 0
     assert counters["documents_read_per_scan"] == sum(min(3, i // 5 + 1) for i in range(40))
@@ -163,7 +162,7 @@ def test_classic_longbow_reads_rows_dagger_wrote_over_an_absolute_range(
     assert rows["order-10"]["longbow_data1"] == ["order-10", "order-5", "order-0", "from-dagger"]
     assert rows["order-11"]["longbow_data1"] == ["order-11", "order-6", "order-1"]  # c1: nothing from Dagger
     assert rows["order-4"]["longbow_data1"] == ["order-4"]  # a key with no history but itself
-    read = manager.longbow_metrics.values()["documents_read_per_scan"]
+    read = manager.counters.longbow.values()["documents_read_per_scan"]
     assert read == sum(len(r["longbow_data1"]) for r in rows.values()) == 24
 
 
@@ -210,7 +209,7 @@ def test_longbow_plus_writer_log_feeds_a_reader_whose_sql_selects_from_proto_dat
         "dagger.examples.BookingLogMessage",
         "c2",
     )
-    assert writer.longbow_metrics.values()["success_on_write_document"] == 20
+    assert writer.counters.longbow.values()["success_on_write_document"] == 20
     # a reader job over the bookings, naming the writer's table as a synchronizer log row would
     # a duration range keeps rowtime in the reader's output: the SQLTransformer below gets it past the reader's
     # mapInArrow, with the source's watermark (a second one would be refused by Spark)
@@ -251,13 +250,13 @@ def test_longbow_plus_writer_log_feeds_a_reader_whose_sql_selects_from_proto_dat
         assert rows[f"order-{i}"]["documents"] == len(expected)
     assert rows["order-17"]["paid_120"] == ["order-12"]  # cash 10 x booking number, c2's within 10 minutes
     assert rows["order-16"]["paid_120"] == []
-    read = reader.longbow_metrics.values()
+    read = reader.counters.longbow.values()
     assert read["success_on_read_document"] == 20 and read["success_on_write_document"] == 0
-    assert reader.longbow_metrics.processor_types == ("longbow_reader_processor",)
-    assert writer.longbow_metrics.processor_types == ("longbow_writer_processor",)
-    assert _calls(reader.longbow_metrics.latency["reader", "success"].prometheus())[0] >= 1
-    assert _calls(writer.longbow_metrics.latency["writer", "success"].prometheus())[0] >= 1
-    assert _calls(reader.longbow_metrics.latency["writer", "success"].prometheus()) == (0, 0.0)
+    assert reader.counters.longbow.processor_types == ("longbow_reader_processor",)
+    assert writer.counters.longbow.processor_types == ("longbow_writer_processor",)
+    assert _calls(reader.counters.longbow.latency["reader", "success"].prometheus())[0] >= 1
+    assert _calls(writer.counters.longbow.latency["writer", "success"].prometheus())[0] >= 1
+    assert _calls(reader.counters.longbow.latency["writer", "success"].prometheus()) == (0, 0.0)
 
 
 def test_a_failed_bigtable_read_is_counted_and_its_rows_pass_on_with_no_history(
@@ -277,7 +276,7 @@ def test_a_failed_bigtable_read_is_counted_and_its_rows_pass_on_with_no_history(
     rows = [json.loads(m.value()) for m in output_rows(broker, manager, out, 12)]
     assert sorted(r["order_number"] for r in rows) == sorted(f"order-{i}" for i in range(12))
     assert all(r["proto_data"] == [] for r in rows), rows
-    counts = manager.longbow_metrics.values()
+    counts = manager.counters.longbow.values()
     assert counts["failed_on_read_document"] == 12 and counts["success_on_read_document"] == 0
     from dagger.telemetry.metrics import JobMetrics
 
@@ -300,7 +299,7 @@ def test_longbow_on_the_state_store_gives_the_bigtable_output_and_survives_a_res
     data = _longbow_job(stencil, broker, source, out, sql, "unused", PROCESSOR_LONGBOW_STORE="state")
     manager, query = run_job(spark, data, tmp_path / "cp")
     assert query.exception() is None, query.exception()
-    assert manager.longbow_metrics.values()["success_on_write_document"] == 25
+    assert manager.counters.longbow.values()["success_on_write_document"] == 25
     # the rest after a restart from the checkpoint: the histories go on from the state it kept
     produce(broker.bootstrap, source, ((None, v) for v in values[25:]))
     manager, query = run_job(spark, data, tmp_path / "cp")
@@ -309,7 +308,9 @@ def test_longbow_on_the_state_store_gives_the_bigtable_output_and_survives_a_res
     assert len(rows) == 40
     for i in range(40):  # what the Bigtable store gives for the same input (the test above)
         assert rows[f"order-{i}"]["longbow_data1"] == [f"order-{j}" for j in (i, i - 5, i - 10) if j >= 0], i
-    assert manager.longbow_metrics.values()["documents_read_per_scan"] == sum(min(3, i // 5 + 1) for i in range(25, 40))
+    assert manager.counters.longbow.values()["documents_read_per_scan"] == sum(
+        min(3, i // 5 + 1) for i in range(25, 40)
+    )
 
 
 def test_the_state_store_refuses_longbow_plus(spark, broker, stencil, topic):
@@ -321,10 +322,9 @@ def test_the_state_store_refuses_longbow_plus(spark, broker, stencil, topic):
 def test_an_unreachable_bigtable_stops_the_job_at_start_naming_table_place_and_cause(
     spark, broker, stencil, topic, tmp_path, monkeypatch
 ):
-    from dagger.config import load_config
-    from dagger.devtools.broker import free_port
+    from dagger.job import Job, load_config
     from dagger.longbow.bigtable import LongbowTableError
-    from dagger.stream_manager import StreamManager
+    from testing.broker import free_port
 
     data = job(
         stencil,
@@ -335,7 +335,7 @@ def test_an_unreachable_bigtable_stops_the_job_at_start_naming_table_place_and_c
     )
     gone = f"127.0.0.1:{free_port()}"  # nothing listens there
     monkeypatch.setenv("BIGTABLE_EMULATOR_HOST", gone)
-    manager = StreamManager(load_config(data=data), checkpoint_dir=str(tmp_path / "cp"), spark=spark)
+    manager = Job(load_config(data=data), checkpoint_dir=str(tmp_path / "cp"), spark=spark)
     with pytest.raises(LongbowTableError) as refused:
         manager.start()
     assert str(refused.value).startswith(

@@ -30,6 +30,13 @@ def test_make_dist_builds_a_packed_environment_executors_can_run(dist, tmp_path)
     with zipfile.ZipFile(ROOT / "dist" / "dagger_on_spark.zip") as archive:
         names = set(archive.namelist())
     assert {"dagger/cli.py", "dagger/sources/kafka.py", "udfs/__init__.py"} <= names
+    test_support = ("testing/", "dagger/devtools/", "tests/")
+    assert not [n for n in names if n.startswith(test_support)]  # no test server ships to executors
+    (wheel,) = (dist / "wheel").glob("dagger_on_spark-*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        shipped = archive.namelist()
+    assert "dagger/job/facade.py" in shipped
+    assert not [n for n in shipped if n.startswith(test_support)]  # pip install of the wheel installs none
     with tarfile.open(ROOT / "dist" / "dagger_env.tar.gz") as archive:
         members = archive.getnames()
         assert not [m for m in members if "/site-packages/pyspark/" in m]  # the cluster's Spark provides it
@@ -55,7 +62,7 @@ def test_make_dist_builds_a_packed_environment_executors_can_run(dist, tmp_path)
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     """A standalone cluster as `make cluster-up` starts it: a master and two one-core worker JVMs."""
-    from dagger.devtools.cluster import StandaloneCluster
+    from testing.cluster import StandaloneCluster
 
     with StandaloneCluster(tmp_path_factory.mktemp("cluster")) as running:
         yield running
@@ -66,7 +73,7 @@ def _submit_command(cluster, dist, config: str, *args: str) -> tuple[list[str], 
     Maven Central by Spark), the packed environment through --archives, PYSPARK_PYTHON=./environment/bin/python
     (a path that exists on the executors only)."""
     from dagger import jars
-    from dagger.devtools.cluster import spark_home
+    from testing.cluster import spark_home
 
     command = [
         os.path.join(os.path.dirname(sys.executable), "spark-submit"),
@@ -122,8 +129,8 @@ def test_the_readmes_cluster_commands_run_the_stateless_and_the_window_job_on_tw
     that has no such environment (the driver's data source planner used to fail on that path)."""
     import datetime as dt
 
-    from dagger.devtools.produce import consume_all, produce, topic_size
-    from dagger.devtools.samples import AREAS, bookings, message_class
+    from testing.produce import consume_all, produce, topic_size
+    from testing.samples import AREAS, bookings, message_class
     from tests.conftest import START, job, kafka_sink, kafka_stream
 
     total = 1000
@@ -180,10 +187,10 @@ def test_on_the_cluster_functions_darts_a_lookup_descriptors_over_http_and_every
 
     import pygeohash
 
-    from dagger.devtools.descriptor_server import DescriptorServer
-    from dagger.devtools.lookup_server import LookupServer
-    from dagger.devtools.produce import consume_all, produce, topic_size
-    from dagger.devtools.samples import bookings
+    from testing.descriptor_server import DescriptorServer
+    from testing.lookup_server import LookupServer
+    from testing.produce import consume_all, produce, topic_size
+    from testing.samples import bookings
     from tests.conftest import DESCRIPTORS, START, bigquery_keys, bigquery_rows, bigquery_table, job, kafka_stream
 
     total = 300
@@ -285,9 +292,9 @@ def test_an_executor_killed_mid_run_is_replaced_and_nothing_is_lost(dist, cluste
     import signal
     import time
 
-    from dagger.devtools import proctree
-    from dagger.devtools.produce import consume_all, produce, topic_size
-    from dagger.devtools.samples import bookings, message_class
+    from testing import proctree
+    from testing.produce import consume_all, produce, topic_size
+    from testing.samples import bookings, message_class
     from tests.conftest import START, bigquery_keys, bigquery_rows, bigquery_table, job, kafka_sink, kafka_stream
 
     total, per_batch = 3000, 100

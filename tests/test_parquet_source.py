@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from dagger.config import load_config
-from dagger.devtools.parquet_samples import partition_path, write_legacy, write_standard
-from dagger.devtools.produce import consume_all, produce
-from dagger.devtools.samples import AREAS, bookings, message_class
 from dagger.errors import DaggerConfigError
+from dagger.job import load_config
+from testing.parquet_samples import partition_path, write_legacy, write_standard
+from testing.produce import consume_all, produce
+from testing.samples import AREAS, bookings, message_class
 from tests.conftest import job, kafka_sink, kafka_stream, run_job
 
 pytestmark = pytest.mark.integration
@@ -64,10 +64,12 @@ def _parquet_stream(paths: list[str], **extra) -> dict:
 
 
 def _frame(spark, stencil, stream: dict):
-    from dagger.stream_manager import StreamManager
+    from dagger.job import Job
 
-    manager = StreamManager(load_config(data=job(stencil, [stream], "SELECT * FROM data_stream_0")), spark=spark)
-    manager.register_streams()
+    manager = Job(load_config(data=job(stencil, [stream], "SELECT * FROM data_stream_0")), spark=spark)
+    from dagger.job.inputs import register_streams
+
+    register_streams(manager.context)
     return spark.table("data_stream_0")
 
 
@@ -282,12 +284,12 @@ def test_bad_paths_ranges_and_types_are_clear_errors(spark, stencil, dataset, tm
 
 
 def test_mixing_bounded_and_unbounded_streams_is_a_config_error(spark, broker, stencil, dataset):
-    from dagger.stream_manager import StreamManager
+    from dagger.job import Job
 
     root, _ = dataset
     kafka = kafka_stream(broker, "live", table="live")
     with pytest.raises(DaggerConfigError, match=r"data_stream_0 bounded but live not"):
-        StreamManager(load_config(data=job(stencil, [_parquet_stream([str(root)]), kafka], "SELECT 1")), spark=spark)
+        Job(load_config(data=job(stencil, [_parquet_stream([str(root)]), kafka], "SELECT 1")), spark=spark)
 
 
 def test_listing_skips_writer_marker_files_and_names_a_stray_one(spark, tmp_path):

@@ -53,7 +53,7 @@ def test_one_query_per_row_with_typed_columns_no_row_and_too_many_rows(
     assert by_customer["c2"] == {("c2@example.com", 32, None)}
     assert by_customer["c3"] == {(None, None, None)}  # two rows: invalid_configuration, passed on unenriched
     assert by_customer["c4"] == {(None, None, None)}  # no row: no enrichment
-    metrics = manager.lookup_metrics["PG.0"].values()
+    metrics = manager.counters.lookups["PG.0"].values()
     assert metrics["calls"] == 10 and metrics["invalid_configuration"] == 2 and metrics["success"] == 8
 
 

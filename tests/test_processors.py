@@ -11,12 +11,12 @@ import time
 
 import pytest
 
-from dagger.config import load_config
-from dagger.devtools.produce import consume_all, produce
-from dagger.devtools.samples import bookings
 from dagger.errors import DaggerConfigError
+from dagger.job import load_config
 from dagger.processors.transformers import Transformer, register_transformer
 from dagger.runner import is_drained
+from testing.produce import consume_all, produce
+from testing.samples import bookings
 from tests.conftest import (
     BASE_SQL,
     STAR,
@@ -203,9 +203,9 @@ def _dedup_job(stencil, broker, source, out, ttl: int) -> dict:
 
 def _run_until_drained(spark, data: dict, checkpoint):
     """An available-now run stopped once drained (a state TTL keeps Spark running batches)."""
-    from dagger.stream_manager import StreamManager
+    from dagger.job import Job
 
-    manager = StreamManager(load_config(data=data), checkpoint_dir=str(checkpoint), available_now=True, spark=spark)
+    manager = Job(load_config(data=data), checkpoint_dir=str(checkpoint), available_now=True, spark=spark)
     query = manager.start()
     deadline = time.monotonic() + 180
     while query.isActive and not is_drained(query) and time.monotonic() < deadline:
@@ -263,7 +263,7 @@ def test_deduplication_in_a_bounded_job_keeps_the_earliest_row_per_key(spark, br
 
 
 def _planned(spark, broker, stencil, post=None, pre=None):
-    from dagger.stream_manager import StreamManager
+    from dagger.job import Job
 
     extra = {}
     if post is not None:
@@ -271,7 +271,7 @@ def _planned(spark, broker, stencil, post=None, pre=None):
     if pre is not None:
         extra.update(PROCESSOR_PREPROCESSOR_ENABLE="true", PROCESSOR_PREPROCESSOR_CONFIG=json.dumps(pre))
     config = load_config(data=job(stencil, [kafka_stream(broker, "cfg-never-created")], BASE_SQL, **extra))
-    return StreamManager(config, spark=spark).plan()
+    return Job(config, spark=spark).validate()
 
 
 def _post(*transformers, sources=(STAR,)) -> dict:

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from google.protobuf import descriptor_pb2, message_factory
 
+from dagger.job.inputs import pruned_fields
 from dagger.schema.projection import prune_message, source_fields
 from dagger.schema.registry import build_pool
 from dagger.sql.rewrite import referenced_columns
@@ -109,19 +110,20 @@ def test_the_reader_decodes_only_the_kept_fields_and_validates_what_it_reads():
 
 
 def _manager(stencil, broker, sql: str, **extra):  # noqa: ANN202
-    from dagger.config import load_config
-    from dagger.stream_manager import StreamManager
+    from dagger.job import Job, load_config
 
     data = job(stencil, [kafka_stream(broker, "unused")], sql, **extra)
-    return StreamManager(load_config(data=data))
+    return Job(load_config(data=data))
 
 
 def test_pruning_is_off_for_star_queries_pre_processed_tables_and_when_disabled(stencil, broker):
     sql = "SELECT order_number FROM data_stream_0"
-    assert _manager(stencil, broker, sql)._pruned_fields(sql) == {"data_stream_0": ["order_number", "event_timestamp"]}
+    assert pruned_fields(_manager(stencil, broker, sql).context, sql) == {
+        "data_stream_0": ["order_number", "event_timestamp"]
+    }
     star = "SELECT * FROM data_stream_0"
-    assert _manager(stencil, broker, star)._pruned_fields(star) == {}
-    assert _manager(stencil, broker, sql, SPARK_PRUNE_INPUT_COLUMNS="false")._pruned_fields(sql) == {}
+    assert pruned_fields(_manager(stencil, broker, star).context, star) == {}
+    assert pruned_fields(_manager(stencil, broker, sql, SPARK_PRUNE_INPUT_COLUMNS="false").context, sql) == {}
     pre = {
         "table_transformers": [
             {
@@ -131,16 +133,15 @@ def test_pruning_is_off_for_star_queries_pre_processed_tables_and_when_disabled(
         ]
     }
     manager = _manager(stencil, broker, sql, PROCESSOR_PREPROCESSOR_ENABLE="true", PROCESSOR_PREPROCESSOR_CONFIG=pre)
-    assert manager._pruned_fields(sql) == {}
+    assert pruned_fields(manager.context, sql) == {}
 
 
 def test_a_planned_job_reports_the_full_table_but_reads_the_pruned_one(spark, stencil, broker, topic):
-    from dagger.config import load_config
-    from dagger.stream_manager import StreamManager
+    from dagger.job import Job, load_config
 
     sql = "SELECT order_number, amount_paid_by_cash FROM data_stream_0 WHERE amount_paid_by_cash > 1"
-    manager = StreamManager(load_config(data=job(stencil, [kafka_stream(broker, topic("p"))], sql)), spark=spark)
-    plan = manager.plan()
+    manager = Job(load_config(data=job(stencil, [kafka_stream(broker, topic("p"))], sql)), spark=spark)
+    plan = manager.validate()
     assert len(plan.tables["data_stream_0"].fields) == 15  # what `dagger plan` and checkpoint checks see
     relation = spark.table("data_stream_0")
     assert relation.columns == [

@@ -11,10 +11,10 @@ import zipfile
 
 import pytest
 
-from dagger.devtools.gcs_server import GcsServer
-from dagger.devtools.produce import produce
-from dagger.devtools.samples import bookings
 from dagger.errors import DaggerConfigError
+from testing.gcs_server import GcsServer
+from testing.produce import produce
+from testing.samples import bookings
 from tests.conftest import START, job, json_sink, kafka_stream, output_rows, run_job
 
 UDF_USING_EVERYTHING = '''
@@ -119,7 +119,7 @@ def test_an_unreachable_index_is_a_config_error_naming_the_key(tmp_path, monkeyp
 
 
 def test_a_missing_gcs_object_names_the_key_and_the_location(tmp_path, monkeypatch):
-    from dagger.config import load_config
+    from dagger.job import load_config
     from dagger.python_udfs import load_python_udfs
     from tests.test_config import BASE
 

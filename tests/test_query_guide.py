@@ -19,8 +19,8 @@ import uuid
 
 import pytest
 
-from dagger.devtools.produce import produce
-from dagger.devtools.samples import message_class
+from testing.produce import produce
+from testing.samples import message_class
 from tests.conftest import job, kafka_sink, kafka_stream, output_rows, run_job
 
 pytestmark = pytest.mark.integration
@@ -426,17 +426,16 @@ def test_guide_inner_joins(spark, broker, stencil, guide_topics, tmp_path, name)
 
 
 def test_the_guides_join_with_its_missing_comma_is_a_clear_error(spark, broker, stencil, guide_topics):
-    from dagger.config import load_config
     from dagger.errors import SqlError
-    from dagger.stream_manager import StreamManager
+    from dagger.job import Job, load_config
 
     streams = [
         kafka_stream(broker, guide_topics["booking"], table="booking", proto="dagger.guide.SampleBookingInfo", ts=4),
         kafka_stream(broker, guide_topics["payment"], table="payment", proto="dagger.guide.SamplePaymentInfo", ts=3),
     ]
-    manager = StreamManager(load_config(data=job(stencil, streams, GUIDE["inner_join_with"])), spark=spark)
+    manager = Job(load_config(data=job(stencil, streams, GUIDE["inner_join_with"])), spark=spark)
     with pytest.raises(SqlError, match=r"payment_info`?\.`?order_amount.*cannot be resolved"):
-        manager.plan()
+        manager.validate()
 
 
 def test_guide_union(spark, broker, stencil, guide_topics, tmp_path):

@@ -11,8 +11,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from dagger.devtools.produce import consume_all, produce, topic_size
-from dagger.devtools.samples import bookings
+from testing.produce import consume_all, produce, topic_size
+from testing.samples import bookings
 from tests.conftest import START, dagger, job, json_sink, kafka_sink, kafka_stream
 from tests.test_json_input import as_json, json_stream
 
@@ -149,7 +149,7 @@ def test_a_job_real_time_mode_cannot_run_is_refused_with_every_reason(broker, st
 def test_validate_plans_a_real_time_job_without_asking_its_brokers(stencil, tmp_path):
     """`dagger validate` of a runnable real-time job whose brokers nobody answers for: OK (a run asks the group for
     its offsets; validate does not reach the brokers, in either mode)."""
-    from dagger.devtools.broker import free_port
+    from testing.broker import free_port
 
     nowhere = SimpleNamespace(bootstrap=f"127.0.0.1:{free_port()}")
     data = job(

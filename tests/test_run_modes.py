@@ -14,9 +14,9 @@ import uuid
 
 import pytest
 
-from dagger.devtools.parquet_samples import partition_path, write_standard
-from dagger.devtools.produce import consume_all, produce_at, topic_size
-from dagger.devtools.samples import bookings, message_class
+from testing.parquet_samples import partition_path, write_standard
+from testing.produce import consume_all, produce_at, topic_size
+from testing.samples import bookings, message_class
 from tests.conftest import START, job, kafka_sink, kafka_stream
 
 pytestmark = pytest.mark.integration

@@ -85,14 +85,15 @@ def test_root_message_names_the_most_specific_cause(text, expected):
 class NotStarted:
     """A job that records whether it was planned and started."""
 
-    available_now = bounded = False
+    bounded = real_time = False
+    options = SimpleNamespace(available_now=False)
     config = SimpleNamespace(METRIC_TELEMETRY_ENABLE=False)
-    spark = None
+    spark = query = None
 
     def __init__(self):
         self.planned = self.started = False
 
-    def plan(self):  # noqa: ANN201
+    def validate(self):  # noqa: ANN201
         self.planned = True
         return "plan"
 
@@ -119,10 +120,9 @@ def test_handlers_are_installed_before_planning_and_a_stop_then_starts_nothing(s
 def test_a_second_signal_stops_a_long_micro_batch_at_once(
     spark, broker, stencil, topic, tmp_path, saved_signals, caplog
 ):
-    from dagger.config import load_config
-    from dagger.devtools.produce import produce, topic_size
-    from dagger.devtools.samples import bookings
-    from dagger.stream_manager import StreamManager
+    from dagger.job import Job, load_config
+    from testing.produce import produce, topic_size
+    from testing.samples import bookings
     from tests.conftest import START, job, kafka_sink, kafka_stream
 
     slow = tmp_path / "slowly.py"
@@ -138,9 +138,7 @@ def test_a_second_signal_stops_a_long_micro_batch_at_once(
         SPARK_KAFKA_READ_BATCH_SIZE="300",
         **kafka_sink(broker, out, "dagger.examples.BookingSummaryMessage"),
     )
-    manager = StreamManager(
-        load_config(data=data), checkpoint_dir=str(tmp_path / f"cp-{uuid.uuid4().hex[:6]}"), spark=spark
-    )
+    manager = Job(load_config(data=data), checkpoint_dir=str(tmp_path / f"cp-{uuid.uuid4().hex[:6]}"), spark=spark)
     runner = JobRunner(manager, progress_interval=3600)
     signals = []
 
@@ -167,7 +165,7 @@ def test_a_second_signal_stops_a_long_micro_batch_at_once(
     assert runner.query.lastProgress is None  # the micro-batch never finished: it was cut short
     # the UDF gets rows 100 at a time (10 s of sleeps each): the writer had not produced a record when it was cut
     assert topic_size(broker.bootstrap, out) == 0
-    assert manager.sink_counters["kafka"]["written"].value == 0
+    assert manager.counters.sinks["kafka"]["written"].value == 0
 
 
 class BackToBack:
@@ -193,19 +191,18 @@ def test_a_stop_holds_the_input_so_back_to_back_batches_end_at_once(tmp_path, sa
     pod's grace period); holding the input makes the running batch the last."""
     import time
 
-    from dagger.stream_manager import StreamManager
+    from dagger.job import Job
 
     job = NotStarted()
-    job.hold_file = str(tmp_path / "hold")
-    job.hold_input = lambda: StreamManager.hold_input(job)
-    job.release_input = lambda: StreamManager.release_input(job)
+    job.context = SimpleNamespace(hold_file=str(tmp_path / "hold"))
+    job.stop = lambda **kw: Job.stop(job, **kw)  # the real stop, on a job whose query runs batches back to back
     job.config = SimpleNamespace(METRIC_TELEMETRY_ENABLE=False, FLINK_JOB_ID="j")
-    query = BackToBack(job.hold_file)
+    query = BackToBack(job.context.hold_file)
     began = time.monotonic()
     JobRunner(job)._stop_between_batches(query, timeout=10)
     assert time.monotonic() - began < 2
     assert query.stopped_with_hold is True  # no new batch could start between the wait and the stop
-    assert not os.path.exists(job.hold_file)  # released: a restarted query reads on
+    assert not os.path.exists(job.context.hold_file)  # released: a restarted query reads on
 
 
 def test_a_held_kafka_source_plans_no_new_input(tmp_path):

@@ -13,10 +13,10 @@ import time
 import pytest
 from google.protobuf import descriptor_pb2, message_factory
 
-from dagger.devtools.descriptor_server import DescriptorServer
-from dagger.devtools.produce import consume_all, produce
-from dagger.devtools.samples import EXAMPLES_DESC, bookings
 from dagger.schema.registry import DescriptorSet
+from testing.descriptor_server import DescriptorServer
+from testing.produce import consume_all, produce
+from testing.samples import EXAMPLES_DESC, bookings
 from tests.conftest import ROOT, START, job, json_sink, kafka_stream
 
 pytestmark = pytest.mark.integration

@@ -9,12 +9,12 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from dagger.devtools.samples import example_descriptors, message_class
 from dagger.errors import SinkError
 from dagger.serde.decode import ProtoDecoder
 from dagger.serde.encode import ProtoEncoder
 from dagger.serde.reference import message_to_row
 from dagger.serde.types import VALIDITY_COLUMN, table_schema
+from testing.samples import example_descriptors, message_class
 
 DESCRIPTORS = example_descriptors()
 EVERYTHING = DESCRIPTORS.find_message("dagger.test.Everything")

@@ -6,12 +6,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from dagger.config import load_config
 from dagger.config.ignored import IGNORED_KEYS, ignored_keys_set
 from dagger.config.model import JobConfig, PythonUdfConfig, SinkConfig, StreamConfig
-from dagger.registry.formats import format_plugins
-from dagger.registry.sinks import sink_plugins
-from dagger.registry.sources import source_plugins
+from dagger.job import load_config
+from dagger.plugins.binding import FORMATS, SINKS, SOURCES
 from tests.test_config import BASE, STREAM
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -24,9 +22,9 @@ def _models() -> dict[str, type]:
         "sink": SinkConfig,
         "python udfs": PythonUdfConfig,
     }
-    models |= {f"sink {name}": plugin.settings for name, plugin in sink_plugins().items()}
-    models |= {f"source {name}": source.settings for name, source in source_plugins().items()}
-    models |= {f"input {name}": plugin.settings for name, plugin in format_plugins().items()}
+    models |= {f"sink {name}": plugin.settings for name, plugin in SINKS.plugins().items()}
+    models |= {f"source {name}": plugin.settings for name, plugin in SOURCES.plugins().items()}
+    models |= {f"input {name}": plugin.settings for name, plugin in FORMATS.plugins().items()}
     return models
 
 

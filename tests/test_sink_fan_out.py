@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 
 from dagger.errors import SinkError
-from dagger.sinks.base import Sink, SinkWriter
+from dagger.plugins.sink import Sink, SinkWriter
 from dagger.sinks.spark_writer import FanOutWriter
 
 BATCH = pa.RecordBatch.from_pydict({"x": [1, 2, 3]})

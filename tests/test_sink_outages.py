@@ -14,12 +14,12 @@ import uuid
 
 import pytest
 
-from dagger.devtools.broker import Broker, free_port
-from dagger.devtools.grpc_fault_proxy import GrpcFaultProxy
-from dagger.devtools.influx import InfluxServer
-from dagger.devtools.produce import consume_all, produce, topic_size
-from dagger.devtools.samples import bookings, message_class
-from dagger.devtools.tcp_proxy import TcpProxy
+from testing.broker import Broker, free_port
+from testing.grpc_fault_proxy import GrpcFaultProxy
+from testing.influx import InfluxServer
+from testing.produce import consume_all, produce, topic_size
+from testing.samples import bookings, message_class
+from testing.tcp_proxy import TcpProxy
 from tests.conftest import (
     START,
     bigquery_count,

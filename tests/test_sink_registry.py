@@ -12,11 +12,10 @@ import pyarrow as pa
 import pytest
 from pydantic import Field
 
-from dagger.config import load_config
-from dagger.config.docs import render_reference
 from dagger.errors import DaggerConfigError
-from dagger.registry import sinks as sink_registry
-from dagger.sinks import SINKS, Sink, SinkSettings, SinkWriter, register_sink, sink_plugins
+from dagger.job import load_config
+from dagger.plugins.reference import render_reference
+from dagger.plugins.sink import SINKS, Sink, SinkSettings, SinkWriter, register_sink
 from tests.conftest import START, job, kafka_stream, run_job
 
 STREAM = {
@@ -70,7 +69,7 @@ class JsonLinesSink(Sink):
 def jsonl():
     plugin = register_sink("jsonl", JsonLinesSettings, JsonLinesSink.from_settings)
     yield plugin
-    SINKS.pop("jsonl", None)
+    SINKS.entries.pop("jsonl", None)
 
 
 def error_of(**changes) -> str:
@@ -114,11 +113,11 @@ def test_registration_refuses_keys_outside_the_sink_namespace():
     class Shadow(SinkSettings):
         SINK_NAME: str = "x"
 
-    with pytest.raises(ValueError, match="must not be SINK_ERROR_TYPES_FOR_FAILURE, SINK_NAME, SINK_TYPE"):
+    with pytest.raises(ValueError, match="must not be SINKS, SINK_ERROR_TYPES_FOR_FAILURE, SINK_NAME, SINK_TYPE"):
         register_sink("shadow", Shadow, lambda s, d: None)
     with pytest.raises(ValueError, match="lower case"):
         register_sink("My Sink", JsonLinesSettings, JsonLinesSink.from_settings)
-    assert "bad" not in SINKS and "shadow" not in SINKS
+    assert "bad" not in SINKS.entries and "shadow" not in SINKS.entries
 
 
 def _install(tmp_path: Path, monkeypatch, module: str, code: str, sink: str) -> None:  # noqa: ANN001
@@ -131,7 +130,7 @@ def _install(tmp_path: Path, monkeypatch, module: str, code: str, sink: str) -> 
     (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {module.replace('_', '-')}\nVersion: 1.0\n")
     (info / "entry_points.txt").write_text(f"[dagger.sinks]\n{sink} = {module}\n")
     monkeypatch.syspath_prepend(str(site))
-    monkeypatch.setattr(sink_registry, "_entry_points_loaded", False)
+    monkeypatch.setattr(SINKS, "_entry_points_loaded", False)
 
 
 def test_an_installed_packages_entry_point_registers_its_sink(tmp_path, monkeypatch):
@@ -142,7 +141,7 @@ def test_an_installed_packages_entry_point_registers_its_sink(tmp_path, monkeypa
         textwrap.dedent(
             """
             from pydantic import Field
-            from dagger.sinks import Sink, SinkSettings, register_sink
+            from dagger.plugins.sink import Sink, SinkSettings, register_sink
 
             class WebhookSettings(SinkSettings):
                 '''Webhook: rows POSTed to a URL.'''
@@ -164,29 +163,32 @@ def test_an_installed_packages_entry_point_registers_its_sink(tmp_path, monkeypa
         "webhook",
     )
     try:
-        assert "webhook" in sink_plugins()
+        assert "webhook" in SINKS.plugins()
         config = load_config(data={**BASE, "SINK_TYPE": "webhook", "SINK_WEBHOOK_URL": "http://h/rows"})
         from dagger.sinks import build_sinks
 
         (sink,) = build_sinks(config, None)
         assert (type(sink).__name__, sink.url, sink.label) == ("WebhookSink", "http://h/rows", "webhook")
     finally:
-        SINKS.pop("webhook", None)
+        SINKS.entries.pop("webhook", None)
         sys.modules.pop("webhook_sink", None)
 
 
 def test_an_entry_point_that_does_not_register_is_named(tmp_path, monkeypatch):
     _install(tmp_path, monkeypatch, "silent_sink", "VALUE = 1\n", "silent")
     try:
-        with pytest.raises(DaggerConfigError, match=r"sink 'silent': module 'silent_sink' was imported but did not"):
-            sink_plugins()
+        with pytest.raises(
+            DaggerConfigError,
+            match=r"sink 'silent': module 'silent_sink' was imported but registered no sink named 'silent'",
+        ):
+            SINKS.plugins()
     finally:
         sys.modules.pop("silent_sink", None)
 
 
 def test_a_registered_sink_runs_in_a_job(jsonl, spark, broker, stencil, topic, tmp_path):
-    from dagger.devtools.produce import produce
-    from dagger.devtools.samples import bookings
+    from testing.produce import produce
+    from testing.samples import bookings
 
     source = topic("reg-src")
     produce(broker.bootstrap, source, ((None, v) for v in bookings(10, START)))
@@ -203,4 +205,4 @@ def test_a_registered_sink_runs_in_a_job(jsonl, spark, broker, stencil, topic, t
     assert query.exception() is None, query.exception()
     rows = [json.loads(line) for line in Path(out).read_text().splitlines()]
     assert len(rows) == 5 and {r["order_number"] for r in rows} <= {f"order-{i}" for i in range(10)}
-    assert manager.sink_counters["jsonl"]["written"].value == 5
+    assert manager.counters.sinks["jsonl"]["written"].value == 5

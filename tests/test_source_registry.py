@@ -8,11 +8,10 @@ from typing import Any
 import pytest
 from pydantic import Field
 
-from dagger.config import load_config
 from dagger.errors import DaggerConfigError
-from dagger.registry.sources import SourceSettings
-from dagger.sinks import SINKS, register_sink
-from dagger.sources import SOURCES, Source, SourceOptions, register_source, source_names
+from dagger.job import load_config
+from dagger.plugins.sink import SINKS, register_sink
+from dagger.plugins.source import SOURCES, Source, SourceOptions, SourceSettings, register_source, source_names
 from tests.conftest import START, run_job
 
 FINISHED: list[tuple[str, ...]] = []
@@ -70,9 +69,9 @@ class RangeSource(Source):
 
 @pytest.fixture
 def range_source():
-    source = register_source(RangeSource())
+    source = register_source("RANGE_SOURCE", RangeSettings, RangeSource)
     yield source
-    SOURCES.pop("RANGE_SOURCE", None)
+    SOURCES.entries.pop("RANGE_SOURCE", None)
 
 
 def stream(count: str = "7", **extra: str) -> dict:
@@ -122,8 +121,8 @@ def test_a_source_settings_model_must_name_its_keys_source_():
         settings = Loose
 
     with pytest.raises(ValueError, match="settings keys must start with SOURCE_; got RANGE_COUNT"):
-        register_source(LooseSource())
-    assert "LOOSE_SOURCE" not in SOURCES
+        register_source("LOOSE_SOURCE", Loose, LooseSource)
+    assert "LOOSE_SOURCE" not in SOURCES.entries
 
 
 def test_a_registered_source_runs_a_bounded_job(range_source, spark, stencil, tmp_path):
@@ -143,7 +142,7 @@ def test_a_registered_source_runs_a_bounded_job(range_source, spark, stencil, tm
         data["STREAMS"] = json.dumps([stream()])
         manager, run = run_job(spark, data, tmp_path / "cp")
     finally:
-        SINKS.pop("jsonl", None)
+        SINKS.entries.pop("jsonl", None)
     assert run.exception() is None and manager.bounded
     rows = sorted((r["order_number"], r["rowtime"]) for r in map(json.loads, out.read_text().splitlines()))
     assert rows == [(f"order-{i}", f"2026-11-22 10:{i:02d}:00+00:00") for i in range(7) if i != 3]

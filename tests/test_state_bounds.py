@@ -73,8 +73,8 @@ def test_validate_and_the_start_log_name_unbounded_state_with_daggers_retention(
 
 @pytest.mark.integration
 def test_a_job_with_unbounded_state_says_so_when_it_starts(spark, broker, stencil, topic, tmp_path, caplog):
-    from dagger.devtools.produce import produce
-    from dagger.devtools.samples import bookings
+    from testing.produce import produce
+    from testing.samples import bookings
     from tests.conftest import START, run_job
 
     source = topic("unbounded")
@@ -114,8 +114,8 @@ def test_a_join_of_two_streams_without_a_time_bound_gets_daggers_retention_as_on
 def test_join_retention_decides_which_late_rows_still_join(spark, broker, stencil, topic, tmp_path, minutes, joined):
     import datetime as dt
 
-    from dagger.devtools.produce import consume_all, produce
-    from dagger.devtools.samples import message_class
+    from testing.produce import consume_all, produce
+    from testing.samples import message_class
     from tests.conftest import START, json_sink, run_job
 
     left, right, out = topic("ret-bookings"), topic("ret-customers"), topic("ret-out")
@@ -139,7 +139,7 @@ def test_join_retention_decides_which_late_rows_still_join(spark, broker, stenci
     manager, query = run_job(spark, data, tmp_path / "cp")
     assert query.exception() is None
     rows = consume_all(broker.bootstrap, out, expected=joined)
-    assert manager.sink_counters["kafka"]["written"].value == joined
+    assert manager.counters.sinks["kafka"]["written"].value == joined
     assert sorted(json.loads(m.value())["order_number"] for m in rows) == sorted(f"order-{i}" for i in range(joined))
 
 
@@ -185,8 +185,8 @@ def test_a_group_by_forgets_a_key_idle_for_the_retention_as_dagger(
     with 0 it goes on. The other aggregates run alongside, HAVING filters on them."""
     import time
 
-    from dagger.devtools.produce import consume_all, produce
-    from dagger.devtools.samples import message_class
+    from testing.produce import consume_all, produce
+    from testing.samples import message_class
     from tests.conftest import START, json_sink, run_job
 
     source, out = topic("retained-in"), topic("retained-out")

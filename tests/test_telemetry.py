@@ -15,13 +15,13 @@ from types import SimpleNamespace
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from dagger.config import load_config
-from dagger.devtools.broker import free_port
-from dagger.devtools.produce import produce
-from dagger.devtools.samples import bookings
+from dagger.job import JobCounters, load_config
 from dagger.telemetry.metrics import METRICS, JobMetrics
 from dagger.telemetry.prometheus import JobCollector
 from dagger.telemetry.statsd import StatsdPusher, parse_tags
+from testing.broker import free_port
+from testing.produce import produce
+from testing.samples import bookings
 from tests.conftest import ROOT, START, job, kafka_stream
 
 STREAM = {
@@ -38,13 +38,7 @@ def fake_job(**config) -> SimpleNamespace:
     data = {"FLINK_JOB_ID": "bookings", "FLINK_SQL_QUERY": "SELECT * FROM bookings", "STREAMS": [STREAM], **config}
     return SimpleNamespace(
         config=load_config(data=data),
-        sink_counters={},
-        lookup_metrics={},
-        longbow_metrics=None,
-        udf_context=None,
-        functions_used=[],
-        inputs=[],
-        progress_sinks=[],
+        counters=JobCounters(),
         progress_view=lambda progress: progress,
     )
 
@@ -121,7 +115,7 @@ def test_a_real_time_querys_progress_counts_rows_per_stream_lag_and_the_sinks_wr
     from dagger import realtime
 
     job = fake_job(STREAMS=[STREAM, {**STREAM, "INPUT_SCHEMA_TABLE": "other", "SOURCE_KAFKA_TOPIC_NAMES": "o.*"}])
-    job.progress_sinks = ["kafka.out"]
+    job.counters.progress_sinks = ["kafka.out"]
     job.progress_view = lambda p: realtime.tagged_progress(p, job.config)
     metrics = JobMetrics(job)
 

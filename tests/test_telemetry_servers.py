@@ -9,11 +9,11 @@ import urllib.request
 
 import pytest
 
-from dagger.devtools.broker import free_port
-from dagger.devtools.lookup_server import LookupServer
-from dagger.devtools.produce import produce
-from dagger.devtools.prometheus_server import PrometheusServer, promtool_check
-from dagger.devtools.samples import bookings
+from testing.broker import free_port
+from testing.lookup_server import LookupServer
+from testing.produce import produce
+from testing.prometheus_server import PrometheusServer, promtool_check
+from testing.samples import bookings
 from tests.conftest import STAR, START, job, kafka_stream, run_processed
 from tests.test_telemetry import samples, start_job, value
 

@@ -11,8 +11,8 @@ import zipfile
 import pygeohash
 import pytest
 
-from dagger.devtools.produce import produce, topic_size
-from dagger.devtools.samples import AREAS, bookings
+from testing.produce import produce, topic_size
+from testing.samples import AREAS, bookings
 from tests.conftest import START, job, kafka_sink, kafka_stream, output_rows, run_job
 
 pytestmark = pytest.mark.integration
@@ -36,7 +36,7 @@ def _median(values: list[float]) -> float:  # Commons Math default estimate at p
 
 
 def test_scalar_aggregate_table_and_user_functions_in_a_streaming_window_job(spark, broker, stencil, topic, tmp_path):
-    from dagger.devtools.descriptor_server import DescriptorServer
+    from testing.descriptor_server import DescriptorServer
 
     source, out = topic("udf-in", 2), topic("udf-out")
     produce(broker.bootstrap, source, ((None, v) for v in bookings(120, START)), partitions=2)
@@ -94,10 +94,10 @@ def test_scalar_aggregate_table_and_user_functions_in_a_streaming_window_job(spa
 
 
 def test_python_udf_files_local_zip_and_url_with_errors_naming_udf_input_and_file(spark, tmp_path):
-    from dagger.config import load_config
-    from dagger.devtools.descriptor_server import DescriptorServer
     from dagger.functions import register
+    from dagger.job import load_config
     from dagger.python_udfs import load_python_udfs
+    from testing.descriptor_server import DescriptorServer
 
     (tmp_path / "multiply.py").write_text(MULTIPLY)
     (tmp_path / "shout.py").write_text(

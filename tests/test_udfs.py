@@ -325,7 +325,7 @@ def test_histogram_bucket_in_dagger_lateral_table_syntax(sql):
 
 
 def test_filters_and_select_fields_decode_with_the_job_descriptors(sql):
-    from dagger.devtools.samples import message_class
+    from testing.samples import message_class
 
     booking = message_class("dagger.examples.BookingLogMessage")
     messages = [booking(order_number=f"o{i}", service_area_id="jakarta" if i % 2 else "bandung") for i in range(5)]
@@ -361,7 +361,7 @@ def test_dart_get_missing_key_names_collection_and_key_and_cache_is_counted(sql,
 def test_dart_files_over_http_and_refresh_after_the_given_hours(spark, tmp_path):
     import pyarrow as pa
 
-    from dagger.devtools.descriptor_server import DescriptorServer
+    from testing.descriptor_server import DescriptorServer
     from udfs import darts
     from udfs.registry import UdfContext
 

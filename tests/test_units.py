@@ -5,7 +5,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from dagger.sinks.base import RowsRefused, isolate
+from dagger.sinks.rejected import RowsRefused, isolate
 from dagger.sources.kafka import KafkaSourceSpec, _cap
 from tests.conftest import ROOT
 

@@ -1,6 +1,7 @@
-"""Job configuration: the typed model, the loader and the generated reference."""
+"""Job configuration: the typed model and the loader; a config's plugins are bound by :mod:`dagger.plugins.binding`
+(:func:`dagger.job.load_config` reads and binds)."""
 
-from dagger.config.loader import load_config, validate_config
+from dagger.config.loader import parse_config, read_config
 from dagger.config.model import JobConfig, StreamConfig
 
-__all__ = ["JobConfig", "StreamConfig", "load_config", "validate_config"]
+__all__ = ["JobConfig", "StreamConfig", "parse_config", "read_config"]

@@ -21,7 +21,7 @@ import base64
 import binascii
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from dagger.errors import DaggerConfigError
@@ -126,10 +126,10 @@ def _value(queue: list[str], key: str) -> str:
     return queue.pop(0)
 
 
-def environment_config(environ: Mapping[str, str]) -> dict[str, str]:
-    """Every known config key set in ``environ`` (job keys, ``SQL_QUERY``, registered sinks' keys)."""
+def environment_config(environ: Mapping[str, str], plugin_keys: Iterable[str] = ()) -> dict[str, str]:
+    """Every known config key set in ``environ`` (job keys, ``SQL_QUERY``, and ``plugin_keys``: the registered
+    plugins' keys)."""
     from dagger.config.model import JobConfig, SinkConfig
-    from dagger.registry.sinks import sink_keys
 
-    known = {*JobConfig.model_fields, "SQL_QUERY", *SinkConfig.model_fields, *sink_keys()} - {"single_sink"}
+    known = {*JobConfig.model_fields, "SQL_QUERY", *SinkConfig.model_fields, *plugin_keys} - {"single_sink"}
     return {key: value for key, value in environ.items() if key in known}

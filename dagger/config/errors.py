@@ -101,3 +101,9 @@ def _format_error(err: dict[str, Any], root: type[BaseModel]) -> str:
             m if not where else f"{where}.{m}" if _KEYED.match(m) else f"{where}: {m}" for m in message.split("\n  - ")
         )
     return f"{where}: {err.get('msg')} (got {json.dumps(value, default=str)[:80]})"
+
+
+def placed(where: str, problems: list[str]) -> list[str]:
+    """``problems`` of the entry at ``where`` (``STREAMS[0]``; empty: the top level), as :func:`format_validation_error`
+    words them: a problem that starts with the key it is about hangs that key on the entry's path."""
+    return [m if not where else f"{where}.{m}" if _KEYED.match(m) else f"{where}: {m}" for m in problems]

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -113,14 +114,16 @@ def substitute_env(value: Any, environ: dict[str, str] | None = None, where: str
     return value
 
 
-def load_config(
+def read_config(
     path: str | os.PathLike[str] | None = None,
     overrides: list[str] | None = None,
     data: dict[str, Any] | None = None,
     environ: dict[str, str] | None = None,
     arguments: ConfigArguments | None = None,
+    plugin_keys: Iterable[str] = (),
 ) -> JobConfig:
-    """Load, merge, override, substitute and validate a job config.
+    """Load, merge, override, substitute and validate a job config's shape (its plugins' keys are bound by
+    :func:`dagger.plugins.binding.bind`; :func:`dagger.job.load_config` does both).
 
     Layers, each overriding the one before: the file (or ``data``), the environment (when ``arguments`` ask for
     ``ConfigSource=ENVIRONMENT``), ``--KEY value`` arguments (``--encodedArgs`` included), then ``overrides``.
@@ -137,6 +140,8 @@ def load_config(
         Environment used for ``${VAR}`` substitution and ``ConfigSource=ENVIRONMENT``; defaults to ``os.environ``.
     arguments:
         Dagger's config arguments (:func:`dagger.config.arguments.parse_arguments`).
+    plugin_keys:
+        The registered plugins' keys, picked from the environment with the job's (``ConfigSource=ENVIRONMENT``).
 
     Raises
     ------
@@ -158,11 +163,11 @@ def load_config(
         )
     if arguments is not None:
         if arguments.from_environment:
-            raw = merge_layer(raw, environment_config(environ))
+            raw = merge_layer(raw, environment_config(environ, plugin_keys))
         raw = merge_layer(raw, arguments.pairs)
     raw = apply_overrides(raw, overrides or [])
     raw = substitute_env(raw, environ)
-    return validate_config(raw)
+    return parse_config(raw)
 
 
 #: keys that name the same setting: a layer setting one replaces the other from the layers below
@@ -180,8 +185,8 @@ def merge_layer(base: dict[str, Any], layer: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def validate_config(raw: dict[str, Any]) -> JobConfig:
-    """Validate a raw config dict into a :class:`JobConfig` or raise one clear DaggerConfigError."""
+def parse_config(raw: dict[str, Any]) -> JobConfig:
+    """Validate a raw config dict's shape into a :class:`JobConfig` or raise one clear DaggerConfigError."""
     try:
         return JobConfig.model_validate(raw)
     except ValidationError as exc:

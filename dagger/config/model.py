@@ -6,12 +6,11 @@ Dagger's JSON-in-a-string (``"STREAMS": "[{...}]"``); numbers and booleans may b
 ``.properties`` file. Every model forbids unknown keys: a typo is an error that names the closest key.
 
 The markdown config reference (``docs/config.md``) is generated from this module by
-:func:`dagger.config.docs.render_reference`; the ``description`` of each field is its documentation.
+:func:`dagger.plugins.reference.render_reference`; the ``description`` of each field is its documentation.
 """
 
 from __future__ import annotations
 
-import difflib
 import json
 import logging
 import typing
@@ -23,16 +22,11 @@ from pydantic import (
     ConfigDict,
     Field,
     PrivateAttr,
-    ValidationError,
     ValidationInfo,
     model_validator,
 )
 
-from dagger.config.errors import format_validation_error
 from dagger.lenient_json import loads as lenient_json_loads
-from dagger.registry.formats import format_keys, format_plugins
-from dagger.registry.sinks import sink_keys, sink_plugins
-from dagger.registry.sources import source_keys, source_names, source_of
 
 log = logging.getLogger(__name__)
 
@@ -99,25 +93,6 @@ class _PluginEntry(BaseModel):
 
     model_config = ConfigDict(extra="allow", populate_by_name=True)
 
-    def _unknown_keys(self, known: typing.Iterable[str]) -> list[str]:
-        """A problem line for each key no plugin knows, with the closest known key."""
-        known = [*known, *type(self).model_fields]
-        problems = []
-        for key in self.model_extra or {}:
-            if key not in known:
-                close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
-                problems.append(f"{key}: unknown key" + (f"; did you mean {close[0]}?" if close else ""))
-        return problems
-
-    def _own(self, model: type[BaseModel], problems: list[str]) -> Any:
-        """This entry's keys of ``model``, validated by it (None, with its problems added, when they do not hold)."""
-        own = {k: v for k, v in (self.model_extra or {}).items() if k in model.model_fields}
-        try:
-            return model.model_validate(own)
-        except ValidationError as exc:
-            problems.extend(format_validation_error(exc, model))
-            return None
-
     @property
     def keys_set(self) -> list[str]:
         """The keys this entry sets (its own fields and its plugins')."""
@@ -129,7 +104,7 @@ class StreamConfig(_PluginEntry):
 
     The entry is flat, as in Dagger: besides the keys below it holds the keys of its source (``SOURCE_NAME``) and of
     its input data type (``INPUT_DATATYPE``), each validated by the settings model registered with them
-    (:mod:`dagger.registry.sources`, :mod:`dagger.registry.formats`) and read through :attr:`settings` and
+    (:mod:`dagger.plugins.source`, :mod:`dagger.plugins.format`) and read through :attr:`settings` and
     :attr:`format`.
     """
 
@@ -149,32 +124,11 @@ class StreamConfig(_PluginEntry):
 
     @model_validator(mode="after")
     def _check_source(self) -> StreamConfig:
-        table = self.INPUT_SCHEMA_TABLE
         if len(self.SOURCE_DETAILS) != 1:
             raise ValueError(
-                f"SOURCE_DETAILS of stream '{table}' must hold exactly one element, got {len(self.SOURCE_DETAILS)}"
+                f"SOURCE_DETAILS of stream '{self.INPUT_SCHEMA_TABLE}' must hold exactly one element, got "
+                f"{len(self.SOURCE_DETAILS)}"
             )
-        detail = self.SOURCE_DETAILS[0]
-        pair = (detail.SOURCE_NAME, detail.SOURCE_TYPE)
-        accepted = source_names()
-        if pair not in accepted:
-            raise ValueError(
-                f"SOURCE_DETAILS of stream '{table}' combines SOURCE_NAME={pair[0]} with SOURCE_TYPE={pair[1]}, "
-                f"which no source supports; accepted: {', '.join(f'{n}+{t}' for n, t in accepted)}"
-            )
-        formats = format_plugins()
-        if self.INPUT_DATATYPE not in formats:
-            raise ValueError(
-                f"INPUT_DATATYPE of stream '{table}': {self.INPUT_DATATYPE!r} is not accepted; accepted: "
-                + ", ".join(sorted(formats))
-            )
-        source = source_of(self)
-        problems = self._unknown_keys({**source_keys(), **format_keys()})
-        self._settings = self._own(source.settings, problems)
-        self._format = self._own(formats[self.INPUT_DATATYPE].settings, problems)
-        if problems:
-            raise ValueError("\n  - ".join(problems))
-        source.check(self)
         return self
 
     @property
@@ -185,12 +139,25 @@ class StreamConfig(_PluginEntry):
     @property
     def settings(self) -> Any:
         """This stream's source keys, validated by its source's registered settings model."""
-        return self._settings
+        return _bound(self._settings, f"stream '{self.INPUT_SCHEMA_TABLE}'")
 
     @property
     def format(self) -> Any:
         """This stream's input data type keys (``INPUT_SCHEMA_PROTO_CLASS`` ...), validated by its model."""
-        return self._format
+        return _bound(self._format, f"stream '{self.INPUT_SCHEMA_TABLE}'")
+
+    def bind(self, settings: Any, format_settings: Any) -> None:
+        """Set the stream's source and input data type settings (:mod:`dagger.plugins.binding` validated them)."""
+        self._settings, self._format = settings, format_settings
+
+
+def _bound(settings: Any, what: str) -> Any:
+    if settings is None:
+        raise RuntimeError(
+            f"{what} is not bound to its plugins: load the config with dagger.job.load_config (or bind it with "
+            "dagger.plugins.binding.bind)"
+        )
+    return settings
 
 
 # --------------------------------------------------------------------------------------------------
@@ -356,7 +323,7 @@ class SinkConfig(_PluginEntry):
     """One sink: its ``SINK_TYPE`` and that type's keys (top level of a job, or each element of ``SINKS``).
 
     The keys common to every sink are fields here; the others are the registered sink's own settings model
-    (:mod:`dagger.registry.sinks`), validated against it: :attr:`settings`.
+    (:mod:`dagger.plugins.sink`), validated against it: :attr:`settings`.
     """
 
     SINK_TYPE: str = Field(
@@ -379,26 +346,22 @@ class SinkConfig(_PluginEntry):
 
     @model_validator(mode="after")
     def _check_sink(self) -> SinkConfig:
-        plugins = sink_plugins()
-        plugin = plugins.get(self.SINK_TYPE)
-        if plugin is None:
-            raise ValueError(f"SINK_TYPE: {self.SINK_TYPE!r} is not accepted; accepted: {', '.join(sorted(plugins))}")
-        problems = self._unknown_keys(sink_keys())
         bad = [t for t in self.SINK_ERROR_TYPES_FOR_FAILURE if t not in SINK_ERROR_TYPES]
         if bad:
-            problems.append(
+            raise ValueError(
                 f"SINK_ERROR_TYPES_FOR_FAILURE: unknown error type {', '.join(bad)}; accepted: "
                 + ", ".join(SINK_ERROR_TYPES)
             )
-        self._settings = self._own(plugin.settings, problems)
-        if problems:
-            raise ValueError("\n  - ".join(problems))
         return self
 
     @property
     def settings(self) -> Any:
         """This sink's own keys, validated by its registered settings model."""
-        return self._settings
+        return _bound(self._settings, f"sink {self.SINK_TYPE!r}")
+
+    def bind(self, settings: Any) -> None:
+        """Set the sink's own settings (:mod:`dagger.plugins.binding` validated them)."""
+        self._settings = settings
 
 
 class NamedSink(typing.NamedTuple):
@@ -732,17 +695,6 @@ class JobConfig(_Strict):
             raise ValueError("DEAD_LETTER_KAFKA_TOPIC and DEAD_LETTER_PATH are exclusive; choose one destination")
         if self.DEAD_LETTER_KAFKA_TOPIC and not self.DEAD_LETTER_KAFKA_BROKERS:
             raise ValueError("DEAD_LETTER_KAFKA_BROKERS is required with DEAD_LETTER_KAFKA_TOPIC")
-        for stream in self.STREAMS:
-            if (
-                source_of(stream).invalid_record_policy(stream) == "dead-letter"
-                and not source_of(stream).dead_letter_topic(stream)
-                and not self.has_dead_letter
-            ):
-                raise ValueError(
-                    f"stream '{stream.INPUT_SCHEMA_TABLE}' has SOURCE_KAFKA_INVALID_RECORD_POLICY 'dead-letter' but "
-                    "no destination: set DEAD_LETTER_KAFKA_TOPIC (+ _BROKERS) or DEAD_LETTER_PATH, or the "
-                    "stream's SOURCE_KAFKA_DEAD_LETTER_TOPIC"
-                )
         names = [s.name for s in self.sink_configs]
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:

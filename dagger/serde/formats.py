@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from pydantic import Field
 from pyspark.sql.types import StructType
 
-from dagger.registry.formats import InputFormatSettings, register_format
+from dagger.plugins.format import InputFormatSettings, register_format
 from dagger.serde.json_schema import JsonSchemaError, json_struct
 
 if TYPE_CHECKING:

@@ -1,14 +1,13 @@
-"""Sinks, registered by the name users write in ``SINK_TYPE`` (:mod:`dagger.registry.sinks`).
+"""The built-in sinks, registered by the name users write in ``SINK_TYPE``.
 
-A built-in sink is its module and one line below; any other sink registers the same way (see the registry).
+The contract and the registry are :mod:`dagger.plugins.sink`; a built-in sink is its module and one line below.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from dagger.registry.sinks import SINKS, SinkPlugin, SinkSettings, register_sink, sink_plugins
-from dagger.sinks.base import RejectedRows, Sink, SinkWriter
+from dagger.plugins.sink import SINKS, register_sink
 from dagger.sinks.bigquery import BigQuerySink, BigQuerySinkSettings
 from dagger.sinks.influx import InfluxSink, InfluxSinkSettings
 from dagger.sinks.kafka import KafkaSink, KafkaSinkSettings
@@ -16,6 +15,7 @@ from dagger.sinks.log import LogSink, LogSinkSettings
 
 if TYPE_CHECKING:
     from dagger.config.model import JobConfig, SinkConfig
+    from dagger.plugins.sink import Sink
     from dagger.schema.registry import DescriptorSet
 
 register_sink("log", LogSinkSettings, LogSink.from_settings)
@@ -25,12 +25,12 @@ register_sink("bigquery", BigQuerySinkSettings, BigQuerySink.from_settings)
 
 
 def build_sink(entry: SinkConfig, descriptors: DescriptorSet | None) -> Sink:
-    """The sink one validated ``SINKS`` entry (or the single-sink keys) describes."""
-    return sink_plugins()[entry.SINK_TYPE].build(entry.settings, descriptors)
+    """The sink one bound ``SINKS`` entry (or the single-sink keys) describes."""
+    return SINKS.plugins()[entry.SINK_TYPE].build(entry.settings, descriptors)
 
 
 def build_sinks(config: JobConfig, descriptors: DescriptorSet) -> list[Sink]:
-    """The sinks a job writes to (``SINKS``, or the single-sink keys), built from its config."""
+    """The sinks a job writes to (``SINKS``, or the single-sink keys), built from its bound config."""
     from dagger.dead_letter import DeadLetterSpec
 
     dead_letter = DeadLetterSpec.from_config(config)
@@ -38,17 +38,3 @@ def build_sinks(config: JobConfig, descriptors: DescriptorSet) -> list[Sink]:
         build_sink(entry, descriptors).bind(name, dead_letter, frozenset(entry.SINK_ERROR_TYPES_FOR_FAILURE))
         for name, entry in config.sink_configs
     ]
-
-
-__all__ = [
-    "SINKS",
-    "RejectedRows",
-    "Sink",
-    "SinkPlugin",
-    "SinkSettings",
-    "SinkWriter",
-    "build_sink",
-    "build_sinks",
-    "register_sink",
-    "sink_plugins",
-]

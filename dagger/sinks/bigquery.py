@@ -39,9 +39,9 @@ from pydantic import Field, model_validator
 
 from dagger.errors import DaggerConfigError, SinkError
 from dagger.optional import require
-from dagger.registry.sinks import SinkSettings
+from dagger.plugins.sink import Sink, SinkSettings, SinkWriter
 from dagger.serde.types import DURATION, JSON_TYPES, TIMESTAMP, WRAPPERS
-from dagger.sinks.base import RejectedRows, RowsRefused, Sink, SinkWriter, isolate
+from dagger.sinks.rejected import RejectedRows, RowsRefused, isolate
 from dagger.worker_cache import BuiltCache, content_key
 
 if TYPE_CHECKING:

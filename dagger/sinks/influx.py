@@ -39,8 +39,8 @@ from pydantic import Field, model_validator
 
 from dagger.errors import SinkError
 from dagger.optional import require
-from dagger.registry.sinks import SinkSettings
-from dagger.sinks.base import RejectedRows, Sink, SinkWriter
+from dagger.plugins.sink import Sink, SinkSettings, SinkWriter
+from dagger.sinks.rejected import RejectedRows
 
 if TYPE_CHECKING:
     from dagger.schema.registry import DescriptorSet

@@ -19,10 +19,10 @@ from pydantic import Field, model_validator
 
 from dagger.config.model import Json
 from dagger.errors import DaggerConfigError, SinkError
-from dagger.registry.sinks import SinkSettings
+from dagger.plugins.sink import Sink, SinkSettings, SinkWriter
 from dagger.serde.json_schema import JsonSchemaError, json_struct
 from dagger.serde.variant import is_json_text
-from dagger.sinks.base import RejectedRows, RowsRefused, Sink, SinkWriter, isolate
+from dagger.sinks.rejected import RejectedRows, RowsRefused, isolate
 from dagger.worker_cache import BuiltCache, content_key
 
 if TYPE_CHECKING:

@@ -14,8 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from dagger.registry.sinks import SinkSettings
-from dagger.sinks.base import Sink, SinkWriter
+from dagger.plugins.sink import Sink, SinkSettings, SinkWriter
 
 if TYPE_CHECKING:
     from dagger.schema.registry import DescriptorSet

@@ -1,7 +1,7 @@
 """The one Spark streaming writer behind every job: Arrow batches in, fanned out to each sink.
 
 Registered as the Python data source ``dagger-sink``. Its ``sinks`` option holds the pickled
-:class:`~dagger.sinks.base.Sink` list; each Spark task opens one writer per sink, hands every Arrow batch
+:class:`~dagger.plugins.sink.Sink` list; each Spark task opens one writer per sink, hands every Arrow batch
 to all of them and flushes them when its data is done, and the driver commits each sink once per
 micro-batch with the batch id.
 """
@@ -16,8 +16,8 @@ from pyspark import cloudpickle
 from pyspark.sql.datasource import DataSource, DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
 
+from dagger.plugins.sink import Sink
 from dagger.serde.variant import typed_variants
-from dagger.sinks.base import Sink
 
 SINK_FORMAT = "dagger-sink"
 

@@ -1,23 +1,23 @@
-"""Sources, registered by the ``SOURCE_NAME`` users write in a stream's ``SOURCE_DETAILS``.
+"""The built-in sources, registered by the ``SOURCE_NAME`` users write in a stream's ``SOURCE_DETAILS``.
 
-The contract is :mod:`dagger.sources.base`, the registry :mod:`dagger.registry.sources`; a built-in source is its
-module and one line below.
+The contract and the registry are :mod:`dagger.plugins.source`; a built-in source is its module and its
+registrations below.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from dagger.registry.sources import SOURCES, register_source, source_names, source_of
-from dagger.sources.base import Source, SourceOptions
+from dagger.plugins.source import register_source
 from dagger.sources.kafka_stream import KafkaSource
 from dagger.sources.parquet import ParquetSource
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-register_source(KafkaSource())
-register_source(ParquetSource())
+for _source in (KafkaSource, ParquetSource):
+    for _name in _source.names:
+        register_source(_name, _source.settings, _source)
 
 
 def register_data_sources(spark: SparkSession) -> None:
@@ -27,14 +27,3 @@ def register_data_sources(spark: SparkSession) -> None:
 
     spark.dataSource.register(KafkaDataSource)
     spark.dataSource.register(SinkDataSource)
-
-
-__all__ = [
-    "SOURCES",
-    "Source",
-    "SourceOptions",
-    "register_data_sources",
-    "register_source",
-    "source_names",
-    "source_of",
-]

@@ -24,8 +24,8 @@ Arrow buffers from librdkafka in C where Spark's connector hands rows to the Pyt
   so ``kafka-consumer-groups`` and lag exporters see the job. A commit takes at most
   :data:`COMMIT_TIMEOUT_SECONDS`: it goes through the admin API (``AlterConsumerGroupOffsets``), whose requests
   time out, because a consumer's own commit waits for the group's coordinator without end while the brokers are
-  unreachable (``scripts/commit_while_unreachable.py``), which held a job's planning past its unreachable-broker
-  deadline.
+  unreachable (``docs/investigations/commit_while_unreachable.py``), which held a job's planning past its
+  unreachable-broker deadline.
 * **Invalid records** follow ``SOURCE_KAFKA_INVALID_RECORD_POLICY``: ``fail`` raises an error naming topic,
   partition and offset; ``drop`` and ``dead-letter`` emit the row with ``__internal_validation_field__ =
   false`` (counted and filtered out by the stream manager); ``dead-letter`` first writes the raw record with
@@ -484,7 +484,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         # a new client (once, if the one there was failed): the connection of a client made before an outage breaks
         # with it ("transport failure" at its first commit after), and one whose request failed during an outage
         # sometimes waited out its whole timeout afterwards for a connection it had again
-        # (scripts/commit_while_unreachable.py)
+        # (docs/investigations/commit_while_unreachable.py)
         self._groups = group_client(self.spec.client_config)
         if not _commit(self._groups, end, table, group, max(deadline - time.monotonic(), 1.0)):
             self._groups = None

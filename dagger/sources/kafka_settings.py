@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from dagger.config.model import Json
-from dagger.registry.sources import SourceSettings
+from dagger.plugins.source import SourceSettings
 
 StoreType = Literal["JKS", "PKCS12", "PEM"]
 

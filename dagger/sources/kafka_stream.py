@@ -7,7 +7,7 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from dagger.errors import DaggerConfigError
-from dagger.sources.base import Source, SourceOptions
+from dagger.plugins.source import Source, SourceOptions
 from dagger.sources.kafka_settings import KafkaSourceSettings
 
 if TYPE_CHECKING:

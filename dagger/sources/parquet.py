@@ -32,7 +32,7 @@ from pydantic import Field
 
 from dagger.config.model import Json
 from dagger.errors import DaggerConfigError
-from dagger.registry.sources import SourceSettings
+from dagger.plugins.source import Source, SourceOptions, SourceSettings
 from dagger.serde.types import (
     DURATION,
     JSON_TYPES,
@@ -44,7 +44,6 @@ from dagger.serde.types import (
     table_schema,
     timestamp_field,
 )
-from dagger.sources.base import Source, SourceOptions
 from dagger.sources.time_partitions import order_files, parse_date_ranges
 
 if TYPE_CHECKING:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from dagger.telemetry.metrics import METRICS, JobMetrics, Metric
 
 if TYPE_CHECKING:
-    from dagger.job_view import JobView
+    from dagger.job.view import JobView
 
 log = logging.getLogger("dagger")
 
@@ -52,7 +52,7 @@ def finished_batches(query: Any, after: int) -> list[dict[str, Any]]:
 
 class Telemetry:
     """One job's metrics, which record each micro-batch once, and the exporters (``job``: its
-    :class:`~dagger.job_view.JobView`). Every job has one: the progress line reads its metrics; with
+    :class:`~dagger.job.view.JobView`). Every job has one: the progress line reads its metrics; with
     ``METRIC_TELEMETRY_ENABLE=false`` nothing is exported."""
 
     def __init__(self, job: JobView):

@@ -17,12 +17,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from dagger.registry.sources import source_of
+from dagger.plugins.source import source_of
 from dagger.serde.formats import describe_records
 
 if TYPE_CHECKING:
     from dagger.config.model import JobConfig
-    from dagger.job_view import JobView
+    from dagger.job.view import JobView
 
 
 @dataclass(frozen=True)
@@ -284,7 +284,7 @@ class MetricsView:
 class JobMetrics:
     """The job's numbers, updated from query progress and the runner, read by the exporters (thread-safe).
 
-    ``job`` (its :class:`~dagger.job_view.JobView`) gives the accumulator-backed counters (sinks, lookups, DARTS)
+    ``job`` (its :class:`~dagger.job.view.JobView`) gives the accumulator-backed counters (sinks, lookups, DARTS)
     and the static facts (streams, sinks, functions, processors). Each micro-batch is recorded once
     (:meth:`record_progress`); the progress line reads :meth:`snapshot`.
     """
@@ -422,10 +422,10 @@ class JobMetrics:
                 late=self.late,
                 invalid_by_table=invalid,
             )
-        view.sinks = {name: {k: a.value for k, a in kinds.items()} for name, kinds in job.sink_counters.items()}
-        view.sinks.update({name: {"written": self.output_rows} for name in job.progress_sinks})
-        view.lookups = {name: metrics.values() for name, metrics in job.lookup_metrics.items()}
-        context = job.udf_context
+        view.sinks = {name: {k: a.value for k, a in kinds.items()} for name, kinds in job.counters.sinks.items()}
+        view.sinks.update({name: {"written": self.output_rows} for name in job.counters.progress_sinks})
+        view.lookups = {name: metrics.values() for name, metrics in job.counters.lookups.items()}
+        context = job.counters.udf_context
         view.darts = {k: a.value for k, a in ((context.counters if context else None) or {}).items()}
         return view
 
@@ -473,9 +473,9 @@ class JobMetrics:
         """Counters Spark accumulators keep on the driver (summed from every task)."""
         job = self.job
         dead_letters = 0
-        for sink in job.progress_sinks:
+        for sink in job.counters.progress_sinks:
             yield BY_NAME["dagger_sink_records_total"], {"sink": sink, "outcome": "written"}, self.output_rows
-        for sink, kinds in sorted(job.sink_counters.items()):
+        for sink, kinds in sorted(job.counters.sinks.items()):
             for kind, outcome in SINK_OUTCOMES.items():
                 if kind in kinds:
                     value = kinds[kind].value
@@ -483,7 +483,7 @@ class JobMetrics:
                     if kind == "dead_letters":
                         dead_letters += value
                         yield BY_NAME["dagger_dead_letter_records_total"], {"origin": f"sink:{sink}"}, value
-        for source, metrics in sorted(job.lookup_metrics.items()):
+        for source, metrics in sorted(job.counters.lookups.items()):
             counts = metrics.values()
             for key, outcome in LOOKUP_OUTCOMES.items():
                 if key in counts:
@@ -495,13 +495,13 @@ class JobMetrics:
             yield BY_NAME["dagger_non_fatal_exceptions_total"], {"exception_type": "RejectedRow"}, dead_letters
         failed = sum(
             metrics.values().get(key, 0)
-            for metrics in job.lookup_metrics.values()
+            for metrics in job.counters.lookups.values()
             for key in ("failures_code404", "failures_code4XX", "failures_code5XX", "failures_other", "timeouts")
         )
         if failed:  # a failed lookup passed on (fail_on_errors: false); with fail_on_errors the job fails instead
             yield BY_NAME["dagger_non_fatal_exceptions_total"], {"exception_type": "LookupFailure"}, failed
-        if job.longbow_metrics is not None:
-            counts = job.longbow_metrics.values()
+        if job.counters.longbow is not None:
+            counts = job.counters.longbow.values()
             for key, (role, outcome) in LONGBOW_OUTCOMES.items():
                 yield BY_NAME["dagger_longbow_rows_total"], {"role": role, "outcome": outcome}, counts[key]
             yield BY_NAME["dagger_longbow_documents_read_total"], {}, counts["documents_read_per_scan"]
@@ -511,10 +511,10 @@ class JobMetrics:
             ):
                 if counts[key]:  # Dagger reports each as a non-fatal exception
                     yield BY_NAME["dagger_non_fatal_exceptions_total"], {"exception_type": kind}, counts[key]
-            for (role, outcome), histogram in job.longbow_metrics.latency.items():
+            for (role, outcome), histogram in job.counters.longbow.latency.items():
                 labels = {"role": role, "outcome": outcome}
                 yield BY_NAME["dagger_longbow_response_seconds"], labels, histogram.prometheus()
-        context = job.udf_context
+        context = job.counters.udf_context
         for name, accumulator in sorted(((context.counters if context else None) or {}).items()):
             yield BY_NAME["dagger_darts_total"], {"event": name.removeprefix("dart_")}, accumulator.value
 
@@ -536,11 +536,11 @@ class JobMetrics:
             },
             1,
         )
-        for udf in sorted(self.job.functions_used):
+        for udf in sorted(self.job.counters.functions_used):
             yield BY_NAME["dagger_udf_info"], {"udf": udf}, 1
         for stage, kind in processors(config):
             yield BY_NAME["dagger_processor_info"], {"stage": stage, "type": kind}, 1
-        for kind in self.job.longbow_metrics.processor_types if self.job.longbow_metrics is not None else ():
+        for kind in self.job.counters.longbow.processor_types if self.job.counters.longbow is not None else ():
             yield BY_NAME["dagger_processor_info"], {"stage": "post", "type": kind}, 1
 
 

@@ -1,25 +1,61 @@
-"""The source plugin contract and registry: what a stream's ``SOURCE_NAME`` stands for.
+"""The source contract and its registry: what a stream's ``SOURCE_NAME`` stands for, and how a source registers.
 
 A source turns one ``STREAMS`` entry into a DataFrame with the table's columns (message fields,
 ``__internal_validation_field__`` and rowtime) and answers what the planner and the runner ask of a stream:
 whether it ends, what a bounded run reads (its fingerprint), where it reads from (``dagger validate``), and what
-to do once a live run stops (the Kafka source commits its final offsets). The planner and the CLI ask these
-questions instead of testing which source a stream has. Register a source under each ``SOURCE_NAME`` it
-serves with :func:`dagger.registry.sources.register_source`.
+to do once a live run stops (the Kafka source commits its final offsets). The job asks these questions instead
+of testing which source a stream has. Every method runs on the driver.
+
+A source is one module and one registration per ``SOURCE_NAME`` it serves::
+
+    class WebhookSourceSettings(SourceSettings):
+        SOURCE_WEBHOOK_URL: str = Field(description="Where records are polled from.")
+
+    class WebhookSource(Source):
+        names = ("WEBHOOK_SOURCE",)
+        source_type = "UNBOUNDED"
+        ...
+
+    register_source("WEBHOOK_SOURCE", WebhookSourceSettings, WebhookSource)
+
+The settings model holds the source's own ``SOURCE_<NAME>_*`` keys (typed, with defaults and a description each:
+the config reference is generated from it). ``STREAMS`` entries stay flat, as in Dagger: a stream's keys are
+validated against the model of its ``SOURCE_NAME`` and of its ``INPUT_DATATYPE`` (:mod:`dagger.plugins.binding`);
+a key no source knows is an error naming the closest one, a key of another source is accepted and ignored.
+Installed packages register through the ``dagger.sources`` entry-point group (:mod:`dagger.plugins.registry`).
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict
+
+from dagger.plugins.registry import Plugin, Registry
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
     from dagger.config.model import JobConfig, StreamConfig
-    from dagger.registry.sources import SourceSettings
     from dagger.schema.registry import DescriptorSet
+
+#: keys every stream has, whatever its source and input data type (:class:`dagger.config.model.StreamConfig`)
+COMMON_KEYS = frozenset({"INPUT_SCHEMA_TABLE", "INPUT_DATATYPE", "SOURCE_DETAILS"})
+
+
+class SourceSettings(BaseModel):
+    """Base of a source's settings model: its ``SOURCE_*`` keys, typed, each with a default and a description."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    def require(self, what: str, *keys: str) -> None:
+        """Raise the config error for the first of ``keys`` left empty (``what``: the stream, for the message)."""
+        for key in keys:
+            if getattr(self, key) in (None, "", []):
+                raise ValueError(f"{key} is required for {what}")
 
 
 @dataclass
@@ -44,8 +80,6 @@ class Source(ABC):
     names: ClassVar[tuple[str, ...]]
     #: the ``SOURCE_TYPE`` it goes with (``UNBOUNDED`` or ``BOUNDED``)
     source_type: ClassVar[str]
-    #: its settings model: the ``SOURCE_*`` keys of its streams, read through ``stream.settings``
-    settings: ClassVar[type[SourceSettings]]
     #: whether ``dagger run --from/--to`` can replay it
     replayable: ClassVar[bool] = False
     #: whether its reader decodes only the fields the SQL names (:class:`SourceOptions` ``fields``); sources
@@ -95,3 +129,38 @@ class Source(ABC):
 
     def finish(self, progress: dict[str, Any], streams: list[StreamConfig], config: JobConfig) -> None:  # noqa: B027
         """Called once when a live run stopped cleanly, with the last query progress and this source's streams."""
+
+
+#: the sources by ``SOURCE_NAME``; each registration's constructor returns the :class:`Source`
+SOURCES: Registry[Callable[[], Source]] = Registry(
+    kind="source", group="dagger.sources", settings_base=SourceSettings, key_prefixes=("SOURCE_",), reserved=COMMON_KEYS
+)
+_instances: dict[str, Source] = {}
+
+
+def register_source(
+    name: str, settings: type[SourceSettings], build: Callable[[], Source], summary: str | None = None
+) -> Plugin:
+    """Register a source under ``name`` (a ``SOURCE_NAME``); ``build()`` returns the :class:`Source`."""
+    _instances.pop(name, None)
+    return SOURCES.register(name, settings, build, summary)
+
+
+def source_named(name: str) -> Source:
+    """The source registered under ``name`` (built once)."""
+    if name not in _instances:
+        plugin = SOURCES.get(name)
+        if plugin is None:
+            raise KeyError(name)
+        _instances[name] = plugin.build()
+    return _instances[name]
+
+
+def source_of(stream: StreamConfig) -> Source:
+    """The registered source of a stream (its ``SOURCE_NAME``)."""
+    return source_named(stream.source_name)
+
+
+def source_names() -> list[tuple[str, str]]:
+    """Every accepted ``(SOURCE_NAME, SOURCE_TYPE)`` pair."""
+    return sorted((name, source_named(name).source_type) for name in SOURCES.plugins())

@@ -13,7 +13,7 @@ from concurrent import futures
 from pathlib import Path
 from typing import Any
 
-EXAMPLES_DESC = Path(__file__).resolve().parents[2] / "descriptors" / "examples.desc"
+EXAMPLES_DESC = Path(__file__).resolve().parents[1] / "descriptors" / "examples.desc"
 
 
 class CustomerLookupServer:

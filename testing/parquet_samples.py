@@ -154,7 +154,7 @@ def write_sample_dataset(root: str | Path, start: Any = None, hours: int = 3, pe
     """``hours`` hourly partitions of ``per_hour`` bookings each (one a minute) under ``root``; returns the files."""
     import datetime as dt
 
-    from dagger.devtools.samples import bookings, message_class
+    from testing.samples import bookings, message_class
 
     start = start or dt.datetime(2026, 11, 22, 9, 0, tzinfo=dt.UTC)
     booking = message_class("dagger.examples.BookingLogMessage")

@@ -16,8 +16,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from dagger.devtools.broker import free_port
-from dagger.devtools.process import stop_process
+from testing.broker import free_port
+from testing.process import stop_process
 
 INSTALL_HINT = (
     "install the Cloud CLI's emulator (apt-get install google-cloud-cli-bigtable-emulator, or gcloud components "

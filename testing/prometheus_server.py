@@ -13,8 +13,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from dagger.devtools.broker import free_port
-from dagger.devtools.process import stop_process
+from testing.broker import free_port
+from testing.process import stop_process
 
 INSTALL_HINT = "apt-get install -y --no-install-recommends prometheus (make test-servers does it)"
 

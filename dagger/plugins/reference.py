@@ -1,4 +1,5 @@
-"""Generate the markdown config reference from the config model (``dagger config-docs``)."""
+"""Generate the markdown config reference from the config model and the registered plugins' settings models
+(``dagger config-docs``)."""
 
 from __future__ import annotations
 
@@ -15,9 +16,8 @@ from dagger.config.model import (
     SinkConfig,
     StreamConfig,
 )
-from dagger.registry.formats import format_plugins
-from dagger.registry.sinks import sink_plugins
-from dagger.registry.sources import source_plugins
+from dagger.plugins.binding import FORMATS, SINKS, SOURCES
+from dagger.plugins.source import source_named
 
 
 def _type_name(annotation: typing.Any) -> str:
@@ -67,18 +67,17 @@ def _table(model: type[BaseModel], exclude: typing.Iterable[str] = ()) -> str:
 
 def _source_sections() -> list[str]:
     parts = []
-    by_source: dict[int, list[str]] = {}
-    for name, source in source_plugins().items():
-        by_source.setdefault(id(source), []).append(name)
+    by_source: dict[object, list[str]] = {}
+    for name, plugin in SOURCES.plugins().items():
+        by_source.setdefault((plugin.build, plugin.settings), []).append(name)
     for names in by_source.values():
-        source = source_plugins()[names[0]]
+        plugin = SOURCES.plugins()[names[0]]
         title = " / ".join(f"`SOURCE_NAME={n}`" for n in names)
-        parts += [f"### {title} (`SOURCE_TYPE={source.source_type}`)", ""]
-        summary = (source.settings.__doc__ or "").strip().splitlines()
-        if summary:
-            parts += [summary[0], ""]
-        parts += [_table(source.settings) if source.settings.model_fields else "No keys of its own.", ""]
-    for name, plugin in format_plugins().items():
+        parts += [f"### {title} (`SOURCE_TYPE={source_named(names[0]).source_type}`)", ""]
+        if plugin.summary:
+            parts += [plugin.summary, ""]
+        parts += [_table(plugin.settings) if plugin.settings.model_fields else "No keys of its own.", ""]
+    for name, plugin in FORMATS.plugins().items():
         parts += [f"### `INPUT_DATATYPE={name}`", ""]
         if plugin.summary:
             parts += [plugin.summary, ""]
@@ -88,7 +87,7 @@ def _source_sections() -> list[str]:
 
 def _sink_sections() -> list[str]:
     parts = []
-    for name, plugin in sink_plugins().items():
+    for name, plugin in SINKS.plugins().items():
         parts += [f"### `SINK_TYPE={name}`", ""]
         if plugin.summary:
             parts += [plugin.summary, ""]
@@ -117,7 +116,7 @@ def render_reference() -> str:
         '"influx", ...}]`. The SQL runs once per micro-batch and each sink gets every row; a micro-batch '
         "commits only when every sink has written it. Without `SINKS`, these keys sit at the top level.",
         "Every sink takes the keys below, and the keys of its `SINK_TYPE` (one section per registered sink:",
-        "a sink registered by a package or an application is listed the same way, see `dagger/registry/sinks.py`).",
+        "a sink registered by a package or an application is listed the same way, see `dagger/plugins/sink.py`).",
         "",
         _table(SinkConfig),
         "",
@@ -126,7 +125,7 @@ def render_reference() -> str:
         "",
         "A stream entry is flat, as in Dagger: the keys below, the keys of its source (`SOURCE_DETAILS`'",
         "`SOURCE_NAME`) and those of its `INPUT_DATATYPE`, one section each (a source registered by a package or an",
-        "application is listed the same way, see `dagger/registry/sources.py`). Another source's keys are accepted",
+        "application is listed the same way, see `dagger/plugins/source.py`). Another source's keys are accepted",
         "and ignored.",
         "",
         _table(StreamConfig),

@@ -1,7 +1,7 @@
 """A local Spark standalone cluster from the pyspark package: a master and workers as separate JVMs.
 
 The pyspark wheel has no ``sbin/`` start scripts, so each daemon is started with ``spark-class``. ``make
-cluster-up`` / ``make cluster-down`` run ``python -m dagger.devtools.cluster up|down``; tests use
+cluster-up`` / ``make cluster-down`` run ``python -m testing.cluster up|down``; tests use
 :class:`StandaloneCluster` directly.
 """
 
@@ -17,8 +17,8 @@ import time
 import urllib.request
 from pathlib import Path
 
-from dagger.devtools.broker import free_port
-from dagger.devtools.process import stop_process
+from testing.broker import free_port
+from testing.process import stop_process
 
 
 def spark_home() -> str:
@@ -151,7 +151,7 @@ class StandaloneCluster:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m dagger.devtools.cluster",
+        prog="python -m testing.cluster",
         description="Start (up) or stop (down) a local Spark standalone cluster: a master and workers as JVMs.",
     )
     parser.add_argument("action", choices=["up", "down"])

@@ -7,7 +7,7 @@ import socket
 import struct
 import threading
 
-from dagger.devtools.broker import free_port
+from testing.broker import free_port
 
 
 class TcpProxy:

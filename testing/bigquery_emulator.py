@@ -16,10 +16,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from dagger.devtools.broker import free_port
-from dagger.devtools.process import stop_process
+from testing.broker import free_port
+from testing.process import stop_process
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 EMULATOR_VENV = Path(os.environ.get("DAGGER_BQEMU_VENV", ROOT / ".venv-bqemu"))
 INSTALL_HINT = "run `make test-servers` (it builds .venv-bqemu with bqemulator==1.4.0 and duckdb==1.5.5)"
 

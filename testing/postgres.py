@@ -12,7 +12,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from dagger.devtools.broker import free_port
+from testing.broker import free_port
 
 PG_BIN = Path(os.environ.get("DAGGER_PG_BIN", "/usr/lib/postgresql/15/bin"))
 INSTALL_HINT = "apt-get install -y postgresql (make test-servers does it)"

@@ -6,7 +6,7 @@ gives; :meth:`put` stores an object.
 
 from __future__ import annotations
 
-from dagger.devtools.broker import free_port
+from testing.broker import free_port
 
 
 class GcsServer:

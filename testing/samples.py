@@ -9,7 +9,7 @@ from google.protobuf import message_factory
 
 from dagger.schema.registry import DescriptorSet
 
-EXAMPLES_DESC = Path(__file__).resolve().parents[2] / "descriptors" / "examples.desc"
+EXAMPLES_DESC = Path(__file__).resolve().parents[1] / "descriptors" / "examples.desc"
 AREAS = ["jakarta", "bandung", "surabaya"]
 SERVICES = ["GO_RIDE", "GO_SEND", "GO_FOOD"]
 

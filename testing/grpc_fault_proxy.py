@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from concurrent import futures
 from typing import Any
 
-from dagger.devtools.broker import free_port
+from testing.broker import free_port
 
 _STREAMING = ("AppendRows",)  # the Storage Write API's one bidirectional method; the others are unary
 

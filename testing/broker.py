@@ -24,7 +24,7 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from dagger.devtools.process import stop_process
+from testing.process import stop_process
 
 KAFKA_VERSION = "4.1.1"
 #: the broker, and the log4j binding Kafka's own distribution ships (the Maven artifact leaves it out)
@@ -77,7 +77,7 @@ def kafka_jars_dir() -> Path:
 
 
 def fetch_kafka() -> Path:
-    """Fetch the broker's jars (``make install`` does, through ``python -m dagger.devtools.broker fetch``)."""
+    """Fetch the broker's jars (``make install`` does, through ``python -m testing.broker fetch``)."""
     from dagger.jars import fetch
 
     fetch(list(KAFKA_BROKER), kafka_jars_dir())
@@ -218,7 +218,7 @@ class Broker:
         jars = kafka_jars_dir()
         if not (jars / ".complete").exists():
             raise RuntimeError(
-                f"Apache Kafka's jars are not in {jars}: run `make install` (python -m dagger.devtools.broker fetch)"
+                f"Apache Kafka's jars are not in {jars}: run `make install` (python -m testing.broker fetch)"
             )
         self.workdir = Path(tempfile.mkdtemp(prefix="dagger-kafka-"))
         data = self.workdir / "data"
@@ -365,5 +365,5 @@ if __name__ == "__main__":
     import sys
 
     if sys.argv[1:] != ["fetch"]:
-        raise SystemExit("usage: python -m dagger.devtools.broker fetch")
+        raise SystemExit("usage: python -m testing.broker fetch")
     print(fetch_kafka())

@@ -17,8 +17,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from dagger.devtools.broker import free_port
-from dagger.devtools.process import stop_process
+from testing.broker import free_port
+from testing.process import stop_process
 
 INSTALL_HINT = "apt-get install -y --no-install-recommends influxdb (make test-servers does it)"
 

@@ -1,0 +1,190 @@
+"""What a job will run, short of starting it: the SQL rewritten (:mod:`dagger.sql.rewrite`) and run over the
+input tables, idle-key retention, Longbow, the post-processors, the output mode and each sink's check of the
+output schema. ``dagger validate`` shows the :class:`Plan`; :mod:`dagger.job.start` starts it. Runs on the driver.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import dagger.job.descriptors as descriptors
+import dagger.job.functions as functions
+from dagger.errors import DaggerConfigError, SqlError
+from dagger.job.inputs import register_streams
+from dagger.longbow.schema import LongbowKind, LongbowSchema, check_types, longbow_schema
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+    from pyspark.sql.types import StructType
+
+    from dagger.job.context import JobContext
+    from dagger.plugins.sink import Sink
+
+log = logging.getLogger("dagger")
+
+
+@dataclass
+class Plan:
+    """What a job will run: shown by ``dagger validate``, started by :meth:`dagger.job.Job.start`."""
+
+    sql: str
+    rewritten_sql: str
+    tables: dict[str, StructType]
+    output_schema: StructType | None = None
+    output_mode: str = "append"
+    sinks: list[Sink] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    dataframe: DataFrame | None = None
+    #: what the SQL rewrite changed and why (Flink forms, key-less joins), shown by ``dagger validate``
+    notes: list[str] = field(default_factory=list)
+    #: the operators whose state grows with their keys forever (:mod:`dagger.sql.state`); empty for bounded runs
+    unbounded_state: list[str] = field(default_factory=list)
+    #: the Longbow the SQL output's columns ask for (:mod:`dagger.longbow.schema`), None without one
+    longbow: LongbowSchema | None = None
+
+
+def sinks(ctx: JobContext) -> list[Sink]:
+    """The job's sinks, built once (for the descriptor sets in use; a schema refresh builds them again)."""
+    from dagger.sinks import build_sinks
+
+    in_use = descriptors.current(ctx)
+    if ctx.built_sinks is None or ctx.built_sinks[0] is not in_use:
+        ctx.built_sinks = (in_use, build_sinks(ctx.config, in_use))
+    return ctx.built_sinks[1]
+
+
+def plan(ctx: JobContext) -> Plan:
+    """Everything short of starting the query: streams, SQL, output schema, mode, sink checks."""
+    from pyspark.errors import AnalysisException, ParseException
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    from dagger.serde.variant import without_variants
+    from dagger.session_tuning import ROCKSDB_STATE_STORE, STATE_STORE_PROVIDER
+    from dagger.sql.retention import running_aggregates
+    from dagger.sql.rewrite import rewrite_query
+    from dagger.sql.state import unbounded_state
+
+    config = ctx.config
+    rowtime = config.FLINK_ROWTIME_ATTRIBUTE_NAME
+    descriptors.check(ctx)
+    sinks(ctx)  # each sink resolves the messages it writes
+    rewrite = rewrite_query(
+        config.sql,
+        functions.catalog(ctx).macros,
+        _declared_schemas(ctx),
+        config.FLINK_RETENTION_IDLE_STATE_MINUTE,
+        rowtime,
+    )
+    rewritten = rewrite.sql
+    functions.register(ctx, [rewritten, config.model_dump_json()])
+    tables = register_streams(ctx, rewritten)
+    running = None
+    try:
+        df = ctx.spark.sql(rewritten)
+        if not ctx.bounded:  # a GROUP BY that forgets idle keys, as Dagger's retention
+            running = running_aggregates(
+                ctx.spark, rewritten, df.columns, config.FLINK_RETENTION_IDLE_STATE_MINUTE, rowtime
+            )
+            if running:
+                df = running[0]
+    except (AnalysisException, ParseException) as exc:
+        raise SqlError(
+            f"FLINK_SQL_QUERY is not valid Spark SQL: {first_line(exc)}\nquery as run: {rewritten}"
+        ) from None
+    longbow = longbow_schema(df.columns, rowtime)
+    if longbow is not None:  # switched on by the output's column names, as in Dagger (before post-processors)
+        df = _longbow(ctx, df, longbow)
+    from dagger.processors import postprocess
+
+    df = postprocess(df, functions.processor_context(ctx, "post"))
+    result = Plan(config.sql, rewritten, tables, df.schema, dataframe=df, notes=rewrite.notes, longbow=longbow)
+    if running:
+        result.notes.append(running[1])
+        ctx.processor_settings[STATE_STORE_PROVIDER] = ROCKSDB_STATE_STORE  # transformWithState needs it
+    if not ctx.bounded:
+        result.unbounded_state = unbounded_state(rewritten, rowtime, retained=running is not None)
+    result.output_mode = "batch (bounded input)" if ctx.bounded else _output_mode(ctx, df)
+    result.sinks = sinks(ctx)
+    if ctx.real_time:
+        from dagger import realtime
+        from dagger.sql.rewrite import reads_event_time
+
+        refused = realtime.refusals(config, ctx.bounded, ctx.options.available_now, reads_event_time(rewritten), df)
+        result.problems.extend(f"SPARK_TRIGGER_MODE=real-time: {why}" for why in refused)
+        result.output_mode = "update (real-time mode)"
+    # VARIANT columns (untyped lookup outputs) take their values' type per batch: checked when written
+    arrow_schema = without_variants(to_arrow_schema(df.schema, timezone="UTC"))
+    for sink in result.sinks:
+        result.problems.extend(sink.check(arrow_schema))
+    return result
+
+
+def _longbow(ctx: JobContext, df: DataFrame, longbow: LongbowSchema) -> DataFrame:
+    """``df`` through the Longbow its columns ask for (classic on Bigtable or in state, writer, reader)."""
+    from dagger.longbow.classic import LongbowMetrics, classic_longbow
+    from dagger.longbow.plus import plus_reader, plus_writer
+    from dagger.session_tuning import ROCKSDB_STATE_STORE, STATE_STORE_PROVIDER
+
+    config = ctx.config
+    check_types(longbow, df.schema)
+    metrics = ctx.counters.longbow = LongbowMetrics.create(ctx.spark, longbow.kind)
+    on_state = config.PROCESSOR_LONGBOW_STORE == "state"
+    if on_state and (longbow.kind is not LongbowKind.CLASSIC or ctx.bounded):
+        raise DaggerConfigError(
+            "PROCESSOR_LONGBOW_STORE=state keeps classic Longbow's history in this job's own state: "
+            + (
+                "a bounded run has none; use bigtable"
+                if ctx.bounded
+                else f"Longbow type {longbow.kind.label} shares its table between jobs; use bigtable"
+            )
+        )
+    if on_state:
+        from dagger.longbow.state import state_longbow
+
+        ctx.processor_settings[STATE_STORE_PROVIDER] = ROCKSDB_STATE_STORE  # transformWithState needs it
+        return state_longbow(df, longbow, config, metrics)
+    if longbow.kind is LongbowKind.CLASSIC:
+        return classic_longbow(df, longbow, config, metrics)
+    if longbow.kind is LongbowKind.WRITER:
+        return plus_writer(df, longbow, config, descriptors.current(ctx), metrics)
+    return plus_reader(df, longbow, config, metrics)
+
+
+def _declared_schemas(ctx: JobContext) -> dict[str, StructType]:
+    """Table → the schema its message gives it (before any pre-processor), for the SQL rewrite."""
+    from dagger.serde.formats import stream_table
+
+    rowtime = ctx.config.FLINK_ROWTIME_ATTRIBUTE_NAME
+    return {
+        s.INPUT_SCHEMA_TABLE: stream_table(s, descriptors.current(ctx), rowtime)
+        for s in ctx.config.STREAMS
+        if s.INPUT_DATATYPE == "JSON" or s.format.INPUT_SCHEMA_PROTO_CLASS
+    }
+
+
+def _output_mode(ctx: JobContext, df: DataFrame) -> str:
+    """``SPARK_OUTPUT_MODE``, or with ``auto`` append where Spark allows it, else update (Dagger emits every
+    update of a non-windowed aggregation). Spark's own check, read through its JVM classes."""
+    if ctx.config.SPARK_OUTPUT_MODE != "auto":
+        return ctx.config.SPARK_OUTPUT_MODE
+    jvm = ctx.spark._jvm
+    checker = jvm.org.apache.spark.sql.catalyst.analysis.UnsupportedOperationChecker
+    analyzed = df._jdf.queryExecution().analyzed()
+    try:
+        checker.checkForStreaming(analyzed, jvm.org.apache.spark.sql.streaming.OutputMode.Append())
+        return "append"
+    except Exception:  # noqa: BLE001 - py4j wraps the AnalysisException
+        pass
+    try:
+        checker.checkForStreaming(analyzed, jvm.org.apache.spark.sql.streaming.OutputMode.Update())
+        return "update"
+    except Exception as exc:  # noqa: BLE001
+        raise SqlError(f"Spark cannot run this query as a stream: {first_line(exc)}") from None
+
+
+def first_line(exc: BaseException) -> str:
+    """The first line of an exception's message (a JVM exception's ``getMessage``)."""
+    text = getattr(exc, "getMessage", lambda: str(exc))() if hasattr(exc, "getMessage") else str(exc)
+    return str(text).strip().splitlines()[0] if str(text).strip() else type(exc).__name__

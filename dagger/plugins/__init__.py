@@ -1,0 +1,15 @@
+"""The plugin API: one registry per kind of plugin, each beside its contract, all registering the same way.
+
+=============  =====================================  ==========================  =============================
+kind           contract and registry                  users write                 entry-point group
+=============  =====================================  ==========================  =============================
+source         :mod:`dagger.plugins.source`           ``SOURCE_NAME``             ``dagger.sources``
+input format   :mod:`dagger.plugins.format`           ``INPUT_DATATYPE``          ``dagger.formats``
+sink           :mod:`dagger.plugins.sink`             ``SINK_TYPE``               ``dagger.sinks``
+=============  =====================================  ==========================  =============================
+
+Each registers with ``register_<kind>(name, settings, build)``: the name users write, a typed settings model (the
+config reference is generated from it) and a constructor (:mod:`dagger.plugins.registry`). A job config meets its
+plugins in one place, :mod:`dagger.plugins.binding`. This package's ``__init__`` imports nothing, so that a plugin
+importing its contract never loads the built-in plugins.
+"""

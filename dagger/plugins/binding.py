@@ -1,0 +1,143 @@
+"""The one place a job config meets its plugins: every stream bound to its source and input data type, every sink
+to its ``SINK_TYPE``, each entry's plugin keys validated by the settings model registered with them.
+
+The config model (:mod:`dagger.config.model`) checks a job's shape and knows no plugin; :func:`bind` (called by
+:func:`dagger.job.load_config`) looks each entry's plugins up in their registries, validates the keys, attaches
+the validated settings (``stream.settings``, ``stream.format``, ``sink.settings``) and runs the checks that need a
+plugin (a source's own rules, a dead-letter policy without a destination). Every problem of the config is
+reported at once, one line each, worded as the config model words its own.
+
+This module imports the built-in plugins, so that they are registered before any lookup; it runs on the driver.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+import dagger.serde.formats  # noqa: F401 - registers the built-in input data types
+import dagger.sinks  # noqa: F401 - registers the built-in sinks
+import dagger.sources  # noqa: F401 - registers the built-in sources
+from dagger.config.arguments import ConfigArguments
+from dagger.config.errors import format_validation_error, placed
+from dagger.config.loader import parse_config, read_config
+from dagger.config.model import JobConfig, SinkConfig, StreamConfig
+from dagger.errors import DaggerConfigError
+from dagger.plugins.format import FORMATS
+from dagger.plugins.sink import SINKS
+from dagger.plugins.source import SOURCES, source_names, source_of
+
+
+def bind(config: JobConfig) -> JobConfig:
+    """Bind ``config``'s streams and sinks to their plugins (in place); raise one :class:`DaggerConfigError` naming
+    every problem."""
+    problems: list[str] = []
+    for i, stream in enumerate(config.STREAMS):
+        problems += placed(f"STREAMS[{i}]", _bind_stream(stream))
+    for i, sink in enumerate(config.SINKS or []):
+        problems += placed(f"SINKS[{i}]", _bind_sink(sink))
+    if not config.SINKS:
+        problems += _bind_sink(config.single_sink)
+    if not problems:
+        problems += _dead_letter_problems(config)
+    if problems:
+        raise DaggerConfigError("invalid job config:\n  - " + "\n  - ".join(dict.fromkeys(problems)))
+    return config
+
+
+def load_config(
+    path: str | os.PathLike[str] | None = None,
+    overrides: list[str] | None = None,
+    data: dict[str, Any] | None = None,
+    environ: dict[str, str] | None = None,
+    arguments: ConfigArguments | None = None,
+) -> JobConfig:
+    """Read a job config (:func:`dagger.config.loader.read_config`: file or ``data``, environment, arguments,
+    overrides, ``${VAR}``) and bind it to its plugins; one :class:`DaggerConfigError` names every problem."""
+    return bind(read_config(path, overrides, data, environ, arguments, plugin_keys=SINKS.keys()))
+
+
+def validate_config(raw: dict[str, Any]) -> JobConfig:
+    """A raw config dict validated and bound to its plugins (or one clear :class:`DaggerConfigError`)."""
+    return bind(parse_config(raw))
+
+
+def _bind_stream(stream: StreamConfig) -> list[str]:
+    table = stream.INPUT_SCHEMA_TABLE
+    detail = stream.SOURCE_DETAILS[0]
+    pair = (detail.SOURCE_NAME, detail.SOURCE_TYPE)
+    accepted = source_names()
+    if pair not in accepted:
+        return [
+            f"SOURCE_DETAILS of stream '{table}' combines SOURCE_NAME={pair[0]} with SOURCE_TYPE={pair[1]}, which no "
+            f"source supports; accepted: {', '.join(f'{n}+{t}' for n, t in accepted)}"
+        ]
+    formats = FORMATS.plugins()
+    if stream.INPUT_DATATYPE not in formats:
+        return [
+            f"INPUT_DATATYPE of stream '{table}': {stream.INPUT_DATATYPE!r} is not accepted; accepted: "
+            + ", ".join(sorted(formats))
+        ]
+    problems = _unknown_keys(stream, {**SOURCES.keys(), **FORMATS.keys()})
+    settings = _own(stream, SOURCES.plugins()[detail.SOURCE_NAME].settings, problems)
+    format_settings = _own(stream, formats[stream.INPUT_DATATYPE].settings, problems)
+    if problems:
+        return problems
+    stream.bind(settings, format_settings)
+    try:
+        source_of(stream).check(stream)
+    except ValueError as exc:
+        return str(exc).split("\n  - ")
+    return []
+
+
+def _bind_sink(sink: SinkConfig) -> list[str]:
+    plugins = SINKS.plugins()
+    plugin = plugins.get(sink.SINK_TYPE)
+    if plugin is None:
+        return [f"SINK_TYPE: {sink.SINK_TYPE!r} is not accepted; accepted: {', '.join(sorted(plugins))}"]
+    problems = _unknown_keys(sink, SINKS.keys())
+    settings = _own(sink, plugin.settings, problems)
+    if not problems:
+        sink.bind(settings)
+    return problems
+
+
+def _dead_letter_problems(config: JobConfig) -> list[str]:
+    for stream in config.STREAMS:
+        source = source_of(stream)
+        if (
+            source.invalid_record_policy(stream) == "dead-letter"
+            and not source.dead_letter_topic(stream)
+            and not config.has_dead_letter
+        ):
+            return [
+                f"stream '{stream.INPUT_SCHEMA_TABLE}' has SOURCE_KAFKA_INVALID_RECORD_POLICY 'dead-letter' but no "
+                "destination: set DEAD_LETTER_KAFKA_TOPIC (+ _BROKERS) or DEAD_LETTER_PATH, or the stream's "
+                "SOURCE_KAFKA_DEAD_LETTER_TOPIC"
+            ]
+    return []
+
+
+def _unknown_keys(entry: BaseModel, known: dict[str, list[str]]) -> list[str]:
+    """A problem line for each key of ``entry`` no plugin knows, with the closest known key."""
+    names = [*known, *type(entry).model_fields]
+    problems = []
+    for key in entry.model_extra or {}:
+        if key not in names:
+            close = difflib.get_close_matches(key, names, n=1, cutoff=0.6)
+            problems.append(f"{key}: unknown key" + (f"; did you mean {close[0]}?" if close else ""))
+    return problems
+
+
+def _own(entry: BaseModel, model: type[BaseModel], problems: list[str]) -> Any:
+    """``entry``'s keys of ``model``, validated by it (None, with its problems added, when they do not hold)."""
+    own = {k: v for k, v in (entry.model_extra or {}).items() if k in model.model_fields}
+    try:
+        return model.model_validate(own)
+    except ValidationError as exc:
+        problems.extend(format_validation_error(exc, model))
+        return None

@@ -1,0 +1,177 @@
+"""The sink contract and its registry: what a ``SINK_TYPE`` stands for, and how a sink registers.
+
+A sink is one module and one registration::
+
+    class WebhookSettings(SinkSettings):
+        SINK_WEBHOOK_URL: str = Field(description="Where rows are POSTed.")
+
+    class WebhookSink(Sink):
+        name = "webhook"
+        ...
+
+    register_sink("webhook", WebhookSettings, WebhookSink.from_settings)
+
+The settings model holds the sink's own ``SINK_<TYPE>_*`` keys (typed, with defaults and a description each: the
+config reference is generated from it). A job's sink entry is validated against the model of its ``SINK_TYPE``
+(:mod:`dagger.plugins.binding`): a key no sink knows is an error naming the closest one, a key of another sink
+is accepted and ignored (as Dagger does when a job switches ``SINK_TYPE``). The constructor receives the
+validated settings and the job's descriptors and returns a :class:`Sink`. Installed packages register through
+the ``dagger.sinks`` entry-point group (:mod:`dagger.plugins.registry`).
+
+Where each method runs: a sink is built on the driver from its validated settings (:meth:`Sink.from_settings`),
+checked against the SQL output schema before anything runs (:meth:`Sink.check`), set up on the driver
+(:meth:`Sink.prepare`), shipped to executors by pickling, and asked there for a :class:`SinkWriter` per Spark
+task (:meth:`Sink.writer`). Writers receive Arrow record batches (no per-row Python objects on the hot path),
+flush when the task's data is done and return a small picklable result; the driver then calls
+:meth:`Sink.commit` once per micro-batch with every task's result and the batch id (the idempotency key). A sink
+must never lose a failure: a write it cannot complete raises :class:`~dagger.errors.SinkError` and the
+micro-batch fails. Rows a sink *rejects* go through :class:`dagger.sinks.rejected.RejectedRows`.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import pyarrow as pa
+from pydantic import BaseModel, ConfigDict
+
+from dagger.plugins.registry import Plugin, Registry
+
+if TYPE_CHECKING:
+    from dagger.checkpoint import CheckpointStore
+    from dagger.schema.registry import DescriptorSet
+
+#: the counters every sink has (kept by its writers, in tasks): rows written, rows sent to the dead-letter
+#: output, rows the destination dropped by its own rules (InfluxDB's retention policy)
+COUNTERS = ("written", "dead_letters", "dropped")
+#: keys every sink entry has, whatever its type (:class:`dagger.config.model.SinkConfig`)
+COMMON_KEYS = frozenset({"SINK_TYPE", "SINK_NAME", "SINK_ERROR_TYPES_FOR_FAILURE", "SINKS"})
+
+
+class SinkSettings(BaseModel):
+    """Base of a sink's settings model: its ``SINK_*`` keys, typed, each with a default and a description."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    @property
+    def large_messages(self) -> bool:
+        """Whether this sink is set up for records of megabytes (the session then keeps Spark's byte cap on the
+        Arrow batches sent to Python workers; see :mod:`dagger.session_tuning`)."""
+        return False
+
+    def require(self, sink: str, *keys: str) -> None:
+        """Raise the config error for the first of ``keys`` left empty (required by SINK_TYPE ``sink``)."""
+        for key in keys:
+            if getattr(self, key) in (None, ""):
+                raise ValueError(f"{key} is required when SINK_TYPE is '{sink}'")
+
+
+class SinkWriter(ABC):
+    """Executor-side writer of one Spark task's share of a micro-batch."""
+
+    @abstractmethod
+    def write(self, batch: pa.RecordBatch) -> None:
+        """Write (or buffer) one Arrow batch of SQL output rows."""
+
+    @abstractmethod
+    def flush(self) -> Any:
+        """Finish the task's writes; raise SinkError on any failure; return a picklable result."""
+
+    def abort(self) -> None:  # noqa: B027 - optional hook
+        """Called instead of :meth:`flush` when the task failed (in this sink or another one): release clients
+        and drop what is buffered, so nothing is delivered after the failure; the micro-batch is retried whole.
+        Must not raise."""
+
+
+class Sink(ABC):
+    """Driver-side description of a sink; must be picklable (plain data only)."""
+
+    #: the name users write in ``SINK_TYPE``
+    name: ClassVar[str]
+    #: what writing input that was already written does (a replay, a re-run bounded job); logged and documented
+    rerun: ClassVar[str] = "writes it again"
+
+    #: this sink's name in logs, counters and dead letters (``SINK_NAME``; given by :meth:`bind`)
+    label: str = ""
+    #: the job's dead-letter output (a :class:`~dagger.dead_letter.DeadLetterSpec`), or None (:meth:`bind`)
+    dead_letter: Any = None
+    #: error types that fail the batch instead of going to the dead-letter output (:meth:`bind`)
+    fail_on: frozenset[str] = frozenset()
+    #: kind → Spark accumulator (see :data:`COUNTERS`); given by :meth:`attach` before the query starts
+    counters: dict[str, Any] | None = None
+    #: a directory under the job's checkpoint this sink may keep state in, with the checkpoint's filesystem
+    #: settings (a :class:`~dagger.checkpoint.CheckpointStore`; given by :meth:`attach`)
+    state: CheckpointStore | None = None
+
+    def bind(self, label: str, dead_letter: Any, fail_on: frozenset[str]) -> Sink:
+        """What the job's config gives every sink besides its own settings: its ``SINK_NAME``, the job's
+        dead-letter output and ``SINK_ERROR_TYPES_FOR_FAILURE`` (called once, when the job builds its sinks)."""
+        self.label, self.dead_letter, self.fail_on = label, dead_letter, fail_on
+        return self
+
+    def attach(self, counters: dict[str, Any], state: CheckpointStore) -> None:
+        """What a started job gives the sink: its counters and its state directory (before :meth:`prepare`)."""
+        self.counters, self.state = counters, state
+
+    def count(self, kind: str, n: int) -> None:
+        """Add ``n`` to this sink's ``kind`` counter (a no-op outside a job)."""
+        if n and self.counters and kind in self.counters:
+            self.counters[kind].add(n)
+
+    @property
+    def display_name(self) -> str:
+        return self.label or self.name
+
+    @classmethod
+    @abstractmethod
+    def from_settings(cls, settings: Any, descriptors: DescriptorSet | None) -> Sink:
+        """Build the sink from its validated settings (its registered :class:`SinkSettings`
+        model) and the job's descriptors; raise :class:`~dagger.errors.DaggerConfigError` on a setting that
+        cannot work (a message the descriptors lack)."""
+
+    def check(self, schema: pa.Schema) -> list[str]:
+        """Problems writing rows of ``schema`` to this sink (shown by ``dagger validate``)."""
+        return []
+
+    def describe(self) -> str:
+        """One line for logs and ``dagger validate``."""
+        return self.name
+
+    @abstractmethod
+    def writer(self, partition_id: int, batch_id: int) -> SinkWriter:
+        """A writer for one task (called on executors)."""
+
+    def prepare(self) -> None:  # noqa: B027 - optional hook
+        """Driver-side set-up before the query starts (e.g. create the destination table)."""
+
+    def commit(self, results: list[Any], batch_id: int) -> None:  # noqa: B027 - optional hook
+        """Called on the driver after every task of micro-batch ``batch_id`` succeeded."""
+
+    def abort(self, batch_id: int) -> None:  # noqa: B027 - optional hook
+        """Called on the driver when micro-batch ``batch_id`` failed in some task; must not raise."""
+
+
+#: the sinks by ``SINK_TYPE``
+SINKS: Registry[Callable[[Any, DescriptorSet | None], Sink]] = Registry(
+    kind="sink",
+    group="dagger.sinks",
+    settings_base=SinkSettings,
+    key_prefixes=("SINK_",),
+    reserved=COMMON_KEYS,
+    name_pattern=r"[a-z][a-z0-9_-]*",
+    name_rule="lower case letters, digits, '-' or '_'",
+)
+SinkPlugin = Plugin
+
+
+def register_sink(
+    name: str,
+    settings: type[SinkSettings],
+    build: Callable[[Any, DescriptorSet | None], Sink],
+    summary: str | None = None,
+) -> Plugin:
+    """Register a sink under ``name`` (what users write in ``SINK_TYPE``); ``build(settings, descriptors)`` returns
+    the :class:`Sink`. Registering a name again replaces it."""
+    return SINKS.register(name, settings, build, summary)
