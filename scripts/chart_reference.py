@@ -1,6 +1,7 @@
 """Print the Helm chart's values reference (markdown) from helm/dagger/values.schema.json and values.yaml.
 
-``make docs`` writes it into README.md between the ``helm-values`` markers; a test keeps it current.
+``make docs`` writes it into docs/deploy.md (:data:`DOC`) between the ``helm-values`` markers;
+tests/test_helm_chart.py keeps it current.
 """
 
 from __future__ import annotations
@@ -12,7 +13,10 @@ from typing import Any
 
 import yaml
 
-CHART = Path(__file__).resolve().parents[1] / "helm" / "dagger"
+ROOT = Path(__file__).resolve().parents[1]
+CHART = ROOT / "helm" / "dagger"
+#: the page that holds the generated values reference
+DOC = ROOT / "docs" / "deploy.md"
 START, END = "<!-- helm-values:start -->", "<!-- helm-values:end -->"
 
 
@@ -63,18 +67,18 @@ def render_values_reference() -> str:
     return "\n".join(lines) + "\n"
 
 
-def update_readme(readme: Path) -> None:
-    """Replace the text between the markers in ``readme`` with the current reference."""
-    text = readme.read_text()
+def update_doc(doc: Path) -> None:
+    """Replace the text between the markers in ``doc`` with the current reference."""
+    text = doc.read_text()
     if START not in text or END not in text:
-        sys.exit(f"{readme} has no {START} ... {END} markers")
+        sys.exit(f"{doc} has no {START} ... {END} markers")
     head, rest = text.split(START, 1)
     tail = rest.split(END, 1)[1]
-    readme.write_text(f"{head}{START}\n{render_values_reference()}{END}{tail}")
+    doc.write_text(f"{head}{START}\n{render_values_reference()}{END}{tail}")
 
 
 if __name__ == "__main__":
     if len(sys.argv) > 1:
-        update_readme(Path(sys.argv[1]))
+        update_doc(Path(sys.argv[1]))
     else:
         sys.stdout.write(render_values_reference())

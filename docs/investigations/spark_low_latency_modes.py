@@ -14,9 +14,9 @@ Seen on 2026-11-25 with pyspark 4.3.0: exit 1 (async: ``still active: ['repro']`
 supported in Real-time Mode"; the sink allowlist check turned off, so the source is what is refused). Its
 sources implement a JVM interface PySpark's data source API does not reach. Exit 1 with ``--real-time``.
 
-    .venv/bin/python scripts/spark_low_latency_modes.py              # async: the stopped query stays active
-    .venv/bin/python scripts/spark_low_latency_modes.py --sync       # Spark's default: it does not
-    .venv/bin/python scripts/spark_low_latency_modes.py --real-time  # real-time mode: the source is refused
+    .venv/bin/python docs/investigations/spark_low_latency_modes.py              # async: the stopped query stays active
+    .venv/bin/python docs/investigations/spark_low_latency_modes.py --sync       # Spark's default: it does not
+    .venv/bin/python docs/investigations/spark_low_latency_modes.py --real-time  # real-time mode: the source is refused
 """
 
 from __future__ import annotations

@@ -1,11 +1,11 @@
 """Where a micro-batch's planning time goes: the Kafka source's driver-side calls, timed one by one.
 
-Starts the embedded broker, feeds a topic of ``--partitions`` (2) partitions at ``--rate`` records/s (event time
-stamped at send), and every ``--every`` seconds plans as the source does for a micro-batch (``latestOffset``),
-timing each of its round trips: the topic listing, the offsets (ListOffsets), the high-watermark probe of the
-embedded broker, and the event-time alignment; prints the median and p90 of each in milliseconds.
+Starts a broker (Apache Kafka, ``testing.broker``), feeds a topic of ``--partitions`` (2) partitions at
+``--rate`` records/s (event time stamped at send), and every ``--every`` seconds plans as the source does for a
+micro-batch (``latestOffset``), timing each of its round trips: the topic listing, the offsets (ListOffsets) and
+the event-time alignment; prints the median and p90 of each in milliseconds.
 
-    .venv/bin/python scripts/planning_cost.py --rate 20000 --seconds 20
+    .venv/bin/python docs/investigations/planning_cost.py --rate 20000 --seconds 20
 """
 
 from __future__ import annotations
@@ -18,17 +18,17 @@ import threading
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]  # the repository (this file is docs/investigations/)
 sys.path.insert(0, str(ROOT))
 
 
 def main() -> None:
     from pyspark.sql.datasource import ReadAllAvailable
 
-    from dagger.devtools.broker import Broker
     from dagger.generate import RecordGenerator, produce_generated
     from dagger.schema.registry import DescriptorSet
     from dagger.sources.kafka import KafkaSourceSpec, KafkaStreamReader
+    from testing.broker import Broker
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rate", type=float, default=20000)

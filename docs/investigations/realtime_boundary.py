@@ -7,10 +7,10 @@ prints p50/p99/max and every second of input whose p99 is above ``--spike`` ms, 
 the query's start in checkpoint intervals: the spikes fall where one real-time batch ends and the next begins
 (offsets and commits written, the next batch planned and its long-running tasks launched).
 
-    .venv/bin/python scripts/realtime_boundary.py                  # 30-s interval, as the bench
-    .venv/bin/python scripts/realtime_boundary.py --interval 10    # three times the boundaries
+    .venv/bin/python docs/investigations/realtime_boundary.py                  # 30-s interval, as the bench then ran (60 s now)
+    .venv/bin/python docs/investigations/realtime_boundary.py --interval 10    # three times the boundaries
 
-Only the broker (``dagger.devtools.broker``: Apache Kafka), the record generator and the bench's latency reading
+Only the broker (``testing.broker``: Apache Kafka), the record generator and the bench's latency reading
 are ours; the query is Spark's alone.
 """
 
@@ -22,7 +22,7 @@ import threading
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]  # the repository (this file is docs/investigations/)
 
 
 def main() -> None:
@@ -35,8 +35,8 @@ def main() -> None:
     from spark_kafka import json_spark_schema
 
     from dagger import jars
-    from dagger.devtools.broker import Broker
     from dagger.generate import RecordGenerator, produce_generated
+    from testing.broker import Broker
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--interval", type=int, default=30, help="checkpoint interval, seconds (default 30)")

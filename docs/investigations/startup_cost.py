@@ -1,12 +1,12 @@
 """Where a job's start-up goes: ``dagger run`` (or ``validate``) of a one-stream stateless job with records
 waiting, each log line stamped with its time since launch, and the first output record's.
 
-Starts the embedded broker and a descriptor server, produces ``--records`` records, then launches the job as a
+Starts a broker (Apache Kafka) and a descriptor server, produces ``--records`` records, then launches the job as a
 user would (the README's defaults, ``local[2]``) and prints every stderr line with its offset in seconds, the
 time to the first output record, and the peak memory of the job's process tree by kind of process (PSS, RSS).
 
-    .venv/bin/python scripts/startup_cost.py              # dagger run
-    .venv/bin/python scripts/startup_cost.py --validate   # dagger validate
+    .venv/bin/python docs/investigations/startup_cost.py              # dagger run
+    .venv/bin/python docs/investigations/startup_cost.py --validate   # dagger validate
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import threading
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]  # the repository (this file is docs/investigations/)
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
@@ -28,11 +28,11 @@ sys.path.insert(0, str(ROOT / "bench"))
 def main() -> None:
     from streaming import STATELESS_SQL, FirstOutput, job_config
 
-    from dagger.devtools import proctree
-    from dagger.devtools.broker import Broker
-    from dagger.devtools.descriptor_server import DescriptorServer
     from dagger.generate import RecordGenerator, produce_generated
     from dagger.schema.registry import DescriptorSet
+    from testing import proctree
+    from testing.broker import Broker
+    from testing.descriptor_server import DescriptorServer
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=1000)

@@ -15,9 +15,9 @@ milliseconds (one row per millisecond, each holding the millisecond it became re
 writes down, for every row, the time from that millisecond to its write (p50/p99/max of the rows after the
 warm-up). It is the floor of a record's latency through a job that reads and writes Python data sources.
 
-    .venv/bin/python scripts/micro_batch_floor.py               # every setting, 10 s warm-up, 20 s each
-    .venv/bin/python scripts/micro_batch_floor.py --only latency --seconds 60   # the end-to-end floor
-    .venv/bin/python scripts/micro_batch_floor.py --only python-both --seconds 60  # its start-up and memory
+    .venv/bin/python docs/investigations/micro_batch_floor.py               # every setting, 10 s warm-up, 20 s each
+    .venv/bin/python docs/investigations/micro_batch_floor.py --only latency --seconds 60   # the end-to-end floor
+    .venv/bin/python docs/investigations/micro_batch_floor.py --only python-both --seconds 60  # its start-up and memory
 """
 
 from __future__ import annotations
@@ -155,7 +155,8 @@ SETTINGS = {
 def run(spark: SparkSession, source: str, sink: str, warmup: float, seconds: float) -> tuple[list[dict], dict]:
     """The progress of every micro-batch after ``warmup``, and when the first one finished and the process
     tree's memory at the end."""
-    from dagger.devtools.proctree import memory_by_kind  # reads /proc: nothing of dagger's runs in Spark
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the checkout: testing/
+    from testing.proctree import memory_by_kind  # reads /proc: nothing of dagger's runs in Spark
 
     reader = spark.readStream.format(source)
     if source == "rate":

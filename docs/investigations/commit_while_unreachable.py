@@ -2,10 +2,10 @@
 
 A synchronous ``Consumer.commit`` waits for the group's coordinator without end, and ``close`` after an
 asynchronous one waits too; the admin API's ``alter_consumer_group_offsets`` ends within its request timeout.
-Nothing of Dagger is in the path: the broker is Apache Kafka (``dagger.devtools.broker``) and a TCP proxy in front
-of it stands for the network (``dagger.devtools.tcp_proxy``: cut = connections reset and refused).
+Nothing of Dagger is in the path: the broker is Apache Kafka (``testing.broker``) and a TCP proxy in front
+of it stands for the network (``testing.tcp_proxy``: cut = connections reset and refused).
 
-    .venv/bin/python scripts/commit_while_unreachable.py
+    .venv/bin/python docs/investigations/commit_while_unreachable.py
 
 Printed on 2026-11-26 (confluent-kafka 2.x, librdkafka bundled, Kafka 4.1.1):
 
@@ -24,14 +24,18 @@ run of 30 rounds):
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
+from pathlib import Path
 
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from dagger.devtools.broker import Broker, free_port
-from dagger.devtools.tcp_proxy import TcpProxy
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the checkout: the test broker in testing/
+
+from testing.broker import Broker, free_port  # noqa: E402
+from testing.tcp_proxy import TcpProxy  # noqa: E402
 
 
 def _within(call, seconds: float) -> tuple[bool, float]:
