@@ -179,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
     cluster = StandaloneCluster(root, args.workers, args.cores, args.memory, args.port, args.ui_port).start()
     pids.write_text(json.dumps({"pids": [p.pid for p in cluster.processes], "master": cluster.url}))
     print(f"master {cluster.url} (web UI http://127.0.0.1:{cluster.ui_port}) with {args.workers} workers")
-    print(f"submit: see the README's 'On a cluster'; stop with make cluster-down (logs in {root})")
+    print(f"submit: see docs/deploy.md, 'spark-submit on a cluster'; stop with make cluster-down (logs in {root})")
     return 0
 
 
