@@ -147,7 +147,7 @@ image-root: ## build the image's /opt/dagger (venv, native helper, entry file) u
 	$(IMAGE_ROOT)/venv/bin/pip install -q --no-cache-dir "$$(ls $(IMAGE_ROOT)/wheel/dagger_on_spark-*.whl)[all]"
 	rm -rf $(IMAGE_ROOT)/wheel
 	DAGGER_NATIVE_CACHE=$(IMAGE_ROOT)/native $(IMAGE_ROOT)/venv/bin/python -c \
-		"from dagger.arrow_kafka import native_library; assert native_library() is not None, 'the Kafka helper did not build'"
+		"from dagger.kafka.native import native_library; assert native_library() is not None, 'the Kafka helper did not build'"
 	@# the Python workers' launcher too, so nothing is written under /opt/dagger at run time
 	DAGGER_NATIVE_CACHE=$(IMAGE_ROOT)/native $(IMAGE_ROOT)/venv/bin/python -c \
 		"from dagger.spark import worker_python; assert worker_python() is not None, 'no worker launcher'"

@@ -12,7 +12,7 @@ input (the Parquet file list, or the Kafka streams and their positions): running
 reuses its id, so sinks that are idempotent per batch (BigQuery) do not write it twice, while new input
 gets a new id. See docs/sinks.md for what each sink does on a re-run.
 
-:class:`BoundedRun` offers the calls of a ``StreamingQuery`` that the stream manager and the tests use
+:class:`BoundedRun` offers the calls of a ``StreamingQuery`` that the job, the runner and the tests use
 (``isActive``, ``awaitTermination``, ``exception``, ``lastProgress``, ``status``, ``stop``).
 """
 

@@ -175,7 +175,7 @@ def _generate(args: argparse.Namespace) -> int:
     """``dagger generate``: resolve the target, then produce with a progress line every second."""
     from dagger.generate import RecordGenerator, produce_generated
     from dagger.schema.registry import SchemaRegistry, StencilSettings
-    from dagger.sources.kafka_stream import KafkaSource
+    from dagger.sources.kafka import KafkaSource
 
     message, topic, bootstrap, timestamp_field = args.message, args.topic, args.bootstrap_servers, args.timestamp_field
     settings = StencilSettings(urls=list(args.stencil_url))
@@ -216,7 +216,7 @@ def _generate(args: argparse.Namespace) -> int:
         raise DaggerConfigError(f"topic {topic!r} looks like a pattern; name one topic with --topic")
     start = None
     if args.start:
-        from dagger.sources.time_partitions import parse_instant
+        from dagger.config.instants import parse_instant
 
         start = parse_instant(args.start, "--start")
     descriptor = SchemaRegistry(settings).get().find_message(message, "--message")
@@ -336,7 +336,7 @@ def _replay_range(config, args) -> tuple[int | None, int | None, str | None]:  #
     """``--from``/``--to`` as epoch ms, and the replay's own checkpoint directory (unless one was given)."""
     from pathlib import Path
 
-    from dagger.sources.time_partitions import parse_instant
+    from dagger.config.instants import parse_instant
 
     if args.from_time is None and args.to_time is None:
         return None, None, args.checkpoint_dir

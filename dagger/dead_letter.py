@@ -29,7 +29,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from dagger.errors import DaggerError
-from dagger.kafka_logging import quiet
+from dagger.kafka.logs import quiet
 
 if TYPE_CHECKING:
     from dagger.config.model import JobConfig

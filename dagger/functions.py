@@ -1,5 +1,5 @@
-"""The SQL functions a job can call: the built-in library (``udfs``), the modules named by
-``FUNCTION_FACTORY_CLASSES`` and the user files of ``PYTHON_UDF_CONFIG``, registered with the session before
+"""The SQL functions a job can call: the built-in library (``udfs``), functions registered by packages
+(:mod:`dagger.plugins.udf`), the modules named by ``FUNCTION_FACTORY_CLASSES`` and the user files of ``PYTHON_UDF_CONFIG``, registered with the session before
 the job's SQL runs. Macros (and every aggregate) are applied by the SQL rewrite instead (see ``udfs.registry``).
 """
 
@@ -115,12 +115,16 @@ def factory_functions(spec: str) -> list[Any]:
 
 
 def build_catalog(config: JobConfig, python_functions: list[Any] = ()) -> FunctionCatalog:
-    """The library, then factory modules, then Python UDF files (later names replace earlier ones)."""
+    """The library, then registered functions (:mod:`dagger.plugins.udf`), then factory modules, then Python UDF
+    files (later names replace earlier ones)."""
+    from dagger.plugins.udf import UDFS
     from udfs import library
 
     catalog = FunctionCatalog()
     for function in library():
         catalog.add(function, "the built-in library")
+    for name, plugin in UDFS.plugins().items():
+        catalog.add(plugin.build(), f"registered function {name}")
     for spec in config.FUNCTION_FACTORY_CLASSES:
         for function in factory_functions(spec):
             catalog.add(function, spec)

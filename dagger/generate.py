@@ -128,9 +128,9 @@ class RecordGenerator:
     def batch(self, n: int) -> pa.BinaryArray:
         """The next ``n`` serialized records (some replaced by :data:`MALFORMED` per ``malformed_ratio``)."""
         if self.data_type == "JSON":
-            from dagger.sinks.kafka import _json_lines
+            from dagger.sinks.kafka import json_lines
 
-            encoded = pa.array(_json_lines(self.arrow(n)), pa.binary())
+            encoded = pa.array(json_lines(self.arrow(n)), pa.binary())
         else:
             encoded = self._handler.record_batch_to_array(self.arrow(n))
         if self.malformed_ratio:
@@ -255,7 +255,7 @@ def produce_generated(
     that many partitions (an existing topic keeps its own). ``progress(produced, seconds)`` is called about once
     a second.
     """
-    from dagger.sinks.kafka_batch import ProduceError, open_producer
+    from dagger.kafka.producer import ProduceError, open_producer
 
     spread = ensure_topic(bootstrap, topic, partitions)
     config = {

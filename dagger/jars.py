@@ -54,7 +54,7 @@ def spark_packages() -> list[str]:
 
 
 def cache_root() -> Path:
-    from dagger.arrow_kafka import cache_dir
+    from dagger.kafka.native import cache_dir
 
     return cache_dir() / "jars"
 

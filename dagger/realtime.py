@@ -29,7 +29,7 @@ _PYTHON_NODES = ("PythonUDF", "PythonUDTF", "MapInArrow", "MapInPandas", "FlatMa
 def stream_refusals(stream: StreamConfig) -> list[str]:
     """Why ``stream`` cannot be read in real-time mode (empty: it can)."""
     from dagger.plugins.source import source_of
-    from dagger.sources.kafka_stream import KafkaSource
+    from dagger.sources.kafka import KafkaSource
 
     table = stream.INPUT_SCHEMA_TABLE
     if not isinstance(source_of(stream), KafkaSource):
@@ -100,7 +100,7 @@ def _kafka_options(stream: StreamConfig, config: JobConfig, resolve: bool = True
     Java client settings, which Spark's source takes as ``kafka.<setting>``. Spark uses the start only when the
     checkpoint has no offsets yet (a first run); ``resolve=False`` (``dagger validate``) leaves the group's offsets
     unasked."""
-    from dagger.sources.kafka_positions import start_position
+    from dagger.sources.kafka.positions import start_position
 
     s = stream.settings
     options = {
@@ -142,8 +142,9 @@ def anchored(pattern: str) -> str:
 def _reader(stream: StreamConfig, config: JobConfig) -> Any:
     """Our Kafka reader's driver side for ``stream`` (listing, offsets, commits), with the stream's client
     settings and group."""
-    from dagger.sources.kafka import KafkaStreamReader, client_config
-    from dagger.sources.kafka_spec import KafkaSourceSpec
+    from dagger.sources.kafka.client import client_config
+    from dagger.sources.kafka.reader import KafkaStreamReader
+    from dagger.sources.kafka.spec import KafkaSourceSpec
 
     conf = client_config(stream, config.job_slug, config.SOURCE_KAFKA_CONSUME_LARGE_MESSAGE_ENABLE)
     spec = KafkaSourceSpec(
@@ -181,7 +182,7 @@ def tagged_progress(progress: dict[str, Any], config: JobConfig) -> dict[str, An
     (``{"@table": table, "topic:partition": offset}``), so metrics (rows and lag per stream) and group commits read
     it as they read a micro-batch's. Spark names a source by its pattern (``KafkaV2[SubscribePattern[p]]``): the
     n-th source of a pattern is the n-th stream of that pattern in ``STREAMS``."""
-    from dagger.sources.kafka import STREAM_KEY
+    from dagger.sources.kafka.spec import STREAM_KEY
 
     by_pattern: dict[str, list[str]] = {}
     for stream in config.STREAMS:

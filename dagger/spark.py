@@ -181,7 +181,7 @@ def worker_python() -> str | None:
     if not zips or ".zip" in py4j.__file__:
         return None
     from dagger import forkserver
-    from dagger.arrow_kafka import cache_dir
+    from dagger.kafka.native import cache_dir
 
     jars = sorted(str(j) for j in (lib.parent.parent / "jars").glob("spark-core_*.jar"))
     script = _WRAPPER.format(

@@ -24,7 +24,7 @@ class Issued:
     cert: Path
     key: Path
     _cert: x509.Certificate
-    _key: ec.EllipticCurvePrivateKey
+    offset_key: ec.EllipticCurvePrivateKey
 
 
 class CertificateAuthority:

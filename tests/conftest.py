@@ -25,14 +25,14 @@ os.environ.setdefault("TZ", "UTC")
 # the s3 fixture's credentials, set before any Spark Python worker starts (workers keep the environment they
 # started with); the AWS SDK's default of checksumming every upload sends aws-chunked bodies with a trailer, which
 # moto stores undecoded on some paths: checksums only where the API requires them, as older SDKs did
-for _key, _value in {
+for offset_key, _value in {
     "AWS_ACCESS_KEY_ID": "test",
     "AWS_SECRET_ACCESS_KEY": "test",
     "AWS_DEFAULT_REGION": "us-east-1",
     "AWS_REQUEST_CHECKSUM_CALCULATION": "when_required",
     "AWS_RESPONSE_CHECKSUM_VALIDATION": "when_required",
 }.items():
-    os.environ.setdefault(_key, _value)
+    os.environ.setdefault(offset_key, _value)
 
 
 # fixtures that start a real server or a Spark session: a test using any of them is an integration test, marked

@@ -213,7 +213,8 @@ def test_json_in_a_string_is_read_as_leniently_as_daggers_gson_with_one_warning(
         config = load_config(
             data={**BASE, "PROCESSOR_POSTPROCESSOR_ENABLE": "true", "PROCESSOR_POSTPROCESSOR_CONFIG": lenient}
         )
-    pg = config.PROCESSOR_POSTPROCESSOR_CONFIG.external_source.pg[0]
+    ((kind, index, pg),) = config.PROCESSOR_POSTPROCESSOR_CONFIG.lookups
+    assert (kind, index, type(pg).__name__) == ("pg", 0, "PgLookupSettings")
     assert (pg.host, pg.port, pg.user, pg.password) == ("localhost", 5432, "dagger", "secret")
     warnings = [r.getMessage() for r in caplog.records]
     assert len(warnings) == 1, warnings
@@ -226,4 +227,17 @@ def test_json_in_a_string_is_read_as_leniently_as_daggers_gson_with_one_warning(
     assert (
         "PROCESSOR_POSTPROCESSOR_CONFIG: is not valid JSON (Expecting property name enclosed in double quotes at character 21)"
         in message
+    )
+
+
+def test_a_lookups_keys_are_validated_by_its_settings_model_and_an_unknown_lookup_is_named():
+    post = {"external_source": {"http": [{"endpoint": "http://h", "verb": "get", "stream_timeout": 1}]}}
+    message = error_of(PROCESSOR_POSTPROCESSOR_ENABLE="true", PROCESSOR_POSTPROCESSOR_CONFIG=json.dumps(post))
+    assert "PROCESSOR_POSTPROCESSOR_CONFIG.external_source.http[0].capacity: is required" in message
+    assert "PROCESSOR_POSTPROCESSOR_CONFIG.external_source.http[0].request_pattern: is required" in message
+    post = {"external_source": {"htp": []}}
+    message = error_of(PROCESSOR_POSTPROCESSOR_ENABLE="true", PROCESSOR_POSTPROCESSOR_CONFIG=json.dumps(post))
+    assert (
+        "PROCESSOR_POSTPROCESSOR_CONFIG.external_source.htp: unknown lookup; did you mean http?; accepted: http, es, "
+        "pg, grpc" in message
     )

@@ -2,7 +2,7 @@
 
 * Records the SQL filters out still advance the watermark (an optimizer barrier above the watermark).
 * A backlog over partitions far apart in event time loses nothing: the Kafka source reads the partitions
-  aligned in event time (:mod:`dagger.sources.event_time`). The measuring test runs the same job without
+  aligned in event time (:mod:`dagger.sources.kafka.event_time`). The measuring test runs the same job without
   alignment and counts the rows Spark drops as late.
 """
 
@@ -15,7 +15,7 @@ import uuid
 
 import pytest
 
-from dagger.sources.event_time import EventTimeAligner, EventTimeProbe
+from dagger.sources.kafka.event_time import EventTimeAligner, EventTimeProbe
 from testing.produce import consume_all, produce
 from testing.samples import message_class
 from tests.conftest import START, job, kafka_sink, kafka_stream, run_job
@@ -118,7 +118,7 @@ def test_undecodable_records_hold_nothing_back():
 
 @pytest.mark.integration
 def test_the_probe_reads_event_times_at_offsets_from_the_broker(broker, topic):
-    from dagger.sources.kafka import KafkaSourceSpec
+    from dagger.sources.kafka.spec import KafkaSourceSpec
 
     name = topic("probe", partitions=2)
     values = [Booking(order_number=f"o{i}") for i in range(40)]
@@ -279,7 +279,7 @@ def test_a_backlog_over_partitions_an_hour_apart_drops_nothing(spark, broker, st
     assert "late rows dropped" not in caplog.text
 
 
-from dagger.processors.transformers.base import Transformer  # noqa: E402
+from dagger.plugins.transformer import Transformer  # noqa: E402
 
 
 class CompletedOnly(Transformer):

@@ -7,7 +7,8 @@ from pathlib import Path
 
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
 
-from dagger.sources.kafka import KafkaSourceSpec, KafkaStreamReader, positions
+from dagger.sources.kafka.reader import KafkaStreamReader
+from dagger.sources.kafka.spec import KafkaSourceSpec, positions
 from testing.produce import produce
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "descriptors" / "examples.desc"

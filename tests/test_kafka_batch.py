@@ -9,9 +9,9 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from dagger import arrow_kafka
+from dagger.kafka import native as arrow_kafka
 from dagger.sources import kafka_batch
-from dagger.sources.kafka_batch import ConfluentFetcher, FetchError, NativeFetcher
+from dagger.sources.kafka.fetcher import ConfluentFetcher, FetchError, NativeFetcher
 
 pytestmark = pytest.mark.integration
 
@@ -127,7 +127,7 @@ def test_without_a_compiler_the_reader_falls_back_with_one_warning(monkeypatch, 
     monkeypatch.setattr(arrow_kafka, "_LIBRARY", [])
     monkeypatch.setenv("DAGGER_NATIVE_CACHE", str(tmp_path))
     monkeypatch.setenv("CC", "/bin/false")
-    with caplog.at_level(logging.WARNING, logger="dagger.arrow_kafka"):
+    with caplog.at_level(logging.WARNING, logger="dagger.kafka.native"):
         assert arrow_kafka.native_library() is None
         assert arrow_kafka.native_library() is None
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
@@ -159,7 +159,7 @@ def test_the_helper_is_compiled_once_and_cached(monkeypatch, tmp_path):
 
 
 def _producer(kind: str, config: dict, name: str):
-    from dagger.sinks.kafka_batch import ConfluentProducer, NativeProducer
+    from dagger.kafka.producer import ConfluentProducer, NativeProducer
 
     if kind == "native":
         return NativeProducer(arrow_kafka.native_library(), config, name)
@@ -186,7 +186,7 @@ def test_producers_write_values_and_keys_in_order_through_a_full_local_queue(bro
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_a_record_over_the_size_limit_is_a_produce_error(broker, topic, kind):
-    from dagger.sinks.kafka_batch import ProduceError
+    from dagger.kafka.producer import ProduceError
 
     producer = _producer(kind, {"bootstrap.servers": broker.bootstrap, "message.max.bytes": "2000"}, topic("big"))
     with pytest.raises(ProduceError, match="(?i)too large"):
@@ -213,7 +213,7 @@ def test_undeliverable_records_are_counted_with_the_reason(kind):
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_a_bad_producer_setting_is_a_produce_error_naming_it(broker, kind):
-    from dagger.sinks.kafka_batch import ProduceError
+    from dagger.kafka.producer import ProduceError
 
     with pytest.raises(ProduceError, match="linger.mz"):
         _producer(kind, {"bootstrap.servers": broker.bootstrap, "linger.mz": "5"}, "any")

@@ -38,7 +38,7 @@ def _hourly(count: int) -> list[tuple[int, bytes]]:
 def test_timestamp_seeks_land_on_the_first_record_at_or_after_the_instant(broker, topic):
     from confluent_kafka import Consumer, TopicPartition
 
-    from dagger.sources.kafka_positions import offsets_for_timestamp
+    from dagger.sources.kafka.positions import offsets_for_timestamp
 
     name = topic("seek")
     stamps = [1_000 * i for i in range(50)]

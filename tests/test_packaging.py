@@ -29,7 +29,7 @@ def dist():
 def test_make_dist_builds_a_packed_environment_executors_can_run(dist, tmp_path):
     with zipfile.ZipFile(ROOT / "dist" / "dagger_on_spark.zip") as archive:
         names = set(archive.namelist())
-    assert {"dagger/cli.py", "dagger/sources/kafka.py", "udfs/__init__.py"} <= names
+    assert {"dagger/cli.py", "dagger/sources/kafka/reader.py", "dagger/kafka/native.c", "udfs/__init__.py"} <= names
     test_support = ("testing/", "dagger/devtools/", "tests/")
     assert not [n for n in names if n.startswith(test_support)]  # no test server ships to executors
     (wheel,) = (dist / "wheel").glob("dagger_on_spark-*.whl")

@@ -13,7 +13,7 @@ import pytest
 
 from dagger.errors import DaggerConfigError
 from dagger.job import load_config
-from dagger.processors.transformers import Transformer, register_transformer
+from dagger.plugins.transformer import Transformer, TransformerArguments, register_transformer
 from dagger.runner import is_drained
 from testing.produce import consume_all, produce
 from testing.samples import bookings
@@ -31,7 +31,10 @@ from tests.conftest import (
 pytestmark = pytest.mark.integration
 
 
-@register_transformer
+class UpperArguments(TransformerArguments):
+    column: str
+
+
 class UpperTransformer(Transformer):
     """A user transformer registered by name (the contract's example)."""
 
@@ -40,8 +43,11 @@ class UpperTransformer(Transformer):
     def transform(self, df):
         from pyspark.sql import functions as F
 
-        column = self.column(self.argument("column", str), "column")
+        column = self.column(self.settings.column, "column")
         return df.withColumn(column, F.upper(column))
+
+
+register_transformer("UpperTransformer", UpperArguments, UpperTransformer)
 
 
 def test_internal_sources_build_the_output_row_and_drop_everything_else(spark, broker, stencil, topic, tmp_path):

@@ -74,7 +74,7 @@ def test_pruned_message_keeps_field_numbers_and_reindexes_oneofs():
 
 
 def test_the_reader_decodes_only_the_kept_fields_and_validates_what_it_reads():
-    from dagger.sources.kafka import KafkaSourceSpec, _decoder
+    from dagger.sources.kafka.spec import KafkaSourceSpec, decoder_for
 
     full = _message(_fds(), BOOKING)
     cls = message_factory.GetMessageClass(full)
@@ -93,7 +93,7 @@ def test_the_reader_decodes_only_the_kept_fields_and_validates_what_it_reads():
         rowtime_field_number=5,
         fields=["order_number", "event_timestamp", "amount_paid_by_cash"],
     )
-    result = _decoder(spec).decode([good, bad_unread, b"\x0a\x05ab"])
+    result = decoder_for(spec).decode([good, bad_unread, b"\x0a\x05ab"])
     assert result.batch.schema.names == [
         "order_number",
         "event_timestamp",
@@ -104,7 +104,7 @@ def test_the_reader_decodes_only_the_kept_fields_and_validates_what_it_reads():
     assert result.batch.column("order_number").to_pylist() == ["o-1", "o-1", ""]
     assert result.batch.column("amount_paid_by_cash").to_pylist() == [42, 42, 0]
     assert result.invalid == [2]  # a truncated record is still caught
-    unpruned = _decoder(KafkaSourceSpec(**{**spec.__dict__, "fields": None}))
+    unpruned = decoder_for(KafkaSourceSpec(**{**spec.__dict__, "fields": None}))
     assert len(unpruned.decode([good]).batch.schema) == 15
     assert unpruned.decode([bad_unread]).invalid == [0]
 

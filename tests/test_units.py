@@ -6,7 +6,8 @@ import pyarrow as pa
 import pytest
 
 from dagger.sinks.rejected import RowsRefused, isolate
-from dagger.sources.kafka import KafkaSourceSpec, _cap
+from dagger.sources.kafka.reader import split_budget
+from dagger.sources.kafka.spec import KafkaSourceSpec
 from tests.conftest import ROOT
 
 
@@ -20,7 +21,7 @@ from tests.conftest import ROOT
     ],
 )
 def test_the_read_budget_is_split_by_backlog(start, end, budget, expected):
-    capped = _cap(start, end, budget)
+    capped = split_budget(start, end, budget)
     assert capped == expected
     assert sum(capped[k] - start[k] for k in capped) == min(budget, sum(end[k] - start[k] for k in end))
 

@@ -9,7 +9,7 @@ from pyspark.sql.types import VariantVal
 
 from dagger.serde.variant import is_json_text, is_variant, typed_variants, without_variants
 from dagger.sinks.influx import line_protocol
-from dagger.sinks.kafka import _json_lines
+from dagger.sinks.kafka import json_lines
 
 VARIANT = pa.struct(
     [pa.field("value", pa.binary(), False), pa.field("metadata", pa.binary(), False, {b"variant": b"true"})]
@@ -43,7 +43,7 @@ def test_each_variant_column_takes_the_type_its_values_share():
     assert typed.column(3).to_pylist() == ["x", None, "z"]
     assert [is_json_text(f) for f in typed.schema] == [False] * 5 + [True]
     # the JSON sink writes numbers as numbers and objects as objects, not as quoted text
-    rows = [json.loads(line) for line in _json_lines(typed)]
+    rows = [json.loads(line) for line in json_lines(typed)]
     assert rows[0] == {"id": "a", "number": 23.33, "int": 7, "text": "x", "flag": True, "other": {"a": 1}}
     assert rows[1]["other"] == [1, 2] and rows[2]["other"] == "mixed"
     # InfluxDB gets a float field, not a string one

@@ -32,8 +32,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-from dagger.arrow_kafka import cache_dir  # noqa: E402 - stdlib only, like dagger.jars
 from dagger.jars import fetch  # noqa: E402
+from dagger.kafka.native import cache_dir  # noqa: E402 - stdlib only, like dagger.jars
 
 FLINK = "2.2.1"  #: PyFlink (``apache-flink`` on PyPI), pinned in the Makefile too
 PROTOBUF_JAVA = "4.32.1"  #: flink-protobuf 2.2.0's compile dependency; protoc 4.32.1 is protoc 32.1

@@ -191,85 +191,7 @@ class PreProcessorConfig(_Strict):
     table_transformers: list[TableTransformers] = Field(default_factory=list, description="Per-table chains.")
 
 
-class OutputPath(_Strict):
-    path: str = Field(description="JSONPath into the response.")
-
-
-class _ExternalCommon(_Strict):
-    stream_timeout: int = Field(description="Async timeout in ms.")
-    capacity: int = Field(description="Requests in flight.")
-    fail_on_errors: bool = Field(False, description="Fail the batch on an error instead of passing the row on.")
-    type: str | None = Field(None, description="Output proto used to type the response.")
-    retain_response_type: bool = Field(
-        False,
-        description="With no `type`: keep each response value's own JSON type (a VARIANT column; numbers reach "
-        "sinks as DOUBLE) instead of typing it through the Kafka sink's message.",
-    )
-    metricId: str | None = Field(None, description="Metric id of this source.")
-    cache_ttl_seconds: int = Field(0, description="Beyond Dagger: cache answers per executor for this long (0: off).")
-    retries: int = Field(0, description="Beyond Dagger: retries of a timed-out, unreachable or 5xx call.")
-    retry_backoff_ms: int = Field(100, description="Beyond Dagger: first retry delay, doubled each retry.")
-    rate_limit_per_second: float = Field(0, description="Beyond Dagger: calls per second per task (0: no limit).")
-
-
-class HttpSourceConfig(_ExternalCommon):
-    endpoint: str
-    endpoint_variables: str | None = None
-    verb: Literal["get", "post", "put", "GET", "POST", "PUT", "Get", "Post", "Put"]
-    request_pattern: str
-    request_variables: str | None = None
-    header_pattern: str | None = None
-    header_variables: str | None = None
-    headers: dict[str, str] = Field(default_factory=dict)
-    connect_timeout: int
-    output_mapping: dict[str, OutputPath]
-
-
-class EsSourceConfig(_ExternalCommon):
-    host: str
-    port: int
-    user: str | None = None
-    password: str | None = None
-    endpoint_pattern: str
-    endpoint_variables: str | None = None
-    connect_timeout: int
-    socket_timeout: int
-    retry_timeout: int
-    output_mapping: dict[str, OutputPath]
-
-
-class PgSourceConfig(_ExternalCommon):
-    host: str
-    port: int
-    user: str
-    password: str
-    database: str
-    query_pattern: str
-    query_variables: str | None = None
-    connect_timeout: int
-    idle_timeout: int
-    output_mapping: dict[str, str]
-
-
-class GrpcSourceConfig(_ExternalCommon):
-    endpoint: str
-    service_port: int
-    grpc_method_url: str
-    grpc_request_proto_schema: str
-    grpc_response_proto_schema: str
-    grpc_stencil_url: str | None = None
-    request_pattern: str
-    request_variables: str | None = None
-    headers: dict[str, str] = Field(default_factory=dict)
-    connect_timeout: int | None = None
-    output_mapping: dict[str, OutputPath]
-
-
-class ExternalSources(_Strict):
-    http: list[HttpSourceConfig] = Field(default_factory=list)
-    es: list[EsSourceConfig] = Field(default_factory=list)
-    pg: list[PgSourceConfig] = Field(default_factory=list)
-    grpc: list[GrpcSourceConfig] = Field(default_factory=list)
+ExternalSource = dict[str, list[dict[str, Any]]]
 
 
 class InternalSourceConfig(_Strict):
@@ -280,7 +202,23 @@ class InternalSourceConfig(_Strict):
 
 
 class PostProcessorConfig(_Strict):
-    external_source: ExternalSources = Field(default_factory=ExternalSources)
+    external_source: ExternalSource = Field(
+        default_factory=dict,
+        description="Lookups by kind (`http`, `es`, `pg`, `grpc` or an installed lookup), each a list of entries "
+        "validated by that lookup's settings model.",
+    )
+    _lookups: list = PrivateAttr(default_factory=list)
+
+    @property
+    def lookups(self) -> list[tuple[str, int, Any]]:
+        """``(kind, index, settings)`` of every ``external_source`` entry, in the order they run (bound by
+        :mod:`dagger.plugins.binding`)."""
+        return self._lookups
+
+    def bind(self, lookups: list[tuple[str, int, Any]]) -> None:
+        """Set the validated lookups (:mod:`dagger.plugins.binding`)."""
+        self._lookups = lookups
+
     internal_source: list[InternalSourceConfig] = Field(default_factory=list)
     transformers: list[TransformerConfig] = Field(default_factory=list)
 

@@ -11,7 +11,7 @@ from dagger.job.descriptors import current
 if TYPE_CHECKING:
     from dagger.functions import FunctionCatalog
     from dagger.job.context import JobContext
-    from dagger.processors.transformers.base import ProcessorContext
+    from dagger.plugins.transformer import ProcessorContext
 
 
 def catalog(ctx: JobContext) -> FunctionCatalog:
@@ -45,7 +45,7 @@ def register(ctx: JobContext, texts: list[str] | None = None) -> FunctionCatalog
 
 def processor_context(ctx: JobContext, stage: str, table: str = "NULL") -> ProcessorContext:
     """What a pre-processor (``stage`` ``pre``, on ``table``) or a post-processor (``post``) gets."""
-    from dagger.processors.transformers import ProcessorContext
+    from dagger.plugins.transformer import ProcessorContext
 
     return ProcessorContext(
         spark=ctx.spark,

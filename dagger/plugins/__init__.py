@@ -6,10 +6,14 @@ kind           contract and registry                  users write               
 source         :mod:`dagger.plugins.source`           ``SOURCE_NAME``             ``dagger.sources``
 input format   :mod:`dagger.plugins.format`           ``INPUT_DATATYPE``          ``dagger.formats``
 sink           :mod:`dagger.plugins.sink`             ``SINK_TYPE``               ``dagger.sinks``
+transformer    :mod:`dagger.plugins.transformer`      ``transformation_class``    ``dagger.transformers``
+lookup         :mod:`dagger.plugins.lookup`           ``external_source`` keys    ``dagger.lookups``
+function       :mod:`dagger.plugins.udf`              a SQL function's name       ``dagger.functions``
 =============  =====================================  ==========================  =============================
 
 Each registers with ``register_<kind>(name, settings, build)``: the name users write, a typed settings model (the
 config reference is generated from it) and a constructor (:mod:`dagger.plugins.registry`). A job config meets its
-plugins in one place, :mod:`dagger.plugins.binding`. This package's ``__init__`` imports nothing, so that a plugin
+plugins in one place, :mod:`dagger.plugins.binding` (transformers are resolved when the job is planned, since a
+``PYTHON_FILES`` module may register one). This package's ``__init__`` imports nothing, so that a plugin
 importing its contract never loads the built-in plugins.
 """

@@ -1,9 +1,10 @@
 """The one place a job config meets its plugins: every stream bound to its source and input data type, every sink
-to its ``SINK_TYPE``, each entry's plugin keys validated by the settings model registered with them.
+to its ``SINK_TYPE``, every ``external_source`` entry to its lookup, each entry's plugin keys validated by the settings model registered with them.
 
 The config model (:mod:`dagger.config.model`) checks a job's shape and knows no plugin; :func:`bind` (called by
 :func:`dagger.job.load_config`) looks each entry's plugins up in their registries, validates the keys, attaches
-the validated settings (``stream.settings``, ``stream.format``, ``sink.settings``) and runs the checks that need a
+the validated settings (``stream.settings``, ``stream.format``, ``sink.settings``, a post-processor's
+``lookups``) and runs the checks that need a
 plugin (a source's own rules, a dead-letter policy without a destination). Every problem of the config is
 reported at once, one line each, worded as the config model words its own.
 
@@ -18,15 +19,17 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+import dagger.processors.external.kinds  # noqa: F401 - registers Dagger's lookups
 import dagger.serde.formats  # noqa: F401 - registers the built-in input data types
 import dagger.sinks  # noqa: F401 - registers the built-in sinks
 import dagger.sources  # noqa: F401 - registers the built-in sources
 from dagger.config.arguments import ConfigArguments
 from dagger.config.errors import format_validation_error, placed
 from dagger.config.loader import parse_config, read_config
-from dagger.config.model import JobConfig, SinkConfig, StreamConfig
+from dagger.config.model import JobConfig, PostProcessorConfig, SinkConfig, StreamConfig
 from dagger.errors import DaggerConfigError
 from dagger.plugins.format import FORMATS
+from dagger.plugins.lookup import LOOKUPS, lookup_order
 from dagger.plugins.sink import SINKS
 from dagger.plugins.source import SOURCES, source_names, source_of
 
@@ -41,6 +44,8 @@ def bind(config: JobConfig) -> JobConfig:
         problems += placed(f"SINKS[{i}]", _bind_sink(sink))
     if not config.SINKS:
         problems += _bind_sink(config.single_sink)
+    if config.PROCESSOR_POSTPROCESSOR_CONFIG is not None:
+        problems += _bind_lookups(config.PROCESSOR_POSTPROCESSOR_CONFIG)
     if not problems:
         problems += _dead_letter_problems(config)
     if problems:
@@ -103,6 +108,32 @@ def _bind_sink(sink: SinkConfig) -> list[str]:
     settings = _own(sink, plugin.settings, problems)
     if not problems:
         sink.bind(settings)
+    return problems
+
+
+def _bind_lookups(post: PostProcessorConfig) -> list[str]:
+    plugins = LOOKUPS.plugins()
+    order = lookup_order()
+    problems: list[str] = []
+    bound: list[tuple[str, int, Any]] = []
+    for kind in sorted(post.external_source, key=lambda k: order.index(k) if k in order else len(order)):
+        where = f"PROCESSOR_POSTPROCESSOR_CONFIG.external_source.{kind}"
+        if kind not in plugins:
+            close = difflib.get_close_matches(kind, list(plugins), n=1, cutoff=0.6)
+            problems.append(
+                f"{where}: unknown lookup"
+                + (f"; did you mean {close[0]}?" if close else "")
+                + f"; accepted: {', '.join(order)}"
+            )
+            continue
+        model = plugins[kind].settings
+        for index, entry in enumerate(post.external_source[kind]):
+            try:
+                bound.append((kind, index, model.model_validate(entry)))
+            except ValidationError as exc:
+                problems += [f"{where}[{index}].{m}" for m in format_validation_error(exc, model)]
+    if not problems:
+        post.bind(bound)
     return problems
 
 

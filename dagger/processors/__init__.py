@@ -19,8 +19,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import dagger.processors.transformers  # noqa: F401 - registers Dagger's transformers
 from dagger.errors import DaggerConfigError
-from dagger.processors.transformers import ProcessorContext, resolve_transformer
+from dagger.plugins.transformer import ProcessorContext, resolve_transformer
 
 if TYPE_CHECKING:
     from dagger.config.model import JobConfig
@@ -162,8 +163,24 @@ def internal_column(df: Any, source: Any, context: ProcessorContext, where: str)
 
 
 def _run_transformer(df: Any, spec: Any, context: ProcessorContext, where: str) -> Any:
-    cls = resolve_transformer(spec.transformation_class, f"{where}.transformation_class")
-    transformer = cls(spec.transformation_arguments, list(df.columns), context, where)
+    """Resolve ``spec``'s transformer (at plan time: a ``PYTHON_FILES`` module may register it), validate its
+    ``transformation_arguments`` by its model, build it and apply it."""
+    from pydantic import ValidationError
+
+    plugin = resolve_transformer(spec.transformation_class, f"{where}.transformation_class")
+    name = plugin.name.rsplit(":", 1)[-1]
+    try:
+        settings = plugin.settings.model_validate(spec.transformation_arguments)
+    except ValidationError as exc:
+        given = ", ".join(sorted(spec.transformation_arguments)) or "none"
+        problems = [
+            f"{name} needs transformation_arguments.{'.'.join(map(str, e['loc']))}; given: {given}"
+            if e["type"] == "missing"
+            else f"{name} argument {'.'.join(map(str, e['loc']))}: {e['msg']} (got {e['input']!r})"
+            for e in exc.errors(include_url=False)
+        ]
+        raise DaggerConfigError(f"{where}: " + f"\n  - {where}: ".join(problems)) from None
+    transformer = plugin.build(settings, list(df.columns), context, where)
     return transformer.transform(df)
 
 

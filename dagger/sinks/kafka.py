@@ -88,7 +88,7 @@ def _encoder(descriptor_set_b64: str, message: str, key: str) -> Any:
 
 class _KafkaWriter(SinkWriter):
     def __init__(self, sink: KafkaSink, partition_id: int, batch_id: int):
-        from dagger.sinks.kafka_batch import ProduceError, open_producer
+        from dagger.kafka.producer import ProduceError, open_producer
 
         self.sink = sink
         self.rejected = RejectedRows(sink, batch_id, partition_id)
@@ -110,7 +110,7 @@ class _KafkaWriter(SinkWriter):
         if sink.data_type == "JSON":
             if sink.json_schema:
                 batch = _json_shape(sink.json_schema).shape(batch)
-            return pa.array(_json_lines(batch), pa.binary()), None
+            return pa.array(json_lines(batch), pa.binary()), None
         try:
             values = _encoder(sink.descriptor_set_b64, sink.value_message, "SINK_KAFKA_PROTO_MESSAGE").encode(batch)
             keys = (
@@ -123,7 +123,7 @@ class _KafkaWriter(SinkWriter):
         return values, keys
 
     def _produce(self, batch: pa.RecordBatch) -> None:
-        from dagger.sinks.kafka_batch import ProduceError
+        from dagger.kafka.producer import ProduceError
 
         values, keys = self._encode(batch)
         try:
@@ -197,7 +197,7 @@ class JsonShape:
         return pa.RecordBatch.from_arrays(columns, schema=self.schema)
 
 
-def _json_lines(batch: pa.RecordBatch) -> list[bytes]:
+def json_lines(batch: pa.RecordBatch) -> list[bytes]:
     """One compact JSON object per row, numbers at full precision.
 
     Doubles are written in their shortest form that reads back to the same double (orjson), floats in the
@@ -339,8 +339,8 @@ class KafkaSink(Sink):
 
         from confluent_kafka import KafkaError, KafkaException, Producer
 
-        from dagger.kafka_logging import quiet
-        from dagger.sinks.kafka_batch import _PYTHON_CLIENT_ONLY
+        from dagger.kafka.logs import quiet
+        from dagger.kafka.producer import PYTHON_CLIENT_ONLY
 
         refused: list[str] = []
 
@@ -348,7 +348,7 @@ class KafkaSink(Sink):
             if error.code() in (KafkaError._AUTHENTICATION, KafkaError._SSL, KafkaError.SASL_AUTHENTICATION_FAILED):
                 refused.append(error.str())
 
-        config = {k: v for k, v in self.producer_config.items() if k not in _PYTHON_CLIENT_ONLY}
+        config = {k: v for k, v in self.producer_config.items() if k not in PYTHON_CLIENT_ONLY}
         producer = Producer(quiet({**config, "error_cb": on_error}))
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline and not refused:

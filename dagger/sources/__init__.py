@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from dagger.plugins.source import register_source
-from dagger.sources.kafka_stream import KafkaSource
+from dagger.sources.kafka import KafkaSource
 from dagger.sources.parquet import ParquetSource
 
 if TYPE_CHECKING:
@@ -23,7 +23,7 @@ for _source in (KafkaSource, ParquetSource):
 def register_data_sources(spark: SparkSession) -> None:
     """Register the Python data sources (Kafka reader, fan-out sink writer) with a Spark session."""
     from dagger.sinks.spark_writer import SinkDataSource
-    from dagger.sources.kafka import KafkaDataSource
+    from dagger.sources.kafka.reader import KafkaDataSource
 
     spark.dataSource.register(KafkaDataSource)
     spark.dataSource.register(SinkDataSource)

@@ -19,6 +19,7 @@ import datetime as dt
 import re
 from dataclasses import dataclass
 
+from dagger.config.instants import parse_instant
 from dagger.errors import DaggerConfigError
 
 PARTITION_PATTERN = re.compile(r"^.*/dt=(\d{4}-\d{2}-\d{2})/(hr=(\d{2}))?.*$")
@@ -34,23 +35,6 @@ class DateRange:
 
     def __contains__(self, instant: dt.datetime) -> bool:
         return self.start <= instant <= self.end
-
-
-def parse_instant(text: str, what: str) -> dt.datetime:
-    """An ISO-8601 instant (``2026-11-01T00:00:00Z``; no offset means UTC) or epoch milliseconds."""
-    value = text.strip()
-    if re.fullmatch(r"-?\d{10,}", value):
-        return dt.datetime.fromtimestamp(int(value) / 1000, tz=dt.UTC)
-    try:
-        instant = dt.datetime.fromisoformat(value)
-    except ValueError:
-        raise DaggerConfigError(
-            f"{what}: {text!r} is not an instant; accepted: ISO-8601 such as 2026-11-01T00:00:00Z "
-            "(UTC when no offset is given) or epoch milliseconds such as 1761955200000"
-        ) from None
-    if instant.tzinfo is None:
-        instant = instant.replace(tzinfo=dt.UTC)
-    return instant.astimezone(dt.UTC)
 
 
 def parse_date_ranges(text: str | None, key: str = "SOURCE_PARQUET_FILE_DATE_RANGE") -> list[DateRange]:

@@ -552,8 +552,8 @@ def processors(config: JobConfig) -> list[tuple[str, str]]:
         out += [("pre", t.transformation_class.rsplit(".", 1)[-1]) for t in table.transformers]
     post = config.PROCESSOR_POSTPROCESSOR_CONFIG if config.PROCESSOR_POSTPROCESSOR_ENABLE else None
     if post:
-        for kind in ("http", "es", "pg", "grpc"):
-            out += [("post", kind)] * len(getattr(post.external_source, kind))
+        for kind, entries in post.external_source.items():
+            out += [("post", kind)] * len(entries)
         out += [("post", f"internal_{s.type}") for s in post.internal_source]
         out += [("post", t.transformation_class.rsplit(".", 1)[-1]) for t in post.transformers]
     return sorted(set(out))
@@ -573,7 +573,7 @@ def invalid_counts(progress: dict[str, Any]) -> dict[str, tuple[bool, int]]:
 def partition_lag(source: dict[str, Any]) -> tuple[str, dict[tuple[str, str], int]]:
     """A progress source's stream (its ``@table`` tag) and each partition's lag: the latest offset the reader
     reported minus the end offset the batch processed to."""
-    from dagger.sources.kafka import STREAM_KEY
+    from dagger.sources.kafka.spec import STREAM_KEY
 
     end, latest = _offsets(source.get("endOffset")), _offsets(source.get("latestOffset"))
     table = end.get(STREAM_KEY) or latest.get(STREAM_KEY) or str(source.get("description", "?"))

@@ -27,7 +27,8 @@ def main() -> None:
 
     from dagger.generate import RecordGenerator, produce_generated
     from dagger.schema.registry import DescriptorSet
-    from dagger.sources.kafka import KafkaSourceSpec, KafkaStreamReader
+    from dagger.sources.kafka.reader import KafkaStreamReader
+    from dagger.sources.kafka.spec import KafkaSourceSpec
     from testing.broker import Broker
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

@@ -4,11 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from dagger.processors.transformers import register_transformer
-from dagger.processors.transformers.base import Transformer
+from pydantic import Field
+
+from dagger.plugins.transformer import Transformer, TransformerArguments, register_transformer
 
 
-@register_transformer
+class ClearColumnArguments(TransformerArguments):
+    """ClearColumnTransformer's arguments."""
+
+    targetColumnName: str = Field(description="The column set to the empty string.")  # noqa: N815 - Dagger's key
+
+
 class ClearColumnTransformer(Transformer):
     """Sets ``targetColumnName`` to the empty string (a missing column is a config error at start)."""
 
@@ -18,5 +24,8 @@ class ClearColumnTransformer(Transformer):
     def transform(self, df: Any) -> Any:
         from pyspark.sql import functions as F
 
-        target = self.column(self.argument("targetColumnName", str), "targetColumnName")
+        target = self.column(self.settings.targetColumnName, "targetColumnName")
         return df.withColumn(target, F.lit(""))
+
+
+register_transformer("ClearColumnTransformer", ClearColumnArguments, ClearColumnTransformer)

@@ -4,13 +4,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from dagger.processors.transformers import register_transformer
-from dagger.processors.transformers.base import Transformer
+from pydantic import Field
+
+from dagger.plugins.transformer import Transformer, TransformerArguments, register_transformer
 from dagger.session_tuning import ROCKSDB_STATE_STORE as ROCKSDB
 from dagger.session_tuning import STATE_STORE_PROVIDER
 
 
-@register_transformer
+class DeDuplicationArguments(TransformerArguments):
+    """DeDuplicationTransformer's arguments."""
+
+    key_column: str = Field(description="The column whose value identifies a row.")
+    ttl_in_seconds: int = Field(description="How long a key is remembered after its first row.")
+
+
 class DeDuplicationTransformer(Transformer):
     """Passes the first row of each ``key_column`` value and drops the rest for ``ttl_in_seconds`` (processing
     time, from when the key was first seen), as Dagger's keyed state with TTL does.
@@ -26,8 +33,8 @@ class DeDuplicationTransformer(Transformer):
     def transform(self, df: Any) -> Any:
         from pyspark.sql import functions as F
 
-        key = self.column(self.argument("key_column", str), "key_column")
-        ttl = self.argument("ttl_in_seconds", int)
+        key = self.column(self.settings.key_column, "key_column")
+        ttl = self.settings.ttl_in_seconds
         if ttl <= 0:
             from dagger.errors import DaggerConfigError
 
@@ -81,3 +88,6 @@ class _FirstPerKey(_processor_base()):  # type: ignore[misc]
 
     def close(self) -> None:
         return None
+
+
+register_transformer("DeDuplicationTransformer", DeDuplicationArguments, DeDuplicationTransformer)

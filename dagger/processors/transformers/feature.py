@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import Field
+
 from dagger.errors import DaggerConfigError
-from dagger.processors.transformers import register_transformer
-from dagger.processors.transformers.base import Transformer
+from dagger.plugins.transformer import Transformer, TransformerArguments, register_transformer
 
 _VIEW = "__dagger_feature_rows"
 
@@ -19,7 +20,20 @@ def _quote(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
-@register_transformer
+class FeatureArguments(TransformerArguments):
+    """FeatureTransformer's arguments."""
+
+    keyColumnName: str = Field(description="The column whose value names the feature.")  # noqa: N815 - Dagger's
+    valueColumnName: str = Field(description="The column replaced by the feature row.")  # noqa: N815
+
+
+class FeatureWithTypeArguments(TransformerArguments):
+    """FeatureWithTypeTransformer's arguments."""
+
+    outputColumnName: str = Field(description="The column that receives the feature rows.")  # noqa: N815
+    data: list = Field(description="`{keyColumnName, valueColumnName, type}` of each feature.")
+
+
 class FeatureTransformer(Transformer):
     """Replaces ``valueColumnName`` with ``[feature row(name = keyColumnName's value, value)]``; the value slot
     follows the value's SQL type."""
@@ -28,14 +42,13 @@ class FeatureTransformer(Transformer):
     stages = ("post",)
 
     def transform(self, df: Any) -> Any:
-        key = _quote(self.column(self.argument("keyColumnName", str), "keyColumnName"))
-        value_name = self.column(self.argument("valueColumnName", str), "valueColumnName")
+        key = _quote(self.column(self.settings.keyColumnName, "keyColumnName"))
+        value_name = self.column(self.settings.valueColumnName, "valueColumnName")
         value = _quote(value_name)
         row = f"array(__Feature({key}, typeof({value}), to_json(named_struct('v', {value}))))"
         return _replace(self, df, value_name, row)
 
 
-@register_transformer
 class FeatureWithTypeTransformer(Transformer):
     """Writes ``[feature row for each {keyColumnName, valueColumnName, type} of data]`` into
     ``outputColumnName`` (which must exist, e.g. from a constant internal source)."""
@@ -46,8 +59,8 @@ class FeatureWithTypeTransformer(Transformer):
     def transform(self, df: Any) -> Any:
         from udfs.aggregates import FEATURE_TYPES
 
-        output = self.column(self.argument("outputColumnName", str), "outputColumnName")
-        data = self.argument("data", list)
+        output = self.column(self.settings.outputColumnName, "outputColumnName")
+        data = self.settings.data
         rows = []
         for i, item in enumerate(data):
             if not isinstance(item, dict) or not {"keyColumnName", "valueColumnName", "type"} <= set(item):
@@ -70,3 +83,7 @@ def _replace(transformer: Transformer, df: Any, column: str, expression: str) ->
     """``df`` with ``column`` replaced by a SQL expression that may use the function library."""
     select = ", ".join(f"{expression} AS {_quote(c)}" if c == column else _quote(c) for c in df.columns)
     return transformer.context.sql(f"SELECT {select} FROM {_VIEW}", {_VIEW: df})
+
+
+register_transformer("FeatureTransformer", FeatureArguments, FeatureTransformer)
+register_transformer("FeatureWithTypeTransformer", FeatureWithTypeArguments, FeatureWithTypeTransformer)

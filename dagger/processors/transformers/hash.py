@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import Field
+
 from dagger.errors import DaggerConfigError
-from dagger.processors.transformers import register_transformer
-from dagger.processors.transformers.base import Transformer
+from dagger.plugins.transformer import Transformer, TransformerArguments, register_transformer
 
 
 def _little_endian(hex_text: Any, width: int) -> Any:
@@ -41,7 +42,12 @@ def sha256_hash(column: Any, kind: str) -> Any:
     return F.when(column.isNull(), None).otherwise(result)
 
 
-@register_transformer
+class HashArguments(TransformerArguments):
+    """HashTransformer's arguments."""
+
+    maskColumns: list[str] = Field(description="The columns (dotted paths reach nested fields) to hash.")  # noqa: N815
+
+
 class HashTransformer(Transformer):
     """Replaces each of ``maskColumns`` (dotted paths reach into nested fields) with its SHA-256 hash:
     strings become the hex digest, INT and BIGINT stay numbers (Guava's ``asInt``/``asLong``). Other types
@@ -53,7 +59,7 @@ class HashTransformer(Transformer):
     def transform(self, df: Any) -> Any:
         from pyspark.sql import functions as F
 
-        columns = self.argument("maskColumns", list)
+        columns = self.settings.maskColumns
         for path in columns:
             if not isinstance(path, str):
                 raise DaggerConfigError(f"{self.where}: HashTransformer maskColumns holds {path!r}, not a column name")
@@ -80,3 +86,6 @@ def _type_at(schema: Any, parts: list[str], where: str) -> str:
             "accepted: STRING, INT, BIGINT"
         )
     return kind
+
+
+register_transformer("HashTransformer", HashArguments, HashTransformer)

@@ -4,12 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from dagger.processors.transformers import register_transformer
-from dagger.processors.transformers.base import Transformer
+from dagger.plugins.transformer import Transformer, TransformerArguments, register_transformer
 from dagger.serde.types import VALIDITY_COLUMN
 
 
-@register_transformer
 class InvalidRecordFilterTransformer(Transformer):
     """Removes rows whose ``__internal_validation_field__`` is false and counts them as
     ``filtered_invalid_records_<table>`` (Dagger's ``filtered_invalid_records`` counter, per table).
@@ -32,3 +30,6 @@ class InvalidRecordFilterTransformer(Transformer):
             F.count(F.when(~F.col(VALIDITY_COLUMN), 1)).alias("count"),
         )
         return counted.where(F.col(VALIDITY_COLUMN))
+
+
+register_transformer("InvalidRecordFilterTransformer", TransformerArguments, InvalidRecordFilterTransformer)

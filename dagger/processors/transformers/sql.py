@@ -4,11 +4,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from dagger.processors.transformers import register_transformer
-from dagger.processors.transformers.base import Transformer
+from pydantic import Field
+
+from dagger.plugins.transformer import Transformer, TransformerArguments, register_transformer
 
 
-@register_transformer
+class SqlArguments(TransformerArguments):
+    """SQLTransformer's arguments."""
+
+    sqlQuery: str = Field(description="The query over the rows.")  # noqa: N815 - Dagger's keys
+    tableName: str = Field("data_stream", description="The name the rows have in the query.")  # noqa: N815
+    allowedLatenessInMs: int = Field(0, description="The watermark delay of `rowtime` in the query.")  # noqa: N815
+
+
 class SQLTransformer(Transformer):
     """Runs ``sqlQuery`` over the rows registered as ``tableName`` (default ``data_stream``). When the rows have
     a ``rowtime`` column it is the event time again, watermarked with ``allowedLatenessInMs`` (default 0), so
@@ -19,9 +27,9 @@ class SQLTransformer(Transformer):
     stages = ("post",)
 
     def transform(self, df: Any) -> Any:
-        query = self.argument("sqlQuery", str)
-        table = self.argument("tableName", str, "data_stream")
-        lateness = self.argument("allowedLatenessInMs", int, 0)
+        query = self.settings.sqlQuery
+        table = self.settings.tableName
+        lateness = self.settings.allowedLatenessInMs
         rowtime = self.context.config.FLINK_ROWTIME_ATTRIBUTE_NAME
         if rowtime in df.columns and df.isStreaming:
             df = _event_time_again(df, rowtime, lateness)
@@ -56,3 +64,6 @@ def _past_python(df: Any) -> bool:
     """Whether ``df``'s rows went through the executors' Python (``mapInArrow``) after the source's watermark."""
     plan = df._jdf.queryExecution().logical().toString()  # noqa: SLF001 - the JVM plan, as Spark prints it
     return "MapInArrow" in plan and "EventTimeWatermark" in plan
+
+
+register_transformer("SQLTransformer", SqlArguments, SQLTransformer)

@@ -110,13 +110,13 @@ def end_position(stream: StreamConfig, to_ms: int | None = None) -> Position | N
 
 
 def _instant_ms(text: str, stream: StreamConfig, which: str) -> int:
-    from dagger.sources.time_partitions import parse_instant
+    from dagger.config.instants import parse_instant
 
     key = f"STREAMS[{stream.INPUT_SCHEMA_TABLE}].SOURCE_KAFKA_{which}_TIMESTAMP"
     return int(parse_instant(text, key).timestamp() * 1000)
 
 
-def _key(topic: str, partition: int) -> str:
+def offset_key(topic: str, partition: int) -> str:
     return f"{topic}:{partition}"
 
 
@@ -144,11 +144,11 @@ def resolve(
     if position.kind == "timestamp":
         return offsets_for_timestamp(consumer, marks, position.timestamp_ms, table)
     # group: committed offsets, else auto.offset.reset
-    tps = [TopicPartition(*_split(k)) for k in marks]
+    tps = [TopicPartition(*split_offset_key(k)) for k in marks]
     committed = _committed(consumer, tps, table) if tps else []
     out = {}
     for tp in committed:
-        k = _key(tp.topic, tp.partition)
+        k = offset_key(tp.topic, tp.partition)
         low, high = marks[k]
         if tp.offset >= 0:
             out[k] = min(max(tp.offset, low), high)
@@ -182,7 +182,7 @@ def _committed(consumer: Any, tps: list[Any], table: str, timeout_s: float = 30.
             time.sleep(0.2)
 
 
-def _split(key: str) -> tuple[str, int]:
+def split_offset_key(key: str) -> tuple[str, int]:
     topic, _, partition = key.rpartition(":")
     return topic, int(partition)
 
@@ -204,7 +204,7 @@ def offsets_for_timestamp(
     answers: dict[str, int] = {}
     pending = list(marks)
     while pending:
-        query = [TopicPartition(*_split(k), ts_ms) for k in pending]
+        query = [TopicPartition(*split_offset_key(k), ts_ms) for k in pending]
         try:
             found = consumer.offsets_for_times(query, timeout=max(1.0, deadline - time.monotonic()))
         except KafkaException as exc:
@@ -214,7 +214,7 @@ def offsets_for_timestamp(
             ) from None
         failed = []
         for tp in found:
-            key = _key(tp.topic, tp.partition)
+            key = offset_key(tp.topic, tp.partition)
             if tp.error is None:
                 answers[key] = tp.offset
             elif tp.error.retriable() and time.monotonic() < deadline:

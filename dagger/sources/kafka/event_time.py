@@ -28,8 +28,8 @@ import time
 from collections import OrderedDict
 from typing import Any
 
-from dagger.kafka_logging import quiet
-from dagger.sources.kafka_spec import FETCH_WAIT_MS, _decoder, _split, rowtime_field_name
+from dagger.kafka.logs import quiet
+from dagger.sources.kafka.spec import FETCH_WAIT_MS, decoder_for, rowtime_field_name, split_offset_key
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +71,7 @@ class EventTimeProbe:
             from dataclasses import replace
 
             only_rowtime = replace(self.spec, fields=[rowtime_field_name(self.spec)])
-            self._decoder = _decoder(only_rowtime)
+            self._decoder = decoder_for(only_rowtime)
         result = self._decoder.decode(values)
         times = result.batch.column(self.spec.rowtime).cast("int64").to_pylist()
         valid = result.batch.column(len(result.batch.schema) - 2).to_pylist()
@@ -94,7 +94,7 @@ class EventTimeProbe:
             return out
         self.fetches += 1
         consumer = self._open()
-        consumer.assign([TopicPartition(*_split(k), o) for k, o in todo.items()])
+        consumer.assign([TopicPartition(*split_offset_key(k), o) for k, o in todo.items()])
         found: dict[str, bytes | None] = {}
         done: set[str] = set()
         deadline = time.monotonic() + _FETCH_TIMEOUT

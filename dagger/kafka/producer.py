@@ -1,6 +1,6 @@
 """Produce Arrow binary arrays to Kafka: one librdkafka batch call per array, no Python object per record.
 
-:class:`NativeProducer` hands the array's buffers to the C helper of :mod:`dagger.arrow_kafka`
+:class:`NativeProducer` hands the array's buffers to the C helper of :mod:`dagger.kafka.native`
 (``rd_kafka_produce_batch`` with copy semantics). :class:`ConfluentProducer` does the same through
 confluent-kafka's ``produce_batch`` (a dict per record) where the helper is unavailable. Both wait out a full
 local queue, raise :class:`ProduceError` when librdkafka refuses a record for another reason, and collect
@@ -16,12 +16,12 @@ from typing import Any, Protocol
 import numpy as np
 import pyarrow as pa
 
-from dagger.arrow_kafka import config_arrays, kafka_exception_text, native_library
-from dagger.kafka_logging import quiet
+from dagger.kafka.logs import quiet
+from dagger.kafka.native import config_arrays, kafka_exception_text, native_library
 
 # settings confluent-kafka's Python client reads itself; librdkafka does not know them (the helper reports
 # failed deliveries only, so only-error delivery reports are its behaviour anyway)
-_PYTHON_CLIENT_ONLY = {"delivery.report.only.error", "on_delivery", "error_cb", "stats_cb", "throttle_cb", "logger"}
+PYTHON_CLIENT_ONLY = {"delivery.report.only.error", "on_delivery", "error_cb", "stats_cb", "throttle_cb", "logger"}
 
 
 class ProduceError(RuntimeError):
@@ -53,12 +53,12 @@ def open_producer(config: dict[str, Any], topic: str) -> BatchProducer:
 
 
 class NativeProducer:
-    """A librdkafka producer driven by the C helper of :mod:`dagger.arrow_kafka`."""
+    """A librdkafka producer driven by the C helper of :mod:`dagger.kafka.native`."""
 
     def __init__(self, library: Any, config: dict[str, Any], topic: str):
         self._lib = library
         error = ctypes.create_string_buffer(512)
-        settings = {k: v for k, v in config.items() if k not in _PYTHON_CLIENT_ONLY}
+        settings = {k: v for k, v in config.items() if k not in PYTHON_CLIENT_ONLY}
         self._handle = library.dk_producer_open(*config_arrays(settings), topic.encode(), error, len(error))
         if not self._handle:
             raise ProduceError(error.value.decode(errors="replace"))

@@ -1,6 +1,6 @@
 """Columnar reads of one Kafka partition range: each fetch is a :class:`Chunk` of Arrow arrays, not messages.
 
-:class:`NativeFetcher` reads through the C helper of :mod:`dagger.arrow_kafka` (librdkafka's
+:class:`NativeFetcher` reads through the C helper of :mod:`dagger.kafka.native` (librdkafka's
 ``rd_kafka_consume_batch_queue`` copied straight into Arrow buffers: values and keys as binary arrays, offsets
 and timestamps as int64 columns, in two calls per batch). Where the helper is unavailable,
 :class:`ConfluentFetcher` produces the same chunks from confluent-kafka's ``consume()``, one ``Message`` object
@@ -16,8 +16,8 @@ from typing import Any, Protocol
 import numpy as np
 import pyarrow as pa
 
-from dagger.arrow_kafka import config_arrays, kafka_exception_text, native_library
-from dagger.kafka_logging import quiet
+from dagger.kafka.logs import quiet
+from dagger.kafka.native import config_arrays, kafka_exception_text, native_library
 
 
 class FetchError(RuntimeError):
@@ -71,7 +71,7 @@ def open_fetcher(config: dict[str, str], topic: str, partition: int, start: int)
 
 
 class NativeFetcher:
-    """A librdkafka consumer driven by the C helper of :mod:`dagger.arrow_kafka`."""
+    """A librdkafka consumer driven by the C helper of :mod:`dagger.kafka.native`."""
 
     def __init__(self, library: Any, config: dict[str, str], topic: str, partition: int, start: int):
         self._lib = library

@@ -1,9 +1,9 @@
-"""The C helper that moves Kafka records between librdkafka and Arrow buffers (``arrow_kafka.c``).
+"""The C helper that moves Kafka records between librdkafka and Arrow buffers (``native.c``).
 
 confluent-kafka makes one Python object per record on both sides: a ``Message`` per consumed record and a dict
 per produced one (~1–1.5 µs each on a 2-core machine, as much as decoding them). The helper calls librdkafka's
 batch APIs (``rd_kafka_consume_batch_queue``, ``rd_kafka_produce_batch``) and copies records straight from or
-into Arrow binary arrays. :mod:`dagger.sources.kafka_batch` reads with it and :mod:`dagger.sinks.kafka_batch`
+into Arrow binary arrays. :mod:`dagger.sources.kafka.fetcher` reads with it and :mod:`dagger.kafka.producer`
 produces with it.
 
 The helper is compiled on first use with the system C compiler (``CC``, else ``cc``/``gcc``) against the
@@ -29,7 +29,7 @@ from typing import Any
 
 log = logging.getLogger(__name__)
 
-SOURCE = Path(__file__).with_name("arrow_kafka.c")
+SOURCE = Path(__file__).with_name("native.c")
 
 _LIBRARY: list[Any] = []  # [library or None] once resolved in this process
 

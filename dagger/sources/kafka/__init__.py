@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from dagger.errors import DaggerConfigError
 from dagger.plugins.source import Source, SourceOptions
-from dagger.sources.kafka_settings import KafkaSourceSettings
+from dagger.sources.kafka.settings import KafkaSourceSettings
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -52,7 +52,7 @@ class KafkaSource(Source):
 
     @staticmethod
     def _check_positions(stream: StreamConfig) -> None:
-        from dagger.sources.kafka_positions import end_position, start_position
+        from dagger.sources.kafka.positions import end_position, start_position
 
         table = stream.INPUT_SCHEMA_TABLE
         if stream.settings.SOURCE_KAFKA_STARTING_TIMESTAMP and stream.settings.SOURCE_KAFKA_STARTING_OFFSETS != "group":
@@ -88,7 +88,7 @@ class KafkaSource(Source):
     def input_description(
         self, spark: SparkSession, stream: StreamConfig, from_ms: int | None, to_ms: int | None
     ) -> dict[str, Any]:
-        from dagger.sources.kafka_positions import end_position, start_position
+        from dagger.sources.kafka.positions import end_position, start_position
 
         start, end = start_position(stream, from_ms), end_position(stream, to_ms)
         return {
@@ -106,8 +106,10 @@ class KafkaSource(Source):
         descriptors: DescriptorSet,
         options: SourceOptions,
     ) -> DataFrame:
-        from dagger.sources.kafka import SOURCE_FORMAT, KafkaSourceSpec, client_config
-        from dagger.sources.kafka_positions import end_position, start_position
+        from dagger.sources.kafka.client import client_config
+        from dagger.sources.kafka.positions import end_position, start_position
+        from dagger.sources.kafka.reader import SOURCE_FORMAT
+        from dagger.sources.kafka.spec import KafkaSourceSpec
 
         json_input = stream.INPUT_DATATYPE == "JSON"
         if not json_input:
@@ -157,7 +159,8 @@ class KafkaSource(Source):
     def finish(self, progress: dict[str, Any], streams: list[StreamConfig], config: JobConfig) -> None:
         """Commit each stream's last processed offsets to its own consumer group (matched by the stream's table,
         which tags its offsets, never by topic: two streams may read the same topic)."""
-        from dagger.sources.kafka import client_config, commit_final_offsets
+        from dagger.sources.kafka.client import client_config
+        from dagger.sources.kafka.commits import commit_final_offsets
 
         large = config.SOURCE_KAFKA_CONSUME_LARGE_MESSAGE_ENABLE
         groups = {s.INPUT_SCHEMA_TABLE: client_config(s, config.job_slug, large) for s in streams}

@@ -5,7 +5,7 @@ standard error, many times a second while a broker is down: a job started agains
 578 of them in 43 s, burying the one line that said what was wrong. The Kafka clients of the job's Python code get
 :func:`quiet` settings: their lines go to the ``dagger.kafka.client`` logger instead, at most one per kind
 (librdkafka's facility, e.g. ``FAIL``) every :data:`EVERY_SECONDS`, the next one saying how many were left out.
-The C helper of :mod:`dagger.arrow_kafka` does the same on its own clients. What went wrong still reaches the
+The C helper of :mod:`dagger.kafka.native` does the same on its own clients. What went wrong still reaches the
 user in full through the errors the clients return, which the sources and sinks turn into their messages.
 """
 

@@ -1,6 +1,6 @@
 """What a Kafka stream's reader is told and how it names things: the spec the driver hands to every task, the
 offsets' keys, and the decoder a spec makes (one per Python worker). Below the reader (:mod:`dagger.sources.kafka`)
-and the event-time probe (:mod:`dagger.sources.event_time`), which both use it."""
+and the event-time probe (:mod:`dagger.sources.kafka.event_time`), which both use it."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import json
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from dagger.sources.kafka_positions import Position
+from dagger.sources.kafka.positions import Position
 from dagger.worker_cache import BuiltCache, content_key
 
 #: ``fetch.wait.max.ms`` of the consumers that plan micro-batches (the event-time probe): a fetch returns as soon as
@@ -37,7 +37,7 @@ class KafkaSourceSpec:
     max_records_per_trigger: int | None = None
     read_batch_size: int = 50_000
     records_per_task: int = 10_000  # SPARK_KAFKA_RECORDS_PER_TASK: small ranges share a task; 0: one per partition
-    aligned_delay_ms: int | None = None  # event-time alignment (dagger.sources.event_time); None: by offsets only
+    aligned_delay_ms: int | None = None  # event-time alignment (dagger.sources.kafka.event_time); None: by offsets only
     idle_timeout_ms: int = 30_000
     unreachable_timeout_ms: int = 300_000  # SOURCE_KAFKA_UNREACHABLE_TIMEOUT_MS
     commit_offsets: bool = True
@@ -82,11 +82,11 @@ def positions(offsets: dict | None) -> dict[str, int]:
     return {k: v for k, v in (offsets or {}).items() if k != STREAM_KEY}
 
 
-def _key(topic: str, partition: int) -> str:
+def offset_key(topic: str, partition: int) -> str:
     return f"{topic}:{partition}"
 
 
-def _split(key: str) -> tuple[str, int]:
+def split_offset_key(key: str) -> tuple[str, int]:
     topic, _, partition = key.rpartition(":")
     return topic, int(partition)
 
@@ -94,7 +94,7 @@ def _split(key: str) -> tuple[str, int]:
 _DECODERS = BuiltCache(32)
 
 
-def _decoder(spec: KafkaSourceSpec):  # noqa: ANN202
+def decoder_for(spec: KafkaSourceSpec):  # noqa: ANN202
     """One decoder per (descriptor set, message, fields) per Python worker; workers are reused across tasks."""
     key = content_key(
         spec.data_type,
@@ -129,4 +129,4 @@ def _build_decoder(spec: KafkaSourceSpec):  # noqa: ANN202
 
 def rowtime_field_name(spec: KafkaSourceSpec) -> str:
     """The message field that becomes ``rowtime``."""
-    return _decoder(spec).rowtime_source
+    return decoder_for(spec).rowtime_source

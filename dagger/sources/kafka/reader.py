@@ -17,7 +17,7 @@ Arrow buffers from librdkafka in C where Spark's connector hands rows to the Pyt
   records per partition, so the first output is not held back by a backlog read in a cold JVM.
   ``--available-now`` (``SupportsTriggerAvailableNow``) pins the end offsets at start.
 * **Reading** (on executors): one input partition per Kafka topic-partition range; each fetch
-  (:mod:`dagger.sources.kafka_batch`, librdkafka's batch API straight into Arrow buffers) asks for at most the
+  (:mod:`dagger.sources.kafka.fetcher`, librdkafka's batch API straight into Arrow buffers) asks for at most the
   records left in the range and stops at the range end or at partition EOF, never waiting out a timeout.
   Values are decoded from the Arrow binary column into Arrow record batches in Rust (ptars).
 * **Commit**: after every finished micro-batch, the processed offsets are committed to the consumer group,
@@ -28,7 +28,7 @@ Arrow buffers from librdkafka in C where Spark's connector hands rows to the Pyt
   unreachable-broker deadline.
 * **Invalid records** follow ``SOURCE_KAFKA_INVALID_RECORD_POLICY``: ``fail`` raises an error naming topic,
   partition and offset; ``drop`` and ``dead-letter`` emit the row with ``__internal_validation_field__ =
-  false`` (counted and filtered out by the stream manager); ``dead-letter`` first writes the raw record with
+  false`` (counted and filtered out by the job, :mod:`dagger.job.inputs`); ``dead-letter`` first writes the raw record with
   its reason and coordinates to the stream's ``SOURCE_KAFKA_DEAD_LETTER_TOPIC``, else to the job's
   dead-letter output (:mod:`dagger.dead_letter`; at-least-once).
 * **Column pruning**: only the fields the query can read (``spec.fields``, :mod:`dagger.schema.projection`)
@@ -37,7 +37,6 @@ Arrow buffers from librdkafka in C where Spark's connector hands rows to the Pyt
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import re
@@ -45,160 +44,42 @@ import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
+from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
 from pyspark.sql.types import StructType
 
-from dagger.errors import DaggerConfigError, InvalidRecordError, SourceError
-from dagger.kafka_logging import quiet
-from dagger.sources.event_time import EventTimeAligner, EventTimeProbe
-from dagger.sources.kafka_positions import Position, resolve
-from dagger.sources.kafka_spec import (
-    READ_FETCH_WAIT_MS,
+from dagger.errors import SourceError
+from dagger.kafka.logs import quiet
+from dagger.sources.kafka.event_time import EventTimeAligner, EventTimeProbe
+from dagger.sources.kafka.positions import Position, resolve
+from dagger.sources.kafka.spec import (
     STREAM_KEY,
     KafkaSourceSpec,
-    _decoder,
-    _key,
-    _split,
+    decoder_for,
+    offset_key,
     positions,
+    split_offset_key,
 )
 
 if TYPE_CHECKING:
-    from dagger.config.model import StreamConfig
+    pass
+
+from dagger.sources.kafka.commits import COMMIT_TIMEOUT_SECONDS, commit_within, group_client
+from dagger.sources.kafka.partitions import (
+    ANSWER_SECONDS,
+    KafkaPartition,
+    KafkaRanges,
+    read_partition,
+    read_ranges,
+    tasks,
+)
 
 log = logging.getLogger(__name__)
 
 SOURCE_FORMAT = "dagger-kafka"
-_JAAS = re.compile(r'(username|password)\s*=\s*"([^"]*)"')
 _FIRST_CONTACT_SECONDS = 30.0  # brokers unreachable at start: the job fails after this long
-#: once the brokers have answered, how long one request waits for them before the job says they do not answer
-#: (and goes on waiting, up to SOURCE_KAFKA_UNREACHABLE_TIMEOUT_MS)
-_ANSWER_SECONDS = 5.0
-#: the longest a commit of offsets to a consumer group may take; a failed or late commit is logged, never fatal
-#: (the checkpoint holds the position; the next commit carries the group forward)
-COMMIT_TIMEOUT_SECONDS = 10.0
-#: librdkafka's consumer-only settings, left out of the admin client that commits (it would warn about each)
-_CONSUMER_ONLY = re.compile(
-    r"group\..*|auto\.offset\.reset|enable\.auto\..*|auto\.commit\..*|enable\.partition\.eof|isolation\.level"
-    r"|max\.partition\.fetch\.bytes|fetch\..*|queued\..*|session\.timeout\.ms|heartbeat\.interval\.ms"
-    r"|partition\.assignment\.strategy|coordinator\.query\.interval\.ms|max\.poll\.interval\.ms|check\.crcs"
-    r"|consume\.callback\.max\.messages|offset\.store\..*|allow\.auto\.create\.topics"
-)
 #: how long a listing of the stream's topics and partitions is reused (a new partition is read after at most this)
 TOPICS_REFRESH_SECONDS = 5.0
-
-
-def client_config(stream: StreamConfig, job_slug: str, large_messages: bool = False) -> dict[str, str]:
-    """librdkafka consumer settings from a stream's ``SOURCE_KAFKA_CONSUMER_CONFIG_*`` keys."""
-    conf: dict[str, str] = {
-        "bootstrap.servers": stream.settings.SOURCE_KAFKA_CONSUMER_CONFIG_BOOTSTRAP_SERVERS,
-        "group.id": stream.settings.SOURCE_KAFKA_CONSUMER_CONFIG_GROUP_ID
-        or f"dagger-{job_slug}-{stream.INPUT_SCHEMA_TABLE}",
-        "auto.offset.reset": stream.settings.SOURCE_KAFKA_CONSUMER_CONFIG_AUTO_OFFSET_RESET,
-        # librdkafka's reconnect backoff grows to 10 s during an outage, so a job went on up to 10 s after its
-        # brokers were back (and a request in that time said they did not answer, a second time); 1 s here
-        "reconnect.backoff.max.ms": "1000",
-    }
-    table = stream.INPUT_SCHEMA_TABLE
-    if stream.settings.SOURCE_KAFKA_CONSUMER_CONFIG_SECURITY_PROTOCOL:
-        conf["security.protocol"] = stream.settings.SOURCE_KAFKA_CONSUMER_CONFIG_SECURITY_PROTOCOL
-    if stream.settings.SOURCE_KAFKA_CONSUMER_CONFIG_SASL_MECHANISM:
-        conf["sasl.mechanism"] = stream.settings.SOURCE_KAFKA_CONSUMER_CONFIG_SASL_MECHANISM
-    if stream.settings.SOURCE_KAFKA_CONSUMER_CONFIG_SASL_JAAS_CONFIG:
-        found = dict(_JAAS.findall(stream.settings.SOURCE_KAFKA_CONSUMER_CONFIG_SASL_JAAS_CONFIG))
-        if "username" not in found or "password" not in found:
-            raise DaggerConfigError(
-                f"STREAMS[{table}].SOURCE_KAFKA_CONSUMER_CONFIG_SASL_JAAS_CONFIG must contain "
-                'username="..." and password="..." (e.g. org.apache.kafka.common.security.plain.PlainLoginModule '
-                'required username="u" password="p";)'
-            )
-        conf["sasl.username"] = found["username"]
-        conf["sasl.password"] = found["password"]
-    conf.update(_tls_config(stream))
-    if large_messages:
-        conf["max.partition.fetch.bytes"] = "5242880"
-    conf.update({k: str(v) for k, v in stream.settings.SOURCE_KAFKA_CONSUMER_ADDITIONAL_CONFIGURATIONS.items()})
-    return conf
-
-
-#: what librdkafka can do of Java's SSL_PROTOCOL values: it negotiates TLS 1.2 or 1.3 with the broker
-_TLS_VERSIONS = ("TLS", "TLSv1.2", "TLSv1.3")
-
-
-def _tls_config(stream: StreamConfig) -> dict[str, str]:
-    """librdkafka's TLS settings from a stream's ``SSL_*`` keys: stores of any type Dagger takes (JKS, PKCS12,
-    PEM) read once here and handed over as PEM text (:mod:`dagger.kafka_tls`)."""
-    from dagger.kafka_tls import keystore_pem, store_type, truststore_pem
-
-    s, table = stream.settings, stream.INPUT_SCHEMA_TABLE
-    key = f"STREAMS[{table}].SOURCE_KAFKA_CONSUMER_CONFIG_"
-    conf: dict[str, str] = {}
-    if s.SOURCE_KAFKA_CONSUMER_CONFIG_SSL_PROTOCOL and s.SOURCE_KAFKA_CONSUMER_CONFIG_SSL_PROTOCOL not in _TLS_VERSIONS:
-        raise DaggerConfigError(
-            f"{key}SSL_PROTOCOL: {s.SOURCE_KAFKA_CONSUMER_CONFIG_SSL_PROTOCOL} is refused by librdkafka (it speaks "
-            f"TLS 1.2 and 1.3 only); accepted: {', '.join(_TLS_VERSIONS)}, or leave the key out"
-        )
-    keystore = s.SOURCE_KAFKA_CONSUMER_CONFIG_SSL_KEYSTORE_LOCATION
-    if keystore:
-        kind = store_type(keystore, s.SOURCE_KAFKA_CONSUMER_CONFIG_SSL_KEYSTORE_TYPE)
-        if kind == "PEM":  # a file with the certificate and its key
-            conf["ssl.certificate.location"] = keystore
-            conf["ssl.key.location"] = keystore
-            if s.SOURCE_KAFKA_CONSUMER_CONFIG_SSL_KEY_PASSWORD:
-                conf["ssl.key.password"] = s.SOURCE_KAFKA_CONSUMER_CONFIG_SSL_KEY_PASSWORD
-        else:
-            conf["ssl.certificate.pem"], conf["ssl.key.pem"] = keystore_pem(
-                keystore,
-                kind,
-                s.SOURCE_KAFKA_CONSUMER_CONFIG_SSL_KEYSTORE_PASSWORD,
-                s.SOURCE_KAFKA_CONSUMER_CONFIG_SSL_KEY_PASSWORD,
-                f"{key}SSL_KEYSTORE_LOCATION",
-            )
-    truststore = s.SOURCE_KAFKA_CONSUMER_CONFIG_SSL_TRUSTSTORE_LOCATION
-    if truststore:
-        conf["ssl.ca.pem"] = truststore_pem(
-            truststore,
-            store_type(truststore, s.SOURCE_KAFKA_CONSUMER_CONFIG_SSL_TRUSTSTORE_TYPE),
-            s.SOURCE_KAFKA_CONSUMER_CONFIG_SSL_TRUSTSTORE_PASSWORD,
-            f"{key}SSL_TRUSTSTORE_LOCATION",
-        )
-    return conf
-
-
-class KafkaPartition(InputPartition):
-    """One Kafka topic-partition offset range ``[start, end)`` read by one Spark task. Offsets may have gaps
-    (compacted topics, transaction markers, aborted transactions' records): a range ends at its end offset or at
-    the partition's end, whichever comes first."""
-
-    def __init__(self, topic: str, partition: int, start: int, end: int):
-        super().__init__((topic, partition, start, end))
-        self.topic, self.partition, self.start, self.end = topic, partition, start, end
-
-
-class KafkaRanges(InputPartition):
-    """The offset ranges one Spark task of a micro-batch reads, one after the other: one range, or several small
-    ones (:func:`tasks`)."""
-
-    def __init__(self, ranges: list[KafkaPartition]):
-        super().__init__(tuple(r.value for r in ranges))
-        self.ranges = ranges
-
-
-def tasks(ranges: list[KafkaPartition], records_per_task: int) -> list[KafkaRanges]:
-    """``ranges`` spread over as few tasks as give each about ``records_per_task`` records, at most one task per
-    range (``records_per_task`` 0: one each). The largest ranges are placed first, each on the task with the
-    fewest records so far."""
-    total = sum(r.end - r.start for r in ranges)
-    count = len(ranges) if records_per_task <= 0 else min(len(ranges), max(1, -(-total // records_per_task)))
-    if count >= len(ranges):
-        return [KafkaRanges([r]) for r in ranges]
-    groups: list[list[KafkaPartition]] = [[] for _ in range(count)]
-    loads = [0] * count
-    for r in sorted(ranges, key=lambda r: r.start - r.end):
-        least = loads.index(min(loads))
-        groups[least].append(r)
-        loads[least] += r.end - r.start
-    return [KafkaRanges(sorted(g, key=lambda r: (r.topic, r.partition))) for g in groups]
 
 
 class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -272,7 +153,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             left = limit - (time.monotonic() - since)
             try:
                 # before first contact in short calls, so that a refusal reported meanwhile ends the wait
-                result = call(max(1.0, min(_ANSWER_SECONDS if reached else 2.0, left)))
+                result = call(max(1.0, min(ANSWER_SECONDS if reached else 2.0, left)))
             except KafkaException as exc:
                 self._admin().poll(0)  # librdkafka hands its error callbacks over on poll
                 reason = getattr(self, "_last_client_error", None) or exc.args[0].str()
@@ -335,7 +216,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 lambda timeout, tp=tp: consumer.get_watermark_offsets(tp, timeout=timeout, cached=False),
                 "read the offsets",
             )
-            out[_key(topic, partition)] = (max(low, 0), max(high, 0))
+            out[offset_key(topic, partition)] = (max(low, 0), max(high, 0))
         return out
 
     def initialOffset(self) -> dict:
@@ -374,7 +255,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         log.info("stream '%s' reads %s .. %s", self.spec.table, start, end)
         parts = []
         for key in sorted(end):
-            topic, partition = _split(key)
+            topic, partition = split_offset_key(key)
             begin = start.get(key, marks[key][0])
             for lo in range(begin, end[key], max_records):
                 parts.append(KafkaPartition(topic, partition, lo, min(lo + max_records, end[key])))
@@ -420,7 +301,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             self._first_batch = False
             first = self.spec.read_batch_size * max(1, sum(available[k] > starts[k] for k in available))
             budget = first if budget is None else min(budget, first)
-        end = _cap(starts, available, budget) if budget is not None else available
+        end = split_budget(starts, available, budget) if budget is not None else available
         if self.spec.aligned_delay_ms is None or not self.spec.has_rowtime or len(end) < 2:
             return end
         # last: the event-time frontier depends on what the read limit leaves unread
@@ -434,7 +315,10 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             growable = [k for k in clipped if k not in held and clipped[k] < available[k]]
             if not held or spare <= 0 or not growable:
                 break
-            end = {**clipped, **_cap({k: clipped[k] for k in growable}, {k: available[k] for k in growable}, spare)}
+            end = {
+                **clipped,
+                **split_budget({k: clipped[k] for k in growable}, {k: available[k] for k in growable}, spare),
+            }
             clipped = aligner.clip(starts, end, latest, finished)
         return clipped
 
@@ -464,12 +348,12 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             if begin is None:
                 begin = self._low(key)
             if stop > begin:
-                topic, partition = _split(key)
+                topic, partition = split_offset_key(key)
                 parts.append(KafkaPartition(topic, partition, begin, stop))
         return tasks(parts, self.spec.records_per_task)
 
     def _low(self, key: str) -> int:
-        topic, partition = _split(key)
+        topic, partition = split_offset_key(key)
         return self._watermarks([(topic, partition)])[key][0]
 
     def commit(self, end: dict) -> None:
@@ -479,14 +363,16 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             return
         deadline = time.monotonic() + COMMIT_TIMEOUT_SECONDS
         table, group = self.spec.table, self.spec.group_id
-        if self._groups is not None and _commit(self._groups, end, table, group, COMMIT_TIMEOUT_SECONDS / 2, False):
+        if self._groups is not None and commit_within(
+            self._groups, end, table, group, COMMIT_TIMEOUT_SECONDS / 2, False
+        ):
             return
         # a new client (once, if the one there was failed): the connection of a client made before an outage breaks
         # with it ("transport failure" at its first commit after), and one whose request failed during an outage
         # sometimes waited out its whole timeout afterwards for a connection it had again
         # (docs/investigations/commit_while_unreachable.py)
         self._groups = group_client(self.spec.client_config)
-        if not _commit(self._groups, end, table, group, max(deadline - time.monotonic(), 1.0)):
+        if not commit_within(self._groups, end, table, group, max(deadline - time.monotonic(), 1.0)):
             self._groups = None
 
     def stop(self) -> None:
@@ -505,90 +391,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         yield from read_ranges(self.spec, partition.ranges)
 
 
-def group_client(client_config: dict[str, str]) -> Any:
-    """An admin client on the brokers and with the security settings of ``client_config`` (a consumer's)."""
-    from confluent_kafka.admin import AdminClient
-
-    return AdminClient(quiet({k: v for k, v in client_config.items() if not _CONSUMER_ONLY.fullmatch(k)}))
-
-
-#: the names of the brokers' answers to a commit that say to ask again (the admin API's errors do not say whether
-#: they are retriable); a transport failure or a local timeout is an outage, which the planning waits out
-_ASK_AGAIN = ("REQUEST_TIMED_OUT", "COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR")
-
-
-def _commit(
-    admin: Any,
-    end: dict[str, int],
-    table: str,
-    group: str,
-    seconds: float = COMMIT_TIMEOUT_SECONDS,
-    report: bool = True,
-) -> bool:
-    """Commit ``end`` to ``group`` through ``admin`` within ``seconds``, asking again while the brokers say to (a
-    coordinator loading or moving, as after a broker's start or restart); whether it landed (a failure is logged
-    if ``report``)."""
-    from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, KafkaException, TopicPartition
-
-    ask_again = {getattr(KafkaError, name) for name in _ASK_AGAIN}
-    request = ConsumerGroupTopicPartitions(group, [TopicPartition(*_split(k), v) for k, v in sorted(end.items())])
-    deadline = time.monotonic() + seconds
-    while True:
-        left = max(deadline - time.monotonic(), 0.5)
-        try:
-            future = admin.alter_consumer_group_offsets([request], request_timeout=left)[group]
-            result = future.result(timeout=left + 1)
-            errors = [(f"{tp.topic}[{tp.partition}]: ", tp.error) for tp in result.topic_partitions if tp.error]
-        except KafkaException as exc:
-            errors = [("", exc.args[0])]
-        except TimeoutError:
-            errors = [("", None)]
-        if not errors:
-            return True
-        if time.monotonic() + 0.5 < deadline and all(e is not None and e.code() in ask_again for _, e in errors):
-            time.sleep(0.5)
-            continue
-        if report:
-            reasons = "; ".join(where + (e.str() if e is not None else "timed out") for where, e in errors)
-            log.warning(
-                "stream '%s': committing offsets to group %s failed: %s. Nothing is lost: the checkpoint holds the "
-                "position, and the next micro-batch's commit carries the group forward",
-                table,
-                group,
-                reasons,
-            )
-        return False
-
-
-def commit_offsets(client_config: dict[str, str], end: dict[str, int], table: str) -> None:
-    """Commit ``end`` (``{"topic:partition": offset}``) to the group of ``client_config``."""
-    _commit(group_client(client_config), end, table, client_config["group.id"])
-
-
-def commit_final_offsets(progress: dict, groups: dict[str, dict[str, str]]) -> None:
-    """Commit the end offsets of a run's last micro-batch to each stream's consumer group.
-
-    Spark calls a source's ``commit`` only when it plans the next micro-batch, so the offsets of a run's final
-    batch would never reach the group without this. ``progress`` is the query's last progress; ``groups`` maps
-    each Kafka stream (``INPUT_SCHEMA_TABLE``) to its client settings. A source's offsets name their stream, so two
-    streams reading the same topic (a self-join, overlapping patterns) each commit their own position to their own
-    group.
-    """
-    for source in (progress or {}).get("sources", []):
-        end = source.get("endOffset")
-        if isinstance(end, str):
-            try:
-                end = json.loads(end)
-            except ValueError:
-                continue
-        if not isinstance(end, dict) or end.get(STREAM_KEY) not in groups:
-            continue
-        table = end[STREAM_KEY]
-        if positions(end):
-            commit_offsets(groups[table], positions(end), table)
-
-
-def _cap(start: dict[str, int], end: dict[str, int], max_rows: int) -> dict[str, int]:
+def split_budget(start: dict[str, int], end: dict[str, int], max_rows: int) -> dict[str, int]:
     """Split a record budget across partitions in proportion to their backlog (as Spark's Kafka source)."""
     backlog = {k: end[k] - start[k] for k in end}
     total = sum(backlog.values())
@@ -610,146 +413,6 @@ def _cap(start: dict[str, int], end: dict[str, int], max_rows: int) -> dict[str,
     return capped
 
 
-#: ranges of one task whose readers are opened ahead of the one being read, so that their first fetches overlap
-READ_AHEAD = 4
-
-
-def read_ranges(spec: KafkaSourceSpec, ranges: list[KafkaPartition]) -> Iterator[Any]:
-    """Read ``ranges`` one after the other, each range's reader opened while up to :data:`READ_AHEAD` - 1 earlier
-    ones are read (opening connects and fetches: done one by one, a task of many small ranges waited for each)."""
-    opened: dict[int, Any] = {}
-    try:
-        for index, part in enumerate(ranges):
-            for ahead in range(index, min(index + READ_AHEAD, len(ranges))):
-                if ahead not in opened:
-                    opened[ahead] = open_range(spec, ranges[ahead])
-            yield from read_partition(spec, part, opened.pop(index))
-    finally:
-        for fetcher in opened.values():
-            fetcher.close()
-
-
-def _reader_config(spec: KafkaSourceSpec) -> dict[str, str]:
-    conf = dict(spec.client_config)
-    conf.update(
-        {
-            "enable.auto.commit": "false",
-            "enable.auto.offset.store": "false",
-            "enable.partition.eof": "true",
-            "fetch.wait.max.ms": READ_FETCH_WAIT_MS,
-        }
-    )
-    conf.setdefault("queued.max.messages.kbytes", "262144")
-    # librdkafka stops prefetching at 100k queued records by default, which halves a reader's speed on a backlog
-    # (139k -> 263k records/s for one partition here); the kbytes cap above still bounds the memory
-    conf.setdefault("queued.min.messages", "1000000")
-    return conf
-
-
-def open_range(spec: KafkaSourceSpec, part: KafkaPartition, start: int | None = None) -> Any:
-    """A reader of ``part``'s partition from ``start`` (default the range's start); fetching begins at once."""
-    from dagger.sources.kafka_batch import FetchError, open_fetcher
-
-    try:
-        return open_fetcher(_reader_config(spec), part.topic, part.partition, part.start if start is None else start)
-    except FetchError as exc:
-        raise SourceError(f"stream '{spec.table}': cannot read {part.topic}[{part.partition}]: {exc}") from exc
-
-
-def read_partition(spec: KafkaSourceSpec, part: KafkaPartition, fetcher: Any = None) -> Iterator[Any]:
-    """Read one offset range (with ``fetcher``, a reader :func:`open_range` opened for it, which this closes),
-    decode it and apply the invalid-record policy."""
-    from dagger.sources.kafka_batch import FetchError
-
-    decoder = _decoder(spec)
-    if fetcher is None:
-        fetcher = open_range(spec, part)
-    dead_letters = None
-    if spec.invalid_policy == "dead-letter" and spec.dead_letter:
-        from pyspark import TaskContext
-
-        from dagger.dead_letter import DeadLetterSpec
-
-        context = TaskContext.get()
-        batch_id = int(context.getLocalProperty("streaming.sql.batchId") or -1) if context else -1
-        dead_letters = DeadLetterSpec(**spec.dead_letter).writer("source", spec.table, batch_id, part.partition)
-    window = None
-    if spec.time_range is not None:
-        low, high = spec.time_range
-        window = (low if low is not None else -(2**63), high if high is not None else 2**63)
-    try:
-        position = part.start
-        last_progress = time.monotonic()
-        waiting = False  # the brokers do not answer now (logged once)
-        brokers = spec.client_config["bootstrap.servers"]
-        while position < part.end:
-            want = min(spec.read_batch_size, part.end - position)
-            try:
-                chunk = fetcher.fetch(want, 1.0, part.end)
-            except FetchError as exc:
-                raise InvalidRecordError(
-                    f"stream '{spec.table}': reading {part.topic}[{part.partition}] at offset {position} failed: {exc}"
-                ) from exc
-            if len(chunk):
-                position = int(chunk.offsets[-1]) + 1
-                last_progress = time.monotonic()
-                if waiting:
-                    waiting = False
-                    log.warning("stream '%s': the brokers %s answer again", spec.table, brokers)
-                if window is not None:  # inside the offset range, outside the time range (timestamps out of order)
-                    chunk = chunk.take((chunk.timestamps >= window[0]) & (chunk.timestamps < window[1]))
-                if len(chunk):
-                    yield _decode_chunk(spec, decoder, part, chunk, dead_letters)
-                if chunk.eof:
-                    break  # the partition's end: the range's last offsets hold no records (see below)
-            elif chunk.eof:
-                break  # the partition ends before the range does: its last offsets hold no records (compaction,
-                # transaction markers, aborted records under read_committed); nothing more will come
-            elif not waiting and time.monotonic() - last_progress > _ANSWER_SECONDS:
-                waiting = True  # a task waiting in silence for minutes is what an operator must not meet
-                log.warning(
-                    "stream '%s': the brokers %s do not answer: no records from %s[%d] for %.0f s while offsets "
-                    "%d..%d are expected; waiting up to %.0f s (SOURCE_KAFKA_UNREACHABLE_TIMEOUT_MS)",
-                    spec.table,
-                    brokers,
-                    part.topic,
-                    part.partition,
-                    _ANSWER_SECONDS,
-                    position,
-                    part.end - 1,
-                    spec.unreachable_timeout_ms / 1000,
-                )
-            elif time.monotonic() - last_progress > spec.unreachable_timeout_ms / 1000:
-                raise SourceError(
-                    f"stream '{spec.table}': no records from {part.topic}[{part.partition}] on "
-                    f"{spec.client_config['bootstrap.servers']} for {spec.unreachable_timeout_ms / 1000:.0f} s "
-                    f"(SOURCE_KAFKA_UNREACHABLE_TIMEOUT_MS) while offsets {position}..{part.end - 1} were expected. "
-                    "Nothing was lost: a restart resumes from the checkpoint"
-                )
-        if dead_letters is not None:
-            dead_letters.flush()
-    finally:
-        fetcher.close()
-
-
-def _decode_chunk(spec: KafkaSourceSpec, decoder: Any, part: KafkaPartition, chunk: Any, dead_letters: Any) -> Any:
-    result = decoder.decode(chunk.values)
-    if result.invalid:
-        if spec.invalid_policy == "fail":
-            offset = int(chunk.offsets[result.invalid[0]])
-            raise InvalidRecordError(
-                f"stream '{spec.table}': record at topic {part.topic} partition {part.partition} offset {offset} "
-                f"cannot be decoded: {result.reasons[0]}. Set SOURCE_KAFKA_INVALID_RECORD_POLICY to 'drop' or "
-                f"'dead-letter' to keep the job running past undecodable records."
-            )
-        if dead_letters is not None:
-            for index, reason in zip(result.invalid, result.reasons, strict=True):
-                coordinates = {"topic": part.topic, "partition": part.partition, "offset": int(chunk.offsets[index])}
-                coordinates["message"] = spec.message_name
-                dead_letters.write_record(chunk.values[index].as_py(), chunk.keys[index].as_py(), reason, coordinates)
-    return result.batch
-
-
 class KafkaDataSource(DataSource):
     """The ``dagger-kafka`` Spark data source. Its one option, ``spec``, is a :class:`KafkaSourceSpec`."""
 
@@ -761,7 +424,7 @@ class KafkaDataSource(DataSource):
         return KafkaSourceSpec.from_option(self.options["spec"])
 
     def schema(self) -> StructType:
-        return _decoder(self._spec()).spark_schema
+        return decoder_for(self._spec()).spark_schema
 
     def streamReader(self, schema: StructType) -> KafkaStreamReader:
         return KafkaStreamReader(self._spec())

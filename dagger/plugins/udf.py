@@ -1,0 +1,53 @@
+"""The function registry: SQL functions a package adds to every job, registered the way every plugin is.
+
+A function is declared with its typed signature, documentation and implementation by the decorators of
+:mod:`udfs.registry` (``sql_function``, ``macro``, ``arrow_function``, ``table_function``) or ``@udfs.udf``. The
+built-in library, a job's ``FUNCTION_FACTORY_CLASSES`` modules and its ``PYTHON_UDF_CONFIG`` files are found by
+module (:mod:`dagger.functions`). A package that adds functions to every job registers them here::
+
+    from dagger.plugins.udf import FunctionSettings, register_udf, register_module
+
+    register_udf("Triple", FunctionSettings, lambda: triple_declaration)  # one function
+    register_module(my_package.functions)  # every function a module declares
+
+or names such a module in its ``dagger.functions`` entry point (the entry point's name is one of the functions it
+registers). A function takes no config keys: its settings model is :class:`FunctionSettings`, empty; its
+constructor returns the declaration (a :class:`udfs.registry.Function`). The job's catalog adds the registered
+functions after the library and before ``FUNCTION_FACTORY_CLASSES`` (later names replace earlier ones).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from dagger.plugins.registry import Plugin, Registry
+
+
+class FunctionSettings(BaseModel):
+    """A function's settings: none (its typed signature is part of its declaration)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+#: the functions registered by name (what SQL calls them)
+UDFS: Registry[Callable[[], Any]] = Registry(kind="function", group="dagger.functions", settings_base=FunctionSettings)
+
+
+def register_udf(
+    name: str, settings: type[FunctionSettings], build: Callable[[], Any], summary: str | None = None
+) -> Plugin:
+    """Register a function under ``name``; ``build()`` returns its declaration."""
+    return UDFS.register(name, settings, build, summary)
+
+
+def register_module(module: Any) -> list[Plugin]:
+    """Register every function ``module`` declares (with the :mod:`udfs.registry` decorators or ``@udfs.udf``)."""
+    from udfs.registry import functions_of
+
+    return [
+        register_udf(f.name, FunctionSettings, lambda f=f: f, f.doc.splitlines()[0] if f.doc else "")
+        for f in functions_of(module)
+    ]

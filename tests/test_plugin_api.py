@@ -1,0 +1,158 @@
+"""One plugin API: every kind (source, input data type, sink, transformer, lookup, function) registers the same way
+(a name, a typed settings model, a constructor) and installed packages plug in through the kind's entry-point
+group."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from pydantic import BaseModel
+
+from dagger.errors import DaggerConfigError
+from dagger.plugins.binding import FORMATS, SINKS, SOURCES
+from dagger.plugins.lookup import LOOKUPS
+from dagger.plugins.registry import Registry
+from dagger.plugins.transformer import TRANSFORMERS
+from dagger.plugins.udf import UDFS
+
+ALL = {
+    "dagger.sources": SOURCES,
+    "dagger.formats": FORMATS,
+    "dagger.sinks": SINKS,
+    "dagger.transformers": TRANSFORMERS,
+    "dagger.lookups": LOOKUPS,
+    "dagger.functions": UDFS,
+}
+
+
+def test_every_kind_is_one_registry_with_its_own_entry_point_group():
+    import dagger.processors  # noqa: F401 - registers the transformers
+
+    assert all(isinstance(r, Registry) for r in ALL.values())
+    assert {group: r.group for group, r in ALL.items()} == {group: group for group in ALL}
+    for registry in ALL.values():
+        for name, plugin in registry.plugins().items():
+            assert (
+                plugin.name == name and issubclass(plugin.settings, registry.settings_base) and callable(plugin.build)
+            )
+    assert {"KAFKA_SOURCE", "KAFKA_CONSUMER", "PARQUET_SOURCE"} <= set(SOURCES.plugins())
+    assert {"PROTO", "JSON"} <= set(FORMATS.plugins())
+    assert {"log", "kafka", "influx", "bigquery"} <= set(SINKS.plugins())
+    assert {"http", "es", "pg", "grpc"} <= set(LOOKUPS.plugins())
+    assert {"HashTransformer", "SQLTransformer", "DeDuplicationTransformer"} <= set(TRANSFORMERS.plugins())
+
+
+def _install(tmp_path: Path, monkeypatch, registry: Registry, module: str, code: str, name: str) -> None:  # noqa: ANN001
+    """An installed package (module + dist-info) whose entry point in ``registry``'s group names ``module``."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / f"{module}.py").write_text(textwrap.dedent(code))
+    info = site / f"{module}-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {module.replace('_', '-')}\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text(f"[{registry.group}]\n{name} = {module}\n")
+    monkeypatch.syspath_prepend(str(site))
+    monkeypatch.setattr(registry, "_entry_points_loaded", False)
+
+
+@pytest.mark.parametrize(
+    ("registry", "name", "code"),
+    [
+        (
+            LOOKUPS,
+            "redis",
+            """
+            from dagger.plugins.lookup import LookupSettings, register_lookup
+            class RedisSettings(LookupSettings):
+                host: str
+            register_lookup("redis", RedisSettings, lambda df, settings, index, context, where: (df, []))
+            """,
+        ),
+        (
+            TRANSFORMERS,
+            "Upper",
+            """
+            from dagger.plugins.transformer import Transformer, TransformerArguments, register_transformer
+            class UpperArguments(TransformerArguments):
+                column: str
+            class Upper(Transformer):
+                name = "Upper"
+                def transform(self, df):
+                    return df
+            register_transformer("Upper", UpperArguments, Upper)
+            """,
+        ),
+        (
+            UDFS,
+            "Triple",
+            """
+            from udfs.registry import sql_function
+            from dagger.plugins.udf import register_module
+            import sys
+            @sql_function("Triple", "x BIGINT", "BIGINT")
+            def triple():
+                '''Three times x.'''
+                return "x * 3"
+            register_module(sys.modules[__name__])
+            """,
+        ),
+    ],
+    ids=["lookup", "transformer", "function"],
+)
+def test_an_installed_packages_entry_point_registers_a_plugin_of_each_processor_kind(
+    tmp_path, monkeypatch, registry, name, code
+):
+    module = f"plugin_{name.lower()}"
+    _install(tmp_path, monkeypatch, registry, module, code, name)
+    try:
+        plugin = registry.plugins()[name]
+        assert plugin.build is not None and plugin.settings.__module__ in (module, "dagger.plugins.udf")
+    finally:
+        registry.entries.pop(name, None)
+        sys.modules.pop(module, None)
+
+
+def test_a_registered_function_is_in_every_jobs_catalog(tmp_path, monkeypatch):
+    from dagger.functions import build_catalog
+    from dagger.plugins.udf import FunctionSettings, register_udf
+    from udfs.registry import Function
+
+    register_udf(
+        "Quadruple",
+        FunctionSettings,
+        lambda: Function("Quadruple", "sql", "Quadruple(x BIGINT) -> BIGINT", "", "x BIGINT", "BIGINT", "x * 4"),
+    )
+    try:
+
+        class Config:
+            FUNCTION_FACTORY_CLASSES: list = []
+
+        catalog = build_catalog(Config())
+        assert catalog.functions["QUADRUPLE"].body == "x * 4"
+        assert catalog.origin["QUADRUPLE"] == "registered function Quadruple"
+    finally:
+        UDFS.entries.pop("Quadruple", None)
+
+
+def test_an_entry_point_that_registers_nothing_under_its_name_is_named(tmp_path, monkeypatch):
+    _install(tmp_path, monkeypatch, LOOKUPS, "silent_lookup", "VALUE = 1\n", "silent")
+    try:
+        with pytest.raises(
+            DaggerConfigError, match=r"lookup 'silent': module 'silent_lookup' was imported but registered no lookup"
+        ):
+            LOOKUPS.plugins()
+    finally:
+        sys.modules.pop("silent_lookup", None)
+
+
+def test_a_settings_model_of_another_base_is_refused_for_every_kind():
+    class Loose(BaseModel):
+        x: int = 1
+
+    for registry in ALL.values():
+        with pytest.raises(TypeError, match=f"{registry.kind} 'loose': settings must be a"):
+            registry.register("loose", Loose, lambda: None)
+        assert "loose" not in registry.entries
