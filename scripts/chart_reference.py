@@ -1,7 +1,7 @@
 """Print the Helm chart's values reference (markdown) from helm/dagger/values.schema.json and values.yaml.
 
 ``make docs`` writes it into docs/deploy.md (:data:`DOC`) between the ``helm-values`` markers;
-tests/test_helm_chart.py keeps it current.
+tests/project/test_helm_chart.py keeps it current.
 """
 
 from __future__ import annotations

@@ -53,3 +53,15 @@ def bookings(
         m.event_timestamp.FromDatetime(start + dt.timedelta(seconds=i * step_seconds))
         out.append(m.SerializeToString())
     return out
+
+
+def customers(count: int, at: dt.datetime) -> list[bytes]:
+    """``count`` serialized ``CustomerLogMessage`` records (customer ids ``c0``, ``c1``, … named ``name-<i>``), all
+    with event time ``at``: the right side of the tests' stream-stream joins."""
+    customer = message_class("dagger.examples.CustomerLogMessage")
+    out = []
+    for i in range(count):
+        record = customer(customer_id=f"c{i}", name=f"name-{i}")
+        record.event_timestamp.FromDatetime(at)
+        out.append(record.SerializeToString())
+    return out

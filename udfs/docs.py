@@ -1,6 +1,6 @@
 """Generate ``docs/functions.md`` from the library's declarations (``dagger function-docs``).
 
-Every example on the page is executed by ``tests/test_udfs.py``, so the page shows what the code returns.
+Every example on the page is executed by ``tests/unit/udfs/test_udfs.py``, so the page shows what the code returns.
 """
 
 from __future__ import annotations

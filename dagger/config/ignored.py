@@ -1,6 +1,6 @@
 """Keys a Dagger config may hold that this runner accepts and does nothing with, each with the reason.
 
-Every key of every settings model is either used by the code or listed here (``tests/test_silent_keys.py`` walks
+Every key of every settings model is either used by the code or listed here (``tests/unit/config/test_silent_keys.py`` walks
 them all). ``dagger validate`` and the start of a run name each listed key a config sets, with its reason, so a
 migrating user never relies on a key in silence; ``docs/config.md`` shows the table.
 """

@@ -1,0 +1,448 @@
+"""``INPUT_DATATYPE=JSON``: the table from the JSON Schema, records decoded columnar by Arrow's JSON reader, rowtime
+from the named property, the invalid-record policies with exact accounting; window and join jobs over JSON give
+the results the same records give as protobuf."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+
+import pyarrow as pa
+import pytest
+from google.protobuf.json_format import MessageToDict
+
+from dagger.serde.json_decode import JsonDecoder
+from dagger.serde.json_schema import JsonSchemaError, json_struct
+from testing.produce import consume_all, produce
+from testing.samples import bookings, customers, message_class
+from tests.conftest import START, dagger, job, json_sink, kafka_stream, run_job
+
+Booking = message_class("dagger.examples.BookingLogMessage")
+
+#: the bookings' fields as Dagger users describe them in INPUT_SCHEMA_JSON_SCHEMA
+BOOKING_SCHEMA = {
+    "$schema": "http://json-schema.org/draft-07/schema#",
+    "type": "object",
+    "properties": {
+        "order_number": {"type": "string"},
+        "service_type": {"type": "string"},
+        "customer_id": {"type": "string"},
+        "service_area_id": {"type": "string"},
+        "amount_paid_by_cash": {"type": "integer"},
+        "total_distance_in_kms": {"type": "number"},
+        "event_timestamp": {"type": "string", "format": "date-time"},
+        "driver_pickup_location": {"$ref": "#/definitions/Location"},
+        "item_tags": {"type": "array", "items": {"type": "string"}},
+    },
+    "definitions": {
+        "Location": {
+            "type": "object",
+            "properties": {"name": {"type": "string"}, "latitude": {"type": "number"}, "longitude": {"type": "number"}},
+        }
+    },
+}
+
+
+def as_json(serialized: bytes) -> bytes:
+    """A serialized booking as the JSON object a JSON producer would write (proto3 JSON writes int64 as a string;
+    a JSON producer writes a number)."""
+    record = MessageToDict(Booking.FromString(serialized), preserving_proto_field_name=True)
+    record["amount_paid_by_cash"] = int(record.get("amount_paid_by_cash", 0))
+    return json.dumps(record).encode()
+
+
+def json_stream(broker, source: str, table: str = "data_stream_0", **extra) -> dict:
+    stream = kafka_stream(
+        broker,
+        source,
+        table=table,
+        INPUT_DATATYPE="JSON",
+        INPUT_SCHEMA_JSON_SCHEMA=json.dumps(BOOKING_SCHEMA),
+        INPUT_SCHEMA_JSON_EVENT_TIMESTAMP_FIELD_NAME="event_timestamp",
+        **extra,
+    )
+    for key in ("INPUT_SCHEMA_PROTO_CLASS", "INPUT_SCHEMA_EVENT_TIMESTAMP_FIELD_INDEX"):
+        stream.pop(key)
+    return stream
+
+
+# -- the schema and the decoder, without Spark -----------------------------------------------------------------
+
+
+def test_json_schema_maps_to_spark_types_as_flinks_converter_does():
+    struct = json_struct(json.dumps(BOOKING_SCHEMA))
+    assert struct.simpleString() == (
+        "struct<order_number:string,service_type:string,customer_id:string,service_area_id:string,"
+        "amount_paid_by_cash:bigint,total_distance_in_kms:double,event_timestamp:timestamp,"
+        "driver_pickup_location:struct<name:string,latitude:double,longitude:double>,item_tags:array<string>>"
+    )
+    nullable = {
+        "type": "object",
+        "properties": {"n": {"type": ["null", "integer"]}, "d": {"type": "string", "format": "date"}},
+    }
+    assert json_struct(nullable).simpleString() == "struct<n:bigint,d:date>"
+
+
+@pytest.mark.parametrize(
+    ("schema", "message"),
+    [
+        (
+            {"type": "object", "properties": {"a": {"type": "object"}}},
+            "INPUT_SCHEMA_JSON_SCHEMA.a is an object without properties",
+        ),
+        (
+            {"type": "object", "properties": {"a": {"type": ["string", "integer"]}}},
+            "INPUT_SCHEMA_JSON_SCHEMA.a has the types",
+        ),
+        (
+            {"type": "object", "properties": {"a": {"oneOf": [{"type": "string"}]}}},
+            "INPUT_SCHEMA_JSON_SCHEMA.a uses oneOf",
+        ),
+        (
+            {"type": "object", "properties": {"a": {"$ref": "#/definitions/Nope"}}},
+            "INPUT_SCHEMA_JSON_SCHEMA.a: reference #/definitions/Nope does not exist",
+        ),
+        ({"type": "object", "properties": {"a": {"type": "array"}}}, "INPUT_SCHEMA_JSON_SCHEMA.a is an array without"),
+        (
+            {"type": "object", "properties": {"a": {"type": "decimal"}}},
+            "INPUT_SCHEMA_JSON_SCHEMA.a has type 'decimal'; accepted: string",
+        ),
+        ({"type": "array", "items": {"type": "string"}}, "INPUT_SCHEMA_JSON_SCHEMA: the records must be objects"),
+        ("{not json", "INPUT_SCHEMA_JSON_SCHEMA is not JSON"),
+    ],
+)
+def test_a_schema_without_one_column_type_is_refused_naming_the_property(schema, message):
+    with pytest.raises(JsonSchemaError, match="^" + message.replace("[", r"\[").replace("(", r"\(")):
+        json_struct(schema if isinstance(schema, str) else json.dumps(schema))
+
+
+def test_decoder_isolates_each_bad_record_and_says_why():
+    decoder = JsonDecoder(json.dumps(BOOKING_SCHEMA), "event_timestamp")
+    good = [as_json(v) for v in bookings(6, START)]
+    values = [
+        good[0],
+        None,  # a tombstone
+        b'{"order_number": 7, "event_timestamp": "2026-11-22T10:00:00Z"}',  # a number where a string belongs
+        b'{"order_number": "x"}',  # no rowtime
+        good[1],
+        b"",  # empty
+        b"[1, 2]",  # not an object
+        good[2][:-1] + b' , "pretty":\n true}',  # valid JSON across lines (newlines between tokens)
+        b'{"event_timestamp": "yesterday"}',  # not a date-time
+        good[3] + good[4],  # two objects in one record
+        b"{'single': quotes",  # malformed
+        good[5],
+    ]
+    result = decoder.decode(pa.array(values, pa.binary()))
+    assert result.invalid == [1, 2, 3, 5, 6, 8, 9, 10]
+    reasons = dict(zip(result.invalid, result.reasons, strict=True))
+    assert reasons[1] == "record value is null (tombstone)"
+    assert reasons[2] == "not a record of the JSON Schema: order_number is a number where the schema says string"
+    assert reasons[3] == "has no event_timestamp (the rowtime)"
+    assert reasons[5] == reasons[9] == "not a record of the JSON Schema: not one JSON object"
+    assert reasons[6] == "not a record of the JSON Schema: the record is an array where the schema says object"
+    assert "couldn't parse:yesterday" in reasons[8]
+    rows = result.batch.to_pylist()
+    assert [r["order_number"] for i, r in enumerate(rows) if i not in result.invalid] == [
+        "order-0",
+        "order-1",
+        "order-2",
+        "order-5",
+    ]
+    assert rows[7]["rowtime"] == START + dt.timedelta(seconds=2)
+    assert rows[0]["driver_pickup_location"] == {"name": "pickup-0", "latitude": -6.2, "longitude": 106.8}
+    assert all(
+        r["rowtime"] == dt.datetime(1970, 1, 1, tzinfo=dt.UTC) for i, r in enumerate(rows) if i in result.invalid
+    )
+
+
+def test_rowtime_from_a_number_of_epoch_seconds():
+    schema = {"type": "object", "properties": {"id": {"type": "string"}, "ts": {"type": "number"}}}
+    rows = JsonDecoder(schema, "ts").decode([b'{"id": "a", "ts": 1700000000.25}']).batch.to_pylist()
+    assert rows[0]["rowtime"] == dt.datetime(2023, 11, 14, 22, 13, 20, 250000, tzinfo=dt.UTC)
+
+
+# -- jobs --------------------------------------------------------------------------------------------------------
+
+WINDOW_SQL = (
+    "SELECT service_area_id, service_type, COUNT(1) AS booking_count, SUM(amount_paid_by_cash) AS cash, "
+    "TUMBLE_END(rowtime, INTERVAL '1' MINUTE) AS window_timestamp FROM data_stream_0 "
+    "GROUP BY service_area_id, service_type, TUMBLE(rowtime, INTERVAL '1' MINUTE)"
+)
+
+
+def _window_rows(spark, broker, stencil, topic, tmp_path, stream_of, values: list[bytes]) -> tuple[list, object]:
+    source, out = topic("json-in", partitions=2), topic("json-out")
+    produce(broker.bootstrap, source, ((None, v) for v in values), partitions=2)
+    data = job(stencil, [stream_of(source)], WINDOW_SQL, **json_sink(broker, out))
+    manager, query = run_job(spark, data, tmp_path / f"cp-{source}")
+    assert query.exception() is None
+    rows = [
+        json.loads(m.value())
+        for m in consume_all(broker.bootstrap, out, expected=manager.counters.sinks["kafka"]["written"].value)
+    ]
+    return sorted(
+        (r["service_area_id"], r["service_type"], r["window_timestamp"], r["booking_count"], r["cash"]) for r in rows
+    ), query
+
+
+@pytest.mark.integration
+def test_window_over_json_gives_what_the_same_records_give_as_protobuf_and_counts_the_bad_ones(
+    spark, broker, stencil, topic, tmp_path
+):
+    records = bookings(360, START, step_seconds=0.5)
+    bad = [b"{not json", b'{"order_number": 1}', b'{"service_area_id": "jakarta"}', b"[]"]
+    as_proto, _ = _window_rows(spark, broker, stencil, topic, tmp_path, lambda s: kafka_stream(broker, s), records)
+    json_values = [as_json(v) for v in records]
+    for i, value in enumerate(bad):  # spread over the partitions
+        json_values.insert(50 * (i + 1), value)
+    as_json_rows, query = _window_rows(
+        spark,
+        broker,
+        stencil,
+        topic,
+        tmp_path,
+        lambda s: json_stream(broker, s, SOURCE_KAFKA_INVALID_RECORD_POLICY="drop"),
+        json_values,
+    )
+    # 3 minutes of events, the watermark (latest - 10 s) closes the first two minutes: 3 groups x 2 windows
+    assert len(as_proto) == 6
+    assert as_json_rows == as_proto
+    assert sum(r[3] for r in as_proto) == 240
+    dropped = sum(
+        p["observedMetrics"]["invalid_records_data_stream_0"]["count"]
+        for p in query.recentProgress
+        if p.get("observedMetrics")
+    )
+    assert dropped == len(bad)
+
+
+@pytest.mark.integration
+def test_interval_join_of_a_json_stream_with_a_protobuf_stream(spark, broker, stencil, topic, tmp_path):
+    left, right, out = topic("jjoin-bookings"), topic("jjoin-customers"), topic("jjoin-out")
+    produce(broker.bootstrap, left, ((None, as_json(v)) for v in bookings(20, START)))
+    # only customers c0..c2 exist; bookings of c3 and c4 find no match
+    produce(broker.bootstrap, right, ((None, v) for v in customers(3, START)))
+    streams = [
+        json_stream(broker, left, table="bookings"),
+        kafka_stream(broker, right, table="customers", proto="dagger.examples.CustomerLogMessage", ts=4),
+    ]
+    sql = (
+        "SELECT b.order_number, c.name, b.driver_pickup_location.name AS pickup, b.item_tags FROM bookings b "
+        "JOIN customers c ON b.customer_id = c.customer_id AND b.rowtime BETWEEN c.rowtime AND c.rowtime + "
+        "INTERVAL '5' MINUTE"
+    )
+    manager, query = run_job(spark, job(stencil, streams, sql, **json_sink(broker, out)), tmp_path / "cp")
+    assert query.exception() is None
+    rows = [json.loads(m.value()) for m in consume_all(broker.bootstrap, out, expected=12)]
+    assert manager.counters.sinks["kafka"]["written"].value == 12
+    expected = sorted(
+        (f"order-{i}", f"name-{i % 5}", f"pickup-{i % 4}", [f"tag{i % 2}", "all"]) for i in range(20) if i % 5 < 3
+    )
+    assert sorted((r["order_number"], r["name"], r["pickup"], r["item_tags"]) for r in rows) == expected
+
+
+@pytest.mark.integration
+def test_a_bad_json_record_under_fail_names_topic_partition_offset_and_the_property(
+    spark, broker, stencil, topic, tmp_path
+):
+    source = topic("json-fail")
+    values = [as_json(v) for v in bookings(5, START)]
+    values.insert(2, b'{"order_number": "x", "amount_paid_by_cash": "lots", "event_timestamp": "2026-11-22T10:00:00Z"}')
+    produce(broker.bootstrap, source, ((None, v) for v in values))
+    _, query = run_job(
+        spark, job(stencil, [json_stream(broker, source)], "SELECT order_number FROM data_stream_0"), tmp_path / "cp"
+    )
+    error = str(query.exception())
+    assert f"record at topic {source} partition 0 offset 2 cannot be decoded" in error
+    assert "amount_paid_by_cash is a string where the schema says number" in error
+
+
+@pytest.mark.integration
+def test_json_records_dead_lettered_with_their_reason(spark, broker, stencil, topic, tmp_path):
+    source, out, dlq = topic("json-dl"), topic("json-dl-out"), topic("json-dl-dead")
+    values = [as_json(v) for v in bookings(6, START)]
+    values.insert(4, b'{"order_number": "no time"}')
+    produce(broker.bootstrap, source, ((None, v) for v in values))
+    stream = json_stream(
+        broker, source, SOURCE_KAFKA_INVALID_RECORD_POLICY="dead-letter", SOURCE_KAFKA_DEAD_LETTER_TOPIC=dlq
+    )
+    manager, query = run_job(
+        spark,
+        job(stencil, [stream], "SELECT order_number FROM data_stream_0", **json_sink(broker, out)),
+        tmp_path / "cp",
+    )
+    assert query.exception() is None
+    assert sorted(json.loads(m.value())["order_number"] for m in consume_all(broker.bootstrap, out, expected=6)) == [
+        f"order-{i}" for i in range(6)
+    ]
+    dead = consume_all(broker.bootstrap, dlq, expected=1)
+    assert [d.value() for d in dead] == [b'{"order_number": "no time"}']
+    headers = {k: v.decode() for k, v in dead[0].headers()}
+    assert headers["dagger.offset"] == "4" and headers["dagger.reason"] == "has no event_timestamp (the rowtime)"
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (
+            {"INPUT_SCHEMA_JSON_SCHEMA": None},
+            "STREAMS[data_stream_0].INPUT_SCHEMA_JSON_SCHEMA is required with INPUT_DATATYPE JSON",
+        ),
+        pytest.param(
+            {"INPUT_SCHEMA_JSON_EVENT_TIMESTAMP_FIELD_NAME": "created"},
+            "STREAMS[data_stream_0].INPUT_SCHEMA_JSON_EVENT_TIMESTAMP_FIELD_NAME: the schema has no property 'created'",
+            marks=pytest.mark.variant,
+        ),
+        (
+            {"INPUT_SCHEMA_JSON_EVENT_TIMESTAMP_FIELD_NAME": "order_number"},
+            'property \'order_number\' is string; the rowtime must be a string with "format": "date-time"',
+        ),
+        (
+            {"INPUT_SCHEMA_JSON_SCHEMA": json.dumps({"type": "object", "properties": {"a": {"type": "object"}}})},
+            "STREAMS[data_stream_0].INPUT_SCHEMA_JSON_SCHEMA.a is an object without properties",
+        ),
+    ],
+)
+def test_json_stream_config_errors_exit_2_naming_the_key(broker, stencil, tmp_path, change, message):
+    stream = json_stream(broker, "anything")
+    for key, value in change.items():
+        if value is None:
+            stream.pop(key)
+        else:
+            stream[key] = value
+    path = tmp_path / "job.json"
+    path.write_text(json.dumps(job(stencil, [stream], "SELECT order_number FROM data_stream_0")))
+    done = dagger("validate", str(path))
+    assert done.returncode == 2, done.stderr
+    assert message in done.stderr.strip().splitlines()[-1]
+
+
+def test_validate_describes_a_json_stream(broker, stencil, tmp_path):
+    path = tmp_path / "job.json"
+    path.write_text(json.dumps(job(stencil, [json_stream(broker, "bookings")], WINDOW_SQL)))
+    done = dagger("validate", str(path))
+    assert done.returncode == 0, done.stderr
+    assert "stream data_stream_0: KAFKA_CONSUMER topics /bookings/ as JSON, 11 columns" in done.stdout
+    assert "cash: bigint" in done.stdout
+
+
+def test_json_input_on_a_parquet_stream_is_refused(stencil, tmp_path):
+    stream = {
+        "INPUT_SCHEMA_TABLE": "data_stream_0",
+        "INPUT_DATATYPE": "JSON",
+        "INPUT_SCHEMA_JSON_SCHEMA": json.dumps(BOOKING_SCHEMA),
+        "INPUT_SCHEMA_JSON_EVENT_TIMESTAMP_FIELD_NAME": "event_timestamp",
+        "SOURCE_PARQUET_FILE_PATHS": [str(tmp_path)],
+        "SOURCE_DETAILS": [{"SOURCE_NAME": "PARQUET_SOURCE", "SOURCE_TYPE": "BOUNDED"}],
+    }
+    path = tmp_path / "job.json"
+    path.write_text(json.dumps(job(stencil, [stream], "SELECT order_number FROM data_stream_0")))
+    done = dagger("validate", str(path))
+    assert done.returncode == 2
+    assert "INPUT_DATATYPE JSON is for Kafka streams" in done.stderr
+
+
+# -- the JSON Kafka sink with SINK_KAFKA_JSON_SCHEMA ------------------------------------------------------------
+
+OUT_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "id": {"type": "string"},
+        "cash": {"type": "number"},
+        "code": {"type": "integer"},
+        "at": {"type": "string", "format": "date-time"},
+    },
+}
+
+
+@pytest.mark.integration
+def test_json_sink_writes_the_schemas_properties_by_name_typed_and_rejects_rows_that_do_not_convert(
+    spark, broker, stencil, topic, tmp_path
+):
+    source, out = topic("jsink-in"), topic("jsink-out")
+    produce(broker.bootstrap, source, ((None, v) for v in bookings(6, START)))
+    # columns in another order than the schema, one not in it (dropped), a string that becomes an integer
+    sql = (
+        "SELECT rowtime AS at, service_type, order_number AS id, amount_paid_by_cash AS cash, "
+        "CASE WHEN amount_paid_by_cash = 30 THEN 'thirty' ELSE CAST(amount_paid_by_cash DIV 10 AS STRING) END AS code "
+        "FROM data_stream_0"
+    )
+    sink = {**json_sink(broker, out), "SINK_KAFKA_JSON_SCHEMA": json.dumps(OUT_SCHEMA)}
+    data = job(stencil, [kafka_stream(broker, source)], sql, DEAD_LETTER_PATH=str(tmp_path / "dlq"), **sink)
+    manager, query = run_job(spark, data, tmp_path / "cp")
+    assert query.exception() is None
+    raw = [m.value() for m in consume_all(broker.bootstrap, out, expected=5)]
+    assert manager.counters.sinks["kafka"]["written"].value == 5
+    assert manager.counters.sinks["kafka"]["dead_letters"].value == 1
+    first = min(raw, key=lambda r: json.loads(r)["id"])
+    assert first == b'{"id":"order-0","cash":0.0,"code":0,"at":"2026-11-22T10:00:00.000000Z"}'
+    assert sorted(json.loads(r)["code"] for r in raw) == [0, 1, 2, 4, 5]
+    letters = [
+        json.loads(line) for f in (tmp_path / "dlq").glob("sink-kafka-*.jsonl") for line in f.read_text().splitlines()
+    ]
+    assert [letter["row"]["id"] for letter in letters] == ["order-3"]
+    assert "column code (string) cannot be written as code (int64) of SINK_KAFKA_JSON_SCHEMA" in letters[0]["reason"]
+
+
+@pytest.mark.integration
+def test_json_sink_matches_properties_by_position_as_dagger_when_names_differ(spark, broker, stencil, topic, tmp_path):
+    source, out = topic("jsink-pos-in"), topic("jsink-pos-out")
+    produce(broker.bootstrap, source, ((None, v) for v in bookings(3, START)))
+    sql = "SELECT order_number, amount_paid_by_cash, 7 AS seven, rowtime FROM data_stream_0"
+    sink = {**json_sink(broker, out), "SINK_KAFKA_JSON_SCHEMA": json.dumps(OUT_SCHEMA)}
+    manager, query = run_job(spark, job(stencil, [kafka_stream(broker, source)], sql, **sink), tmp_path / "cp")
+    assert query.exception() is None
+    rows = sorted(
+        (json.loads(m.value()) for m in consume_all(broker.bootstrap, out, expected=3)), key=lambda r: r["id"]
+    )
+    assert rows[2] == {"id": "order-2", "cash": 20.0, "code": 7, "at": "2026-11-22T10:00:02.000000Z"}
+
+
+def test_json_sink_that_cannot_be_shaped_is_refused_before_start(broker, stencil, tmp_path):
+    sql = "SELECT order_number, amount_paid_by_cash FROM data_stream_0"
+    sink = {**json_sink(broker, "unused"), "SINK_KAFKA_JSON_SCHEMA": json.dumps(OUT_SCHEMA)}
+    path = tmp_path / "job.json"
+    path.write_text(json.dumps(job(stencil, [kafka_stream(broker, "bookings")], sql, **sink)))
+    done = dagger("validate", str(path))
+    assert done.returncode != 0
+    assert (
+        "SINK_KAFKA_JSON_SCHEMA: properties id, cash, code, at match no output column (order_number, "
+        in done.stdout + done.stderr
+    )
+    bad = {**sink, "SINK_KAFKA_JSON_SCHEMA": json.dumps({"type": "object", "properties": {"x": {"type": "object"}}})}
+    path.write_text(json.dumps(job(stencil, [kafka_stream(broker, "bookings")], sql, **bad)))
+    done = dagger("validate", str(path))
+    assert done.returncode == 2
+    assert (
+        done.stderr.strip()
+        .splitlines()[-1]
+        .endswith(
+            "SINK_KAFKA_JSON_SCHEMA.x is an object without properties; declare its properties (a free-form object has no column type)"
+        )
+    )
+
+
+def test_generated_json_records_and_their_schema_decode_to_the_generated_values():
+    from dagger.generate import RecordGenerator
+    from testing.samples import example_descriptors
+
+    descriptor = example_descriptors().find_message("dagger.examples.BookingLogMessage")
+    as_proto = RecordGenerator(descriptor, seed=3, start=START)
+    as_json = RecordGenerator(descriptor, seed=3, start=START, data_type="JSON")
+    schema = as_json.json_schema()
+    assert "metadata" not in schema["properties"]  # a map has no JSON Schema type: left out, ignored when read
+    assert JsonDecoder(schema, "event_timestamp").spark_schema.fieldNames() == [
+        *schema["properties"],
+        "__internal_validation_field__",
+        "rowtime",
+    ]
+    expected = as_proto.arrow(50)
+    decoded = JsonDecoder(schema, "event_timestamp").decode(as_json.batch(50))
+    assert decoded.invalid == []
+    for name in ("order_number", "amount_paid_by_cash", "total_distance_in_kms", "item_tags"):
+        assert decoded.batch.column(name).to_pylist() == expected.column(name).to_pylist(), name
+    assert (
+        decoded.batch.column("rowtime").to_pylist()
+        == expected.column("event_timestamp").cast(pa.timestamp("us", tz="UTC")).to_pylist()
+    )
