@@ -5,6 +5,9 @@
 ``dagger generate``         produce synthetic protobuf records of any message type to a Kafka topic
 ``dagger config-docs``      print the config reference generated from the config model
 ``dagger function-docs``    print the function reference generated from the udfs library
+
+One module (~460 lines) because ``--help`` is the parser: every command's flags and help text sit together, and
+each command's body is a short call into the job, the generator or the references.
 """
 
 from __future__ import annotations

@@ -11,6 +11,9 @@
   (``DAGGER_CACHE_DIR``, default ``~/.cache/dagger``), importable by the UDF files on the driver and shipped to the
   executors as an archive.
 * ``PYTHON_FN_EXECUTION_ARROW_BATCH_SIZE``, when set, is Spark's ``spark.sql.execution.arrow.maxRecordsPerBatch``.
+
+One module (~330 lines) because ``PYTHON_UDF_CONFIG`` is one key with four parts (files, archives,
+requirements, batch size) that are fetched, installed and shipped together.
 """
 
 from __future__ import annotations

@@ -7,6 +7,9 @@ Dagger's JSON-in-a-string (``"STREAMS": "[{...}]"``); numbers and booleans may b
 
 The markdown config reference (``docs/config.md``) is generated from this module by
 :func:`dagger.plugins.reference.render_reference`; the ``description`` of each field is its documentation.
+
+One module (~680 lines) because it is the reference of a job's keys: every field with its description, in the
+order ``docs/config.md`` lists them; the validators beside the keys they check.
 """
 
 from __future__ import annotations

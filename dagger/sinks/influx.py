@@ -24,6 +24,9 @@ replaces it, so a re-run micro-batch (after a failure, or a replay) rewrites the
 retention policy dropped=N" is counted (``dropped``) and tolerated, as in Dagger; any other error fails the
 micro-batch with the server's message. An unreachable server, a timeout, 429 or 5xx is retried with back-off
 (``SINK_INFLUX_RETRIES``, ``SINK_INFLUX_RETRY_BACKOFF_MS``) before the micro-batch fails: never a silent drop.
+
+One module (~460 lines) because it is one sink: its keys, Arrow → line protocol (vectorized), the writer with
+its retries, and the sink's checks of the output schema.
 """
 
 from __future__ import annotations

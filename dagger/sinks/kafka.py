@@ -6,6 +6,9 @@
 * Delivery is at-least-once, as Dagger's: every produced record is acknowledged before the micro-batch
   commits; a delivery error fails the micro-batch with the broker's reason, and a restart re-runs it
   (records of a failed batch may be written twice; a cleanly stopped job writes each record once).
+
+One module (~380 lines) because it is one sink: its keys, the record encoders (protobuf, JSON) and the writer
+that produces them.
 """
 
 from __future__ import annotations

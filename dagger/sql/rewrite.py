@@ -19,6 +19,9 @@ Flink constructs Spark has no form of (window table-valued functions, ``MATCH_RE
 to rewrite is returned as written. No regular expressions touch the SQL: the few renames that must happen
 before parsing (sqlglot's Spark parser cannot read ``SESSION(``, and would turn datetime patterns and
 ``TRUNCATE`` into its own, lossy forms) work on sqlglot's tokens.
+
+One module (~400 lines): the rewrite's passes run in one order over one syntax tree; each kind of rewrite with
+state of its own lives in its own module (windows, joins, unnest, timestamps, retention).
 """
 
 from __future__ import annotations

@@ -204,3 +204,13 @@ def test_the_config_layer_imports_no_plugin():
                 reached.add(target)
                 todo.append(target)
     assert sorted(m for m in reached if layer_of(m) < layer_of("dagger.config.model")) == []
+
+
+def test_a_module_over_300_lines_says_why_in_its_docstring():
+    """The house rule: a module that grows past ~300 lines states why it is one module (``One module (...)``)."""
+    unexplained = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        text = path.read_text()
+        if len(text.splitlines()) > 320 and "One module (" not in (ast.get_docstring(ast.parse(text)) or ""):
+            unexplained.append(f"{path.relative_to(ROOT)} ({len(text.splitlines())} lines)")
+    assert not unexplained, "split these or say in the docstring why they are one module: " + ", ".join(unexplained)

@@ -4,6 +4,9 @@ through the output proto, and the per-source metrics.
 A lookup runs on the executors inside ``mapInArrow``: each Arrow batch of SQL output rows becomes one set of
 concurrent calls (at most ``capacity`` in flight), whose results are appended as typed columns **in row
 order** (Dagger's ordered async I/O).
+
+One module (~330 lines): what every lookup caller shares (the async loop, the answer cache, metrics, pattern
+checks and value conversion), used by each caller module.
 """
 
 from __future__ import annotations

@@ -11,6 +11,9 @@ empty are not sent (``empty_input``).
 
 Beyond Dagger, all off by default: ``cache_ttl_seconds`` (a per-executor response cache), ``retries`` with
 ``retry_backoff_ms`` (exponential, for timeouts, connection errors and 5xx) and ``rate_limit_per_second``.
+
+One module (~340 lines) because it is one caller: requests built from patterns, the async client, its cache,
+retries and rate limit, all on the executors.
 """
 
 from __future__ import annotations

@@ -2,6 +2,9 @@
 columns, its outputs typed, and one hidden column per ``output_mapping`` entry (``__ext_<source>_<column>``)
 computed on the executors with ``mapInArrow`` (:func:`plan_lookup`). Each lookup kind (:mod:`.kinds`) builds its
 spec and calls it. Plans on the driver; :func:`_lookup_batches` runs on executors.
+
+One module (~310 lines): planning a lookup and the executor function it plans (``mapInArrow``) belong
+together; the executor side must be importable alone on the workers.
 """
 
 from __future__ import annotations

@@ -33,6 +33,9 @@ Arrow buffers from librdkafka in C where Spark's connector hands rows to the Pyt
   dead-letter output (:mod:`dagger.dead_letter`; at-least-once).
 * **Column pruning**: only the fields the query can read (``spec.fields``, :mod:`dagger.schema.projection`)
   are decoded and handed to Spark.
+
+One module (~450 lines): the stream reader is one class of Spark's contract (offsets, admission, partitions,
+commits) whose methods share its state; what a task reads is :mod:`.partitions`, commits are :mod:`.commits`.
 """
 
 from __future__ import annotations
