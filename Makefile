@@ -178,7 +178,7 @@ dist: ## what spark-submit ships to a cluster: the package zip and a packed Pyth
 		--exclude 'lib/python*/site-packages/pandas/tests/*' --exclude 'lib/python*/site-packages/pyarrow/tests/*' \
 		--exclude 'lib/python*/site-packages/pyarrow/include/*' --exclude 'lib/python*/site-packages/numpy/*/tests/*' \
 		--exclude 'lib/python*/site-packages/pip/*' --exclude 'lib/python*/site-packages/setuptools/*'
-	rm -rf dist/venv dist/wheel
+	rm -rf dist/venv  # dist/wheel stays: the wheel pip installs (test_packaging checks it holds no test server)
 	@echo "PYSPARK_PYTHON=./environment/bin/python spark-submit --archives dist/dagger_env.tar.gz#environment dagger/entry.py CONFIG"
 
 clean:

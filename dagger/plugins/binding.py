@@ -99,6 +99,15 @@ def _bind_stream(stream: StreamConfig) -> list[str]:
     return []
 
 
+def bind_sink(sink: SinkConfig) -> SinkConfig:
+    """One sink entry bound to its ``SINK_TYPE`` (an embedding application's or a test's own entry); one
+    :class:`DaggerConfigError` names every problem."""
+    problems = _bind_sink(sink)
+    if problems:
+        raise DaggerConfigError("invalid sink:\n  - " + "\n  - ".join(problems))
+    return sink
+
+
 def _bind_sink(sink: SinkConfig) -> list[str]:
     plugins = SINKS.plugins()
     plugin = plugins.get(sink.SINK_TYPE)

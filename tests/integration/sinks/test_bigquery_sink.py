@@ -15,6 +15,7 @@ from dagger.checkpoint import CheckpointStore
 from dagger.config.model import SinkConfig
 from dagger.dead_letter import DeadLetterSpec
 from dagger.errors import SinkError
+from dagger.plugins.binding import bind_sink
 from dagger.sinks import build_sink
 from dagger.sinks.bigquery import BigQuerySink
 from testing.produce import consume_all, produce
@@ -35,7 +36,7 @@ Summary = message_class("dagger.examples.BookingSummaryMessage")
 
 
 def _sink(bigquery, table: str, state_dir=None, **extra) -> BigQuerySink:
-    sink = build_sink(SinkConfig(**bigquery_keys(bigquery, table, **extra)), example_descriptors())
+    sink = build_sink(bind_sink(SinkConfig(**bigquery_keys(bigquery, table, **extra))), example_descriptors())
     assert isinstance(sink, BigQuerySink)
     sink.label = "bigquery"
     sink.state = CheckpointStore(str(state_dir)) if state_dir else None

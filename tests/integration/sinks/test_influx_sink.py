@@ -11,6 +11,7 @@ import pytest
 
 from dagger.config.model import SinkConfig
 from dagger.errors import SinkError
+from dagger.plugins.binding import bind_sink
 from dagger.sinks import build_sink
 from dagger.sinks.influx import InfluxSink, line_protocol
 from testing.influx import V2WriteShim
@@ -31,7 +32,7 @@ def _sink(influx, db: str, **keys) -> InfluxSink:
     entry = SinkConfig(
         SINK_TYPE="influx", SINK_INFLUX_URL=influx.url, SINK_INFLUX_DB_NAME=db, SINK_INFLUX_MEASUREMENT_NAME="m", **keys
     )
-    sink = build_sink(entry, None)
+    sink = build_sink(bind_sink(entry), None)
     assert isinstance(sink, InfluxSink)
     sink.label = "influx"
     return sink

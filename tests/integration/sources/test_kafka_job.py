@@ -339,7 +339,7 @@ def test_local_checkpoints_are_written_without_hadoop_filecontext_and_remote_one
     from dagger.session_tuning import tune
 
     remote = Job(load_config(data=data), checkpoint_dir="s3a://bucket/job", spark=spark)
-    tune(spark, remote.config, remote.store.local, {})
+    tune(spark, remote.config, remote.context.store.local, {})
     assert spark.conf.get(key, None) is None  # back to Spark's FileContext-based default
     spark.conf.set(key, "org.example.MyManager")  # as spark-submit --conf would
     chosen = Job(
