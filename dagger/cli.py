@@ -293,7 +293,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     _setup_logging(args.verbose)
     if args.command == "config-docs":
-        from dagger.plugins.reference import render_reference
+        from dagger.job.reference import render_reference
 
         sys.stdout.write(render_reference())
         return 0

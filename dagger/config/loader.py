@@ -123,7 +123,7 @@ def read_config(
     plugin_keys: Iterable[str] = (),
 ) -> JobConfig:
     """Load, merge, override, substitute and validate a job config's shape (its plugins' keys are bound by
-    :func:`dagger.plugins.binding.bind`; :func:`dagger.job.load_config` does both).
+    :func:`dagger.job.binding.bind`; :func:`dagger.job.load_config` does both).
 
     Layers, each overriding the one before: the file (or ``data``), the environment (when ``arguments`` ask for
     ``ConfigSource=ENVIRONMENT``), ``--KEY value`` arguments (``--encodedArgs`` included), then ``overrides``.

@@ -6,7 +6,7 @@ Dagger's JSON-in-a-string (``"STREAMS": "[{...}]"``); numbers and booleans may b
 ``.properties`` file. Every model forbids unknown keys: a typo is an error that names the closest key.
 
 The markdown config reference (``docs/config.md``) is generated from this module by
-:func:`dagger.plugins.reference.render_reference`; the ``description`` of each field is its documentation.
+:func:`dagger.job.reference.render_reference`; the ``description`` of each field is its documentation.
 
 One module (~680 lines) because it is the reference of a job's keys: every field with its description, in the
 order ``docs/config.md`` lists them; the validators beside the keys they check.
@@ -150,7 +150,7 @@ class StreamConfig(_PluginEntry):
         return _bound(self._format, f"stream '{self.INPUT_SCHEMA_TABLE}'")
 
     def bind(self, settings: Any, format_settings: Any) -> None:
-        """Set the stream's source and input data type settings (:mod:`dagger.plugins.binding` validated them)."""
+        """Set the stream's source and input data type settings (:mod:`dagger.job.binding` validated them)."""
         self._settings, self._format = settings, format_settings
 
 
@@ -158,7 +158,7 @@ def _bound(settings: Any, what: str) -> Any:
     if settings is None:
         raise RuntimeError(
             f"{what} is not bound to its plugins: load the config with dagger.job.load_config (or bind it with "
-            "dagger.plugins.binding.bind)"
+            "dagger.job.binding.bind)"
         )
     return settings
 
@@ -215,11 +215,11 @@ class PostProcessorConfig(_Strict):
     @property
     def lookups(self) -> list[tuple[str, int, Any]]:
         """``(kind, index, settings)`` of every ``external_source`` entry, in the order they run (bound by
-        :mod:`dagger.plugins.binding`)."""
+        :mod:`dagger.job.binding`)."""
         return self._lookups
 
     def bind(self, lookups: list[tuple[str, int, Any]]) -> None:
-        """Set the validated lookups (:mod:`dagger.plugins.binding`)."""
+        """Set the validated lookups (:mod:`dagger.job.binding`)."""
         self._lookups = lookups
 
     internal_source: list[InternalSourceConfig] = Field(default_factory=list)
@@ -301,7 +301,7 @@ class SinkConfig(_PluginEntry):
         return _bound(self._settings, f"sink {self.SINK_TYPE!r}")
 
     def bind(self, settings: Any) -> None:
-        """Set the sink's own settings (:mod:`dagger.plugins.binding` validated them)."""
+        """Set the sink's own settings (:mod:`dagger.job.binding` validated them)."""
         self._settings = settings
 
 

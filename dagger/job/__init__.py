@@ -6,10 +6,10 @@ refresh, compatibility), :mod:`~dagger.job.inputs` (sources → invalid rows →
 :mod:`~dagger.job.start` (streaming and bounded). Observers read a job through :class:`~dagger.job.view.JobView`.
 """
 
+from dagger.job.binding import load_config, validate_config
 from dagger.job.context import JobCounters, RunOptions
 from dagger.job.facade import Job
 from dagger.job.plan import Plan
 from dagger.job.view import JobView
-from dagger.plugins.binding import load_config, validate_config
 
 __all__ = ["Job", "JobCounters", "JobView", "Plan", "RunOptions", "load_config", "validate_config"]

@@ -13,7 +13,7 @@ function       :mod:`dagger.plugins.udf`              a SQL function's name     
 
 Each registers with ``register_<kind>(name, settings, build)``: the name users write, a typed settings model (the
 config reference is generated from it) and a constructor (:mod:`dagger.plugins.registry`). A job config meets its
-plugins in one place, :mod:`dagger.plugins.binding` (transformers are resolved when the job is planned, since a
+plugins in one place, :mod:`dagger.job.binding`, above the built-in plugins (transformers are resolved when the job is planned, since a
 ``PYTHON_FILES`` module may register one). This package's ``__init__`` imports nothing, so that a plugin
 importing its contract never loads the built-in plugins.
 """

@@ -15,7 +15,7 @@ sources: ``http``, ``es``, ``pg``, ``grpc``). It registers the way every plugin 
     register_lookup("redis", RedisSettings, redis_lookup)
 
 Each ``external_source.<name>`` entry of a job's ``PROCESSOR_POSTPROCESSOR_CONFIG`` is validated by the settings
-model registered under ``<name>`` (:mod:`dagger.plugins.binding`); the planner runs on the driver when the job is
+model registered under ``<name>`` (:mod:`dagger.job.binding`); the planner runs on the driver when the job is
 planned, with the validated settings, the entry's index, the :class:`~dagger.plugins.transformer.
 ProcessorContext` and where the entry is (for messages). Installed packages register through the
 ``dagger.lookups`` entry-point group (:mod:`dagger.plugins.registry`).

@@ -13,7 +13,7 @@ the registry is read::
     [project.entry-points."dagger.sinks"]
     webhook = "my_package.webhook"
 
-The built-in plugins register the same way from their own packages, which :mod:`dagger.plugins.binding` (the one
+The built-in plugins register the same way from their own packages, which :mod:`dagger.job.binding` (the one
 place a job config meets its plugins) imports; this module imports no plugin.
 """
 

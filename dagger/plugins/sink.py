@@ -13,7 +13,7 @@ A sink is one module and one registration::
 
 The settings model holds the sink's own ``SINK_<TYPE>_*`` keys (typed, with defaults and a description each: the
 config reference is generated from it). A job's sink entry is validated against the model of its ``SINK_TYPE``
-(:mod:`dagger.plugins.binding`): a key no sink knows is an error naming the closest one, a key of another sink
+(:mod:`dagger.job.binding`): a key no sink knows is an error naming the closest one, a key of another sink
 is accepted and ignored (as Dagger does when a job switches ``SINK_TYPE``). The constructor receives the
 validated settings and the job's descriptors and returns a :class:`Sink`. Installed packages register through
 the ``dagger.sinks`` entry-point group (:mod:`dagger.plugins.registry`).

@@ -20,7 +20,7 @@ A source is one module and one registration per ``SOURCE_NAME`` it serves::
 
 The settings model holds the source's own ``SOURCE_<NAME>_*`` keys (typed, with defaults and a description each:
 the config reference is generated from it). ``STREAMS`` entries stay flat, as in Dagger: a stream's keys are
-validated against the model of its ``SOURCE_NAME`` and of its ``INPUT_DATATYPE`` (:mod:`dagger.plugins.binding`);
+validated against the model of its ``SOURCE_NAME`` and of its ``INPUT_DATATYPE`` (:mod:`dagger.job.binding`);
 a key no source knows is an error naming the closest one, a key of another source is accepted and ignored.
 Installed packages register through the ``dagger.sources`` entry-point group (:mod:`dagger.plugins.registry`).
 """

@@ -26,8 +26,6 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     (
         "plugins",
         (
-            "dagger.plugins.binding",
-            "dagger.plugins.reference",
             "dagger.sources",
             "dagger.sinks",
             "dagger.processors",

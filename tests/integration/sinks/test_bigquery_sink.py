@@ -15,7 +15,7 @@ from dagger.checkpoint import CheckpointStore
 from dagger.config.model import SinkConfig
 from dagger.dead_letter import DeadLetterSpec
 from dagger.errors import SinkError
-from dagger.plugins.binding import bind_sink
+from dagger.job.binding import bind_sink
 from dagger.sinks import build_sink
 from dagger.sinks.bigquery import BigQuerySink
 from testing.produce import consume_all, produce

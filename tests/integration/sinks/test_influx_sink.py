@@ -11,7 +11,7 @@ import pytest
 
 from dagger.config.model import SinkConfig
 from dagger.errors import SinkError
-from dagger.plugins.binding import bind_sink
+from dagger.job.binding import bind_sink
 from dagger.sinks import build_sink
 from dagger.sinks.influx import InfluxSink, line_protocol
 from testing.influx import V2WriteShim

@@ -11,7 +11,7 @@ import pytest
 
 from dagger.errors import DaggerConfigError
 from dagger.job import load_config
-from dagger.plugins.reference import render_reference
+from dagger.job.reference import render_reference
 from tests.conftest import ROOT
 
 STREAM = {

@@ -12,7 +12,7 @@ import pytest
 
 from dagger.cli import main
 from dagger.config.model import JobConfig, StreamConfig
-from dagger.plugins.binding import FORMATS, SOURCES
+from dagger.job.binding import FORMATS, SOURCES
 from tests.unit.config.test_config import BASE, STREAM
 
 _STRICT_TYPES = (int, bool, float)

@@ -9,7 +9,7 @@ from pathlib import Path
 from dagger.config.ignored import IGNORED_KEYS, ignored_keys_set
 from dagger.config.model import JobConfig, PythonUdfConfig, SinkConfig, StreamConfig
 from dagger.job import load_config
-from dagger.plugins.binding import FORMATS, SINKS, SOURCES
+from dagger.job.binding import FORMATS, SINKS, SOURCES
 from tests.unit.config.test_config import BASE, STREAM
 
 ROOT = Path(__file__).resolve().parents[3]

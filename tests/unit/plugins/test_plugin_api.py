@@ -12,7 +12,7 @@ import pytest
 from pydantic import BaseModel
 
 from dagger.errors import DaggerConfigError
-from dagger.plugins.binding import FORMATS, SINKS, SOURCES
+from dagger.job.binding import FORMATS, SINKS, SOURCES
 from dagger.plugins.lookup import LOOKUPS
 from dagger.plugins.registry import Registry
 from dagger.plugins.transformer import TRANSFORMERS

@@ -14,7 +14,7 @@ from pydantic import Field
 
 from dagger.errors import DaggerConfigError
 from dagger.job import load_config
-from dagger.plugins.reference import render_reference
+from dagger.job.reference import render_reference
 from dagger.plugins.sink import SINKS, Sink, SinkSettings, SinkWriter, register_sink
 from tests.conftest import START, job, kafka_stream, run_job
 

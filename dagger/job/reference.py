@@ -16,7 +16,7 @@ from dagger.config.model import (
     SinkConfig,
     StreamConfig,
 )
-from dagger.plugins.binding import FORMATS, SINKS, SOURCES
+from dagger.job.binding import FORMATS, SINKS, SOURCES
 from dagger.plugins.source import source_named
 
 
