@@ -9,12 +9,16 @@ import subprocess
 import sys
 import uuid
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from dagger.job import load_config
 from testing.produce import consume_all, produce
 from testing.samples import bookings
+
+if TYPE_CHECKING:
+    from dagger.plugins.registry import Registry
 
 ROOT = Path(__file__).resolve().parents[1]
 DESCRIPTORS = ROOT / "descriptors"
@@ -441,3 +445,19 @@ def bigquery_count(bigquery, table: str) -> int:
 
 def bigquery_table() -> str:
     return f"t_{uuid.uuid4().hex[:8]}"
+
+
+def install_plugin_package(tmp_path: Path, monkeypatch, registry: Registry, module: str, code: str, name: str) -> None:  # noqa: ANN001
+    """An installed package (``module`` + its dist-info on ``sys.path``) whose entry point in ``registry``'s group
+    names ``module`` under ``name``; the registry reads its entry points again on its next lookup."""
+    import textwrap
+
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / f"{module}.py").write_text(textwrap.dedent(code))
+    info = site / f"{module}-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {module.replace('_', '-')}\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text(f"[{registry.group}]\n{name} = {module}\n")
+    monkeypatch.syspath_prepend(str(site))
+    monkeypatch.setattr(registry, "_entry_points_loaded", False)

@@ -5,8 +5,6 @@ group."""
 from __future__ import annotations
 
 import sys
-import textwrap
-from pathlib import Path
 
 import pytest
 from pydantic import BaseModel
@@ -17,6 +15,7 @@ from dagger.plugins.lookup import LOOKUPS
 from dagger.plugins.registry import Registry
 from dagger.plugins.transformer import TRANSFORMERS
 from dagger.plugins.udf import UDFS
+from tests.conftest import install_plugin_package
 
 ALL = {
     "dagger.sources": SOURCES,
@@ -43,19 +42,6 @@ def test_every_kind_is_one_registry_with_its_own_entry_point_group():
     assert {"log", "kafka", "influx", "bigquery"} <= set(SINKS.plugins())
     assert {"http", "es", "pg", "grpc"} <= set(LOOKUPS.plugins())
     assert {"HashTransformer", "SQLTransformer", "DeDuplicationTransformer"} <= set(TRANSFORMERS.plugins())
-
-
-def _install(tmp_path: Path, monkeypatch, registry: Registry, module: str, code: str, name: str) -> None:  # noqa: ANN001
-    """An installed package (module + dist-info) whose entry point in ``registry``'s group names ``module``."""
-    site = tmp_path / "site"
-    site.mkdir()
-    (site / f"{module}.py").write_text(textwrap.dedent(code))
-    info = site / f"{module}-1.0.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {module.replace('_', '-')}\nVersion: 1.0\n")
-    (info / "entry_points.txt").write_text(f"[{registry.group}]\n{name} = {module}\n")
-    monkeypatch.syspath_prepend(str(site))
-    monkeypatch.setattr(registry, "_entry_points_loaded", False)
 
 
 @pytest.mark.parametrize(
@@ -106,7 +92,7 @@ def test_an_installed_packages_entry_point_registers_a_plugin_of_each_processor_
     tmp_path, monkeypatch, registry, name, code
 ):
     module = f"plugin_{name.lower()}"
-    _install(tmp_path, monkeypatch, registry, module, code, name)
+    install_plugin_package(tmp_path, monkeypatch, registry, module, code, name)
     try:
         plugin = registry.plugins()[name]
         assert plugin.build is not None and plugin.settings.__module__ in (module, "dagger.plugins.udf")
@@ -138,7 +124,7 @@ def test_a_registered_function_is_in_every_jobs_catalog(tmp_path, monkeypatch):
 
 
 def test_an_entry_point_that_registers_nothing_under_its_name_is_named(tmp_path, monkeypatch):
-    _install(tmp_path, monkeypatch, LOOKUPS, "silent_lookup", "VALUE = 1\n", "silent")
+    install_plugin_package(tmp_path, monkeypatch, LOOKUPS, "silent_lookup", "VALUE = 1\n", "silent")
     try:
         with pytest.raises(
             DaggerConfigError, match=r"lookup 'silent': module 'silent_lookup' was imported but registered no lookup"

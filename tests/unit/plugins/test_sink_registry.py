@@ -16,7 +16,7 @@ from dagger.errors import DaggerConfigError
 from dagger.job import load_config
 from dagger.job.reference import render_reference
 from dagger.plugins.sink import SINKS, Sink, SinkSettings, SinkWriter, register_sink
-from tests.conftest import START, job, kafka_stream, run_job
+from tests.conftest import START, install_plugin_package, job, kafka_stream, run_job
 
 STREAM = {
     "INPUT_SCHEMA_TABLE": "bookings",
@@ -120,23 +120,11 @@ def test_registration_refuses_keys_outside_the_sink_namespace():
     assert "bad" not in SINKS.entries and "shadow" not in SINKS.entries
 
 
-def _install(tmp_path: Path, monkeypatch, module: str, code: str, sink: str) -> None:  # noqa: ANN001
-    """An installed package (module + dist-info) whose ``dagger.sinks`` entry point names ``module``."""
-    site = tmp_path / "site"
-    site.mkdir()
-    (site / f"{module}.py").write_text(code)
-    info = site / f"{module}-1.0.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {module.replace('_', '-')}\nVersion: 1.0\n")
-    (info / "entry_points.txt").write_text(f"[dagger.sinks]\n{sink} = {module}\n")
-    monkeypatch.syspath_prepend(str(site))
-    monkeypatch.setattr(SINKS, "_entry_points_loaded", False)
-
-
 def test_an_installed_packages_entry_point_registers_its_sink(tmp_path, monkeypatch):
-    _install(
+    install_plugin_package(
         tmp_path,
         monkeypatch,
+        SINKS,
         "webhook_sink",
         textwrap.dedent(
             """
@@ -175,7 +163,7 @@ def test_an_installed_packages_entry_point_registers_its_sink(tmp_path, monkeypa
 
 
 def test_an_entry_point_that_does_not_register_is_named(tmp_path, monkeypatch):
-    _install(tmp_path, monkeypatch, "silent_sink", "VALUE = 1\n", "silent")
+    install_plugin_package(tmp_path, monkeypatch, SINKS, "silent_sink", "VALUE = 1\n", "silent")
     try:
         with pytest.raises(
             DaggerConfigError,
