@@ -19,7 +19,7 @@ $(VENV)/.installed: pyproject.toml
 # mode), and Apache Kafka's broker for the tests, the quickstart and the bench
 jars: $(VENV)/.installed
 	@command -v mvn >/dev/null 2>&1 || { echo "installing Maven (fetches the jars from Maven Central)"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends maven; }
-	$(PY) -m dagger.jars fetch > /dev/null
+	$(PY) -m dagger.session.jars fetch > /dev/null
 	$(PY) -m testing.broker fetch > /dev/null
 
 install: $(VENV)/.installed jars ## create .venv with the package and its test extras; fetch Spark's connectors and Apache Kafka
@@ -150,11 +150,11 @@ image-root: ## build the image's /opt/dagger (venv, native helper, entry file) u
 		"from dagger.kafka.native import native_library; assert native_library() is not None, 'the Kafka helper did not build'"
 	@# the Python workers' launcher too, so nothing is written under /opt/dagger at run time
 	DAGGER_NATIVE_CACHE=$(IMAGE_ROOT)/native $(IMAGE_ROOT)/venv/bin/python -c \
-		"from dagger.spark import worker_python; assert worker_python() is not None, 'no worker launcher'"
+		"from dagger.session.spark import worker_python; assert worker_python() is not None, 'no worker launcher'"
 	install -m 0644 dagger/entry.py $(IMAGE_ROOT)/entry.py
 	@# Spark's Kafka connector and spark-avro from Maven Central: the image's DAGGER_JARS, on every mode's class path
 	rm -rf $(IMAGE_ROOT)/jars
-	DAGGER_NATIVE_CACHE=$(IMAGE_ROOT)/native $(IMAGE_ROOT)/venv/bin/python -m dagger.jars fetch > /dev/null
+	DAGGER_NATIVE_CACHE=$(IMAGE_ROOT)/native $(IMAGE_ROOT)/venv/bin/python -m dagger.session.jars fetch > /dev/null
 	mv $(IMAGE_ROOT)/native/jars/spark-* $(IMAGE_ROOT)/jars && rm -rf $(IMAGE_ROOT)/native/jars
 	$(IMAGE_ROOT)/venv/bin/dagger --help > /dev/null
 	@# spark-submit needs Java, which the image's build stage lacks: checked where there is one

@@ -44,8 +44,8 @@ def main() -> None:
     from pyspark.sql import SparkSession
 
     from dagger.job import Job, load_config
+    from dagger.session.spark import DEFAULT_CONF
     from dagger.sources import register_data_sources
-    from dagger.spark import DEFAULT_CONF
     from testing import proctree
     from testing.broker import Broker
     from testing.descriptor_server import DescriptorServer

@@ -176,7 +176,7 @@ def jobs() -> tuple[dict, dict, dict]:
 
     from dagger.job import Job, load_config
     from dagger.runner import is_drained
-    from dagger.spark import DEFAULT_CONF
+    from dagger.session.spark import DEFAULT_CONF
     from testing.broker import Broker
     from testing.descriptor_server import DescriptorServer
     from testing.produce import produce, topic_size

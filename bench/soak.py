@@ -207,7 +207,7 @@ class FetchProbe:
 
 def run_soak(settings: Settings, log=print) -> dict:  # noqa: ANN001, C901 - one sequence, read top to bottom
     """Run one soak with ``settings``; returns the results (also written to ``settings.results``)."""
-    from dagger.schema.registry import DescriptorSet
+    from dagger.schema.descriptor_sets import DescriptorSet
     from testing.broker import Broker, free_port
     from testing.descriptor_server import DescriptorServer
     from testing.job_metrics import scrape

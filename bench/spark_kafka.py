@@ -12,7 +12,7 @@ a process of its own for the latency parts (``latency_spark``, ``latency_window_
 
 which reads the bootstrap servers, topics, descriptors and Spark settings from the Dagger job config ``JOB.json``
 (the one ``dagger run`` gets in the part it is compared with), starts the session ``dagger run`` would (the same
-JVM, class-data archive, fork server and jars) with the job settings it makes (``dagger.session_tuning``: the
+JVM, class-data archive, fork server and jars) with the job settings it makes (``dagger.session.tuning``: the
 local checkpoint's writer, Arrow's batch cap), and runs the job on Spark's Kafka source and sink, unbounded, in
 micro-batches started as soon as the last one ends (Spark's default trigger), until it is terminated; then it
 writes the last micro-batches' ``durationMs`` (Spark keeps 100) to ``progress.json`` beside ``JOB.json``.
@@ -129,7 +129,7 @@ _CACHE: dict[str, Any] = {}
 
 def _proto_decoder(descriptors: bytes) -> Any:
     if "decoder" not in _CACHE:
-        from dagger.schema.registry import build_pool
+        from dagger.schema.descriptor_sets import build_pool
         from dagger.serde.decode import ProtoDecoder
 
         descriptor = _pool(descriptors, build_pool).FindMessageTypeByName(INPUT_MESSAGE)
@@ -139,7 +139,7 @@ def _proto_decoder(descriptors: bytes) -> Any:
 
 def _proto_encoder(descriptors: bytes, message: str) -> Any:
     if message not in _CACHE:
-        from dagger.schema.registry import build_pool
+        from dagger.schema.descriptor_sets import build_pool
         from dagger.serde.encode import ProtoEncoder
 
         _CACHE[message] = ProtoEncoder(_pool(descriptors, build_pool).FindMessageTypeByName(message))
@@ -166,8 +166,8 @@ def main(argv: list[str]) -> None:
 
     from bench.spark_kafka import stateless_query as query_of  # by reference: the UDFs pickle by module name
     from dagger.job import load_config
-    from dagger.session_tuning import tune
-    from dagger.spark import get_session
+    from dagger.session.spark import get_session
+    from dagger.session.tuning import tune
 
     parser = argparse.ArgumentParser(prog="bench/spark_kafka.py")
     parser.add_argument("job")

@@ -447,8 +447,8 @@ class Bench:
     def session(self):  # noqa: ANN201
         if self.spark is None:
             from dagger.job import load_config
+            from dagger.session.spark import get_session
             from dagger.sources import register_data_sources
-            from dagger.spark import get_session
 
             config = load_config(data=self._job("warmup", STATELESS_SQL, "dagger.examples.BookingSummaryMessage"))
             self.spark = get_session(config)
@@ -731,8 +731,8 @@ class Bench:
         sink (``bench/spark_kafka.py``, in the session ``dagger run`` starts; its breakdown from Spark's recent
         progress), with the job's watermark on each table if ``watermark``. ``streams``: 2 reads the input as two
         streams (the join), each record meeting itself. ``rate``: records/s fed."""
-        from dagger import jvm_classes
         from dagger.generate import RecordGenerator, produce_generated
+        from dagger.session import class_data as jvm_classes
         from testing import proctree
         from testing.broker import free_port
         from testing.job_metrics import per_batch_ms, scrape
@@ -921,7 +921,7 @@ class Bench:
 
     def booking(self):  # noqa: ANN201
         """The input message's descriptor."""
-        from dagger.schema.registry import SchemaRegistry, StencilSettings
+        from dagger.schema.descriptor_sets import SchemaRegistry, StencilSettings
 
         registry = SchemaRegistry(StencilSettings(urls=[self.descriptors]))
         return registry.get().find_message("dagger.examples.BookingLogMessage")
@@ -962,7 +962,7 @@ def _expected_outputs(bootstrap: str, source: str) -> int:
 
 def _read_batch(bootstrap: str, topic: str, message: str) -> tuple:
     """Every record of ``topic`` decoded by ptars (an Arrow record batch), and each one's produce time (ms)."""
-    from dagger.schema.registry import DescriptorSet
+    from dagger.schema.descriptor_sets import DescriptorSet
     from dagger.serde.decode import ptars_handler
     from testing.produce import consume_all
 

@@ -78,7 +78,7 @@ FROM range({ROWS})
 def _session():
     from pyspark.sql import SparkSession
 
-    from dagger.spark import DEFAULT_CONF, use_worker_python
+    from dagger.session.spark import DEFAULT_CONF, use_worker_python
 
     use_worker_python()
     builder = SparkSession.builder.master("local[2]").appName("bench-udfs")
@@ -104,7 +104,7 @@ def _rate(spark, expression: str) -> float:
 def scalar_rates(spark) -> list[dict]:
     from dagger.functions import build_catalog, register
     from dagger.sql.rewrite import rewrite_sql
-    from udfs.registry import UdfContext
+    from udfs.declare import UdfContext
 
     class Config:
         FUNCTION_FACTORY_CLASSES: list = []

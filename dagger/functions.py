@@ -1,6 +1,6 @@
 """The SQL functions a job can call: the built-in library (``udfs``), functions registered by packages
 (:mod:`dagger.plugins.udf`), the modules named by ``FUNCTION_FACTORY_CLASSES`` and the user files of ``PYTHON_UDF_CONFIG``, registered with the session before
-the job's SQL runs. Macros (and every aggregate) are applied by the SQL rewrite instead (see ``udfs.registry``).
+the job's SQL runs. Macros (and every aggregate) are applied by the SQL rewrite instead (see ``udfs.declare``).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from dagger.config.model import JobConfig
-    from dagger.schema.registry import DescriptorSet
+    from dagger.schema.descriptor_sets import DescriptorSet
 
 log = logging.getLogger("dagger.functions")
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -86,7 +86,7 @@ class FunctionCatalog:
 def factory_functions(spec: str) -> list[Any]:
     """The functions of one ``FUNCTION_FACTORY_CLASSES`` entry: ``package.module`` or ``package.module:attr``."""
     from udfs import declared
-    from udfs.registry import functions_of
+    from udfs.declare import functions_of
 
     if spec.rsplit(".", 1)[-1] == "FunctionFactory" and spec.split(".")[0] in ("org", "io", "com"):
         return []  # Dagger's built-in Java factory: its functions are the built-in library, always registered
@@ -109,7 +109,7 @@ def factory_functions(spec: str) -> list[Any]:
     if not found:
         raise DaggerConfigError(
             f"FUNCTION_FACTORY_CLASSES: {spec!r} declares no functions; decorate them with @udfs.udf(returns=...) "
-            "or the udfs.registry decorators"
+            "or the udfs.declare decorators"
         )
     return found
 
@@ -136,7 +136,7 @@ def build_catalog(config: JobConfig, python_functions: list[Any] = ()) -> Functi
 def udf_context(spark: SparkSession, config: JobConfig, descriptors: DescriptorSet) -> Any:
     """What context-dependent functions need: descriptors, the DARTS location, counters (accumulators)."""
     from udfs.darts import COUNTERS
-    from udfs.registry import UdfContext
+    from udfs.declare import UdfContext
 
     base = config.UDF_DART_BASE_URL or (
         f"gs://{config.UDF_DART_GCS_BUCKET_ID}" if config.UDF_DART_GCS_BUCKET_ID else None

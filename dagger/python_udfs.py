@@ -88,7 +88,7 @@ def _import(path: Path, module_name: str) -> Any:
 
 def _functions_of_file(module: Any, stem: str, file: str) -> list[Any]:
     from udfs import declared
-    from udfs.registry import Function
+    from udfs.declare import Function
 
     found = [f for value in vars(module).values() for f in declared(value) if f.module == module.__name__]
     conventional = getattr(module, stem, None)

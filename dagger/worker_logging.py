@@ -39,6 +39,6 @@ def setup() -> None:
 
 def setup_if_worker() -> None:
     """:func:`setup` in a process Spark started: at the import of :mod:`dagger`, and in each child of the fork
-    server (:mod:`dagger.forkserver`), which imported :mod:`dagger` before Spark's environment was its own."""
+    server (:mod:`dagger.session.forkserver`), which imported :mod:`dagger` before Spark's environment was its own."""
     if in_spark_worker():
         setup()

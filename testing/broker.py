@@ -71,14 +71,14 @@ def free_port() -> int:
 
 
 def kafka_jars_dir() -> Path:
-    from dagger.jars import cache_root
+    from dagger.session.jars import cache_root
 
     return cache_root() / f"kafka-{KAFKA_VERSION}"
 
 
 def fetch_kafka() -> Path:
     """Fetch the broker's jars (``make install`` does, through ``python -m testing.broker fetch``)."""
-    from dagger.jars import fetch
+    from dagger.session.jars import fetch
 
     fetch(list(KAFKA_BROKER), kafka_jars_dir())
     return kafka_jars_dir()

@@ -24,7 +24,7 @@ class Issued:
     cert: Path
     key: Path
     _cert: x509.Certificate
-    offset_key: ec.EllipticCurvePrivateKey
+    _key: ec.EllipticCurvePrivateKey
 
 
 class CertificateAuthority:

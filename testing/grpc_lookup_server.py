@@ -30,7 +30,7 @@ class CustomerLookupServer:
         import grpc
         from google.protobuf import descriptor_pb2, message_factory
 
-        from dagger.schema.registry import build_pool
+        from dagger.schema.descriptor_sets import build_pool
 
         fds = descriptor_pb2.FileDescriptorSet.FromString(self.descriptor_set.read_bytes())
         service = build_pool(fds).FindServiceByName("dagger.examples.CustomerService")

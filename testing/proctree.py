@@ -81,12 +81,12 @@ def _cmdline(pid: int) -> str:
 
 def _is_daemon(pid: int, cmd: str, parent_cmd: str) -> bool:
     """A Spark worker daemon: it leads its own process group (``pyspark.daemon.manager``), forked by the fork
-    server or started as ``-m dagger.spark_daemon``/``pyspark.daemon``."""
+    server or started as ``-m dagger.session.daemon``/``pyspark.daemon``."""
     try:
         leads = os.getpgid(pid) == pid
     except OSError:
         return False
-    return leads and ("daemon" in cmd or "dagger.forkserver" in parent_cmd)
+    return leads and ("daemon" in cmd or "dagger.session.forkserver" in parent_cmd)
 
 
 def memory_by_kind(root: int) -> dict[str, dict[str, int]]:
@@ -111,13 +111,13 @@ def memory_by_kind(root: int) -> dict[str, dict[str, int]]:
             kind = "Python driver"
         elif "forkserver.py --client" in cmd[pid]:
             kind = "worker launchers"
-        elif parent == root and "dagger.forkserver" in cmd[pid]:
+        elif parent == root and "dagger.session.forkserver" in cmd[pid]:
             kind = "fork server"
         elif pid in daemons:
             kind = "worker daemons"
         elif parent in daemons:
             kind = "Python workers"
-        elif "dagger.forkserver" in cmd.get(parent, ""):
+        elif "dagger.session.forkserver" in cmd.get(parent, ""):
             kind = "source runners"
         else:
             kind = "other"

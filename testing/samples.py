@@ -7,7 +7,7 @@ from pathlib import Path
 
 from google.protobuf import message_factory
 
-from dagger.schema.registry import DescriptorSet
+from dagger.schema.descriptor_sets import DescriptorSet
 
 EXAMPLES_DESC = Path(__file__).resolve().parents[1] / "descriptors" / "examples.desc"
 AREAS = ["jakarta", "bandung", "surabaya"]

@@ -29,14 +29,14 @@ os.environ.setdefault("TZ", "UTC")
 # the s3 fixture's credentials, set before any Spark Python worker starts (workers keep the environment they
 # started with); the AWS SDK's default of checksumming every upload sends aws-chunked bodies with a trailer, which
 # moto stores undecoded on some paths: checksums only where the API requires them, as older SDKs did
-for offset_key, _value in {
+for _key, _value in {
     "AWS_ACCESS_KEY_ID": "test",
     "AWS_SECRET_ACCESS_KEY": "test",
     "AWS_DEFAULT_REGION": "us-east-1",
     "AWS_REQUEST_CHECKSUM_CALCULATION": "when_required",
     "AWS_RESPONSE_CHECKSUM_VALIDATION": "when_required",
 }.items():
-    os.environ.setdefault(offset_key, _value)
+    os.environ.setdefault(_key, _value)
 
 
 # fixtures that start a real server or a Spark session: a test using any of them is an integration test, marked
@@ -147,9 +147,9 @@ def elasticsearch():
 def spark():
     from pyspark.sql import SparkSession
 
-    from dagger import jars
+    from dagger.session import jars
+    from dagger.session.spark import DEFAULT_CONF, use_worker_python
     from dagger.sources import register_data_sources
-    from dagger.spark import DEFAULT_CONF, use_worker_python
 
     use_worker_python()
     builder = SparkSession.builder.master("local[2]").appName("dagger-tests")

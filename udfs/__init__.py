@@ -22,7 +22,7 @@ import importlib
 from collections.abc import Callable
 from typing import Any
 
-from udfs.registry import Example, Function, UdfContext, functions_of
+from udfs.declare import Example, Function, UdfContext, functions_of
 
 LIBRARY_MODULES = (
     "udfs.dates",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from udfs.registry import Example, arrow_function, literal, macro, macro_args, rows, sql_function
+from udfs.declare import Example, arrow_function, literal, macro, macro_args, rows, sql_function
 
 _SETUP = "SELECT * FROM VALUES ('a', 1.0D, 'x'), ('a', 2.0D, 'y'), ('a', 3.0D, 'x'), ('b', 10.0D, 'z') AS v(k, n, s)"
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from udfs.registry import Example, literal, macro, macro_args, sql_function
+from udfs.declare import Example, literal, macro, macro_args, sql_function
 
 _NUMERIC = {"INTEGER": "INT", "LONG": "BIGINT", "DOUBLE": "DOUBLE", "FLOAT": "DOUBLE", "OTHER": None}
 _MODIFIERS = {"distinct": "array_distinct({})", "sorted": "array_sort({})", "sort": "array_sort({})"}

@@ -17,7 +17,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from udfs.registry import Example, UdfContext, arrow_function, macro, rows
+from udfs.declare import Example, UdfContext, arrow_function, macro, rows
 
 COUNTERS = ("dart_fetch_success", "dart_fetch_failure", "dart_cache_hit", "dart_cache_miss")
 

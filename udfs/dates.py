@@ -7,7 +7,7 @@ needs the session time zone to be UTC — the setting every Dagger on Spark sess
 
 from __future__ import annotations
 
-from udfs.registry import Example, sql_function
+from udfs.declare import Example, sql_function
 
 # an instant as the wall-clock time of zone `tz` (a timestamp whose UTC fields are the local fields)
 _LOCAL_MS = "from_utc_timestamp(timestamp_millis(millis), tz)"

@@ -10,7 +10,7 @@ import math
 
 import pyarrow as pa
 
-from udfs.registry import Example, arrow_function, rows, sql_function
+from udfs.declare import Example, arrow_function, rows, sql_function
 
 EARTH_RADIUS_KM = 6371.0
 _TOTAL_EARTH_AREA_KM2 = 510072000  # Dagger's constant for S2AreaInKm2

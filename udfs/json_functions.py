@@ -11,7 +11,7 @@ from functools import lru_cache
 
 import pyarrow as pa
 
-from udfs.registry import Example, arrow_function, macro, macro_args, rows
+from udfs.declare import Example, arrow_function, macro, macro_args, rows
 
 _INDEFINITE = ("*", "..", "?(", ":", ",")
 

@@ -7,7 +7,7 @@ from functools import lru_cache
 
 import pyarrow as pa
 
-from udfs.registry import Example, UdfContext, arrow_function, literal, macro, macro_args, rows
+from udfs.declare import Example, UdfContext, arrow_function, literal, macro, macro_args, rows
 
 _EXAMPLE = (
     "SELECT array(unhex('0A0161'), unhex('0A0162'), unhex('0A0161')) AS msgs"  # three messages: order_number a, b, a

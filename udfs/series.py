@@ -10,7 +10,7 @@ import datetime as dt
 
 import pyarrow as pa
 
-from udfs.registry import Example, arrow_function, rows
+from udfs.declare import Example, arrow_function, rows
 
 _MINUTE_MS = 60_000
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import statistics
 
-from udfs.registry import Example, table_function
+from udfs.declare import Example, table_function
 
 
 @table_function(

@@ -5,7 +5,7 @@ Maven Central, and the bench's protobuf messages compiled to Java classes, in on
 (default ``~/.cache/dagger-on-spark/flink-2.2.1/``) and prints its path:
 
 * ``flink-sql-connector-kafka`` and ``flink-protobuf`` with their runtime dependencies (``protobuf-java``), resolved
-  by ``mvn dependency:copy-dependencies`` from a generated pom (:func:`dagger.jars.fetch`);
+  by ``mvn dependency:copy-dependencies`` from a generated pom (:func:`dagger.session.jars.fetch`);
 * ``booking-proto-<hash>.jar``: ``descriptors/booking.proto`` through ``protoc --java_out`` (protoc from Maven
   Central's ``com.google.protobuf:protoc`` executable, at the version of the ``protobuf-java`` the format depends
   on), ``javac`` against that ``protobuf-java``, then ``jar``. The repo's proto names no Java options; a copy of it
@@ -32,8 +32,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-from dagger.jars import fetch  # noqa: E402
-from dagger.kafka.native import cache_dir  # noqa: E402 - stdlib only, like dagger.jars
+from dagger.kafka.native import cache_dir  # noqa: E402 - stdlib only, like dagger.session.jars
+from dagger.session.jars import fetch  # noqa: E402
 
 FLINK = "2.2.1"  #: PyFlink (``apache-flink`` on PyPI), pinned in the Makefile too
 PROTOBUF_JAVA = "4.32.1"  #: flink-protobuf 2.2.0's compile dependency; protoc 4.32.1 is protoc 32.1

@@ -36,7 +36,7 @@ def main(idle: float) -> None:
     sdf = app.dataframe(source)
     sdf = sdf.apply(transform).filter(lambda value: value is not None)
     # Quix stamps output records with the input's timestamp; the bench times the output's produce time
-    sdf = sdf.set_timestamp(lambda _value, offset_key, _timestamp, _headers: int(time.time() * 1000))
+    sdf = sdf.set_timestamp(lambda _value, _key, _timestamp, _headers: int(time.time() * 1000))
     sdf.to_topic(sink)
     app.run(timeout=idle, collect=False)
 

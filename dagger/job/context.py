@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from dagger.functions import FunctionCatalog
     from dagger.plugins.sink import Sink
     from dagger.plugins.source import Source
-    from dagger.schema.registry import DescriptorSet
+    from dagger.schema.descriptor_sets import DescriptorSet
 
 
 @dataclass(frozen=True)
@@ -120,7 +120,7 @@ class JobContext:
     def spark(self) -> SparkSession:
         """The job's Spark session (created from the config on first use, unless one was given)."""
         if self._spark is None:
-            from dagger.spark import get_session
+            from dagger.session.spark import get_session
 
             self._spark = get_session(self.config)
         return self._spark

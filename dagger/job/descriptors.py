@@ -12,7 +12,7 @@ from dagger.errors import DescriptorFetchError
 
 if TYPE_CHECKING:
     from dagger.job.context import JobContext
-    from dagger.schema.registry import DescriptorSet
+    from dagger.schema.descriptor_sets import DescriptorSet
 
 log = logging.getLogger("dagger")
 
@@ -20,7 +20,7 @@ log = logging.getLogger("dagger")
 def current(ctx: JobContext) -> DescriptorSet:
     """The descriptor sets in use: fetched on first use; the checkpoint's copy when the fetch fails at a restart."""
     if ctx.descriptor_set is None:
-        from dagger.schema.registry import SchemaRegistry, StencilSettings
+        from dagger.schema.descriptor_sets import SchemaRegistry, StencilSettings
 
         try:
             ctx.descriptor_set = SchemaRegistry(StencilSettings.from_config(ctx.config)).get()
@@ -40,7 +40,7 @@ def refresh_seconds(ctx: JobContext) -> float | None:
 def fetch_fresh(ctx: JobContext) -> DescriptorSet | None:
     """The descriptor sets fetched again, when they differ from the ones the job runs with (None when they do not,
     or cannot be fetched: the job goes on with what it has, as Dagger's Stencil cache does)."""
-    from dagger.schema.registry import SchemaRegistry, StencilSettings
+    from dagger.schema.descriptor_sets import SchemaRegistry, StencilSettings
 
     try:
         fresh = SchemaRegistry(StencilSettings.from_config(ctx.config)).get()
@@ -99,7 +99,7 @@ def pin(ctx: JobContext, tables: dict, rewritten_sql: str) -> None:
 def _kept(ctx: JobContext, failure: DescriptorFetchError) -> DescriptorSet:
     """The descriptor sets the checkpoint keeps, when their server is down at a restart; else ``failure``."""
     from dagger.schema.compat import kept_copy
-    from dagger.schema.registry import DescriptorSet
+    from dagger.schema.descriptor_sets import DescriptorSet
 
     try:
         kept = kept_copy(ctx.store)

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from dagger.job.plan import Plan
     from dagger.plugins.sink import Sink
     from dagger.plugins.source import Source
-    from dagger.schema.registry import DescriptorSet
+    from dagger.schema.descriptor_sets import DescriptorSet
 
 log = logging.getLogger("dagger")
 

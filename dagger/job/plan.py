@@ -61,7 +61,7 @@ def plan(ctx: JobContext) -> Plan:
     from pyspark.sql.pandas.types import to_arrow_schema
 
     from dagger.serde.variant import without_variants
-    from dagger.session_tuning import ROCKSDB_STATE_STORE, STATE_STORE_PROVIDER
+    from dagger.session.tuning import ROCKSDB_STATE_STORE, STATE_STORE_PROVIDER
     from dagger.sql.retention import running_aggregates
     from dagger.sql.rewrite import rewrite_query
     from dagger.sql.state import unbounded_state
@@ -125,7 +125,7 @@ def _longbow(ctx: JobContext, df: DataFrame, longbow: LongbowSchema) -> DataFram
     """``df`` through the Longbow its columns ask for (classic on Bigtable or in state, writer, reader)."""
     from dagger.longbow.classic import LongbowMetrics, classic_longbow
     from dagger.longbow.plus import plus_reader, plus_writer
-    from dagger.session_tuning import ROCKSDB_STATE_STORE, STATE_STORE_PROVIDER
+    from dagger.session.tuning import ROCKSDB_STATE_STORE, STATE_STORE_PROVIDER
 
     config = ctx.config
     check_types(longbow, df.schema)

@@ -1,6 +1,6 @@
 """Starting a planned job: a streaming query writing every micro-batch to every sink through the ``dagger-sink``
 writer (or Spark's own Kafka sink in real-time mode), or, for bounded input, one batch query. The session is tuned
-for the job (:mod:`dagger.session_tuning`) and the sinks are given their counters and state directories first.
+for the job (:mod:`dagger.session.tuning`) and the sinks are given their counters and state directories first.
 Runs on the driver.
 """
 
@@ -27,7 +27,7 @@ log = logging.getLogger("dagger")
 
 def start(ctx: JobContext, plan: Plan) -> StreamingQuery | BoundedRun:
     """Start ``plan``'s query (streaming, real-time or bounded) and return it."""
-    from dagger.session_tuning import tune
+    from dagger.session.tuning import tune
     from dagger.sql.state import retention_note
 
     config = ctx.config

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
     from dagger.config.model import JobConfig
-    from dagger.schema.registry import DescriptorSet
+    from dagger.schema.descriptor_sets import DescriptorSet
 
 log = logging.getLogger(__name__)
 
@@ -94,7 +94,7 @@ def plus_writer(
 def _encoder(spec: dict) -> Any:
     from google.protobuf import descriptor_pb2
 
-    from dagger.schema.registry import build_pool
+    from dagger.schema.descriptor_sets import build_pool
     from dagger.serde.encode import ProtoEncoder
 
     files = descriptor_pb2.FileDescriptorSet.FromString(base64.b64decode(spec["descriptor_set_b64"]))

@@ -68,8 +68,8 @@ class LongbowKind(enum.Enum):
 
     @property
     def label(self) -> str:
-        """Dagger's name of the kind: the key column without ``offset_key`` (``longbow``, ``longbow_write``, ...)."""
-        return self.key.removesuffix("offset_key")
+        """Dagger's name of the kind: the key column without ``_key`` (``longbow``, ``longbow_write``, ...)."""
+        return self.key.removesuffix("_key")
 
 
 @dataclass(frozen=True)

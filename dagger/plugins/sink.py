@@ -41,7 +41,7 @@ from dagger.plugins.registry import Plugin, Registry
 
 if TYPE_CHECKING:
     from dagger.checkpoint import CheckpointStore
-    from dagger.schema.registry import DescriptorSet
+    from dagger.schema.descriptor_sets import DescriptorSet
 
 #: the counters every sink has (kept by its writers, in tasks): rows written, rows sent to the dead-letter
 #: output, rows the destination dropped by its own rules (InfluxDB's retention policy)
@@ -58,7 +58,7 @@ class SinkSettings(BaseModel):
     @property
     def large_messages(self) -> bool:
         """Whether this sink is set up for records of megabytes (the session then keeps Spark's byte cap on the
-        Arrow batches sent to Python workers; see :mod:`dagger.session_tuning`)."""
+        Arrow batches sent to Python workers; see :mod:`dagger.session.tuning`)."""
         return False
 
     def require(self, sink: str, *keys: str) -> None:

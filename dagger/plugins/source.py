@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
     from dagger.config.model import JobConfig, StreamConfig
-    from dagger.schema.registry import DescriptorSet
+    from dagger.schema.descriptor_sets import DescriptorSet
 
 #: keys every stream has, whatever its source and input data type (:class:`dagger.config.model.StreamConfig`)
 COMMON_KEYS = frozenset({"INPUT_SCHEMA_TABLE", "INPUT_DATATYPE", "SOURCE_DETAILS"})

@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from dagger.config.model import JobConfig
-    from dagger.schema.registry import DescriptorSet
+    from dagger.schema.descriptor_sets import DescriptorSet
 
 #: the Java packages of Dagger's transformers: a qualified name in one of them resolves to the short name
 DAGGER_PACKAGES = (

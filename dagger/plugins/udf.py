@@ -1,7 +1,7 @@
 """The function registry: SQL functions a package adds to every job, registered the way every plugin is.
 
 A function is declared with its typed signature, documentation and implementation by the decorators of
-:mod:`udfs.registry` (``sql_function``, ``macro``, ``arrow_function``, ``table_function``) or ``@udfs.udf``. The
+:mod:`udfs.declare` (``sql_function``, ``macro``, ``arrow_function``, ``table_function``) or ``@udfs.udf``. The
 built-in library, a job's ``FUNCTION_FACTORY_CLASSES`` modules and its ``PYTHON_UDF_CONFIG`` files are found by
 module (:mod:`dagger.functions`). A package that adds functions to every job registers them here::
 
@@ -12,7 +12,7 @@ module (:mod:`dagger.functions`). A package that adds functions to every job reg
 
 or names such a module in its ``dagger.functions`` entry point (the entry point's name is one of the functions it
 registers). A function takes no config keys: its settings model is :class:`FunctionSettings`, empty; its
-constructor returns the declaration (a :class:`udfs.registry.Function`). The job's catalog adds the registered
+constructor returns the declaration (a :class:`udfs.declare.Function`). The job's catalog adds the registered
 functions after the library and before ``FUNCTION_FACTORY_CLASSES`` (later names replace earlier ones).
 """
 
@@ -44,8 +44,8 @@ def register_udf(
 
 
 def register_module(module: Any) -> list[Plugin]:
-    """Register every function ``module`` declares (with the :mod:`udfs.registry` decorators or ``@udfs.udf``)."""
-    from udfs.registry import functions_of
+    """Register every function ``module`` declares (with the :mod:`udfs.declare` decorators or ``@udfs.udf``)."""
+    from udfs.declare import functions_of
 
     return [
         register_udf(f.name, FunctionSettings, lambda f=f: f, f.doc.splitlines()[0] if f.doc else "")

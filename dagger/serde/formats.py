@@ -12,7 +12,7 @@ from dagger.serde.json_schema import JsonSchemaError, json_struct
 
 if TYPE_CHECKING:
     from dagger.config.model import StreamConfig
-    from dagger.schema.registry import DescriptorSet
+    from dagger.schema.descriptor_sets import DescriptorSet
 
 
 class ProtoSettings(InputFormatSettings):
@@ -62,7 +62,7 @@ def record_struct(stream: StreamConfig, descriptors: DescriptorSet) -> StructTyp
     from dagger.serde.types import message_struct
 
     if stream.INPUT_DATATYPE == "JSON":
-        return json_struct(stream.format.INPUT_SCHEMA_JSON_SCHEMA or "", offset_key(stream, "INPUT_SCHEMA_JSON_SCHEMA"))
+        return json_struct(stream.format.INPUT_SCHEMA_JSON_SCHEMA or "", _key(stream, "INPUT_SCHEMA_JSON_SCHEMA"))
     return message_struct(descriptors.find_message(stream.format.INPUT_SCHEMA_PROTO_CLASS))
 
 
@@ -71,7 +71,7 @@ def stream_table(stream: StreamConfig, descriptors: DescriptorSet, rowtime: str)
     from dagger.serde.types import input_table
 
     owner = "the JSON Schema" if stream.INPUT_DATATYPE == "JSON" else stream.format.INPUT_SCHEMA_PROTO_CLASS
-    return input_table(record_struct(stream, descriptors), rowtime, f"{offset_key(stream, 'INPUT_DATATYPE')} ({owner})")
+    return input_table(record_struct(stream, descriptors), rowtime, f"{_key(stream, 'INPUT_DATATYPE')} ({owner})")
 
 
 def check_records(stream: StreamConfig, descriptors: DescriptorSet) -> None:
@@ -83,11 +83,11 @@ def check_records(stream: StreamConfig, descriptors: DescriptorSet) -> None:
     if stream.INPUT_DATATYPE == "JSON":
         for key in ("INPUT_SCHEMA_JSON_SCHEMA", "INPUT_SCHEMA_JSON_EVENT_TIMESTAMP_FIELD_NAME"):
             if not getattr(stream.format, key):
-                raise DaggerConfigError(f"{offset_key(stream, key)} is required with INPUT_DATATYPE JSON")
+                raise DaggerConfigError(f"{_key(stream, key)} is required with INPUT_DATATYPE JSON")
         try:
             struct = record_struct(stream, descriptors)
             field = stream.format.INPUT_SCHEMA_JSON_EVENT_TIMESTAMP_FIELD_NAME
-            rowtime_type(struct, field, offset_key(stream, "INPUT_SCHEMA_JSON_EVENT_TIMESTAMP_FIELD_NAME"))
+            rowtime_type(struct, field, _key(stream, "INPUT_SCHEMA_JSON_EVENT_TIMESTAMP_FIELD_NAME"))
         except JsonSchemaError as exc:
             raise DaggerConfigError(str(exc)) from None
         return
@@ -97,9 +97,9 @@ def check_records(stream: StreamConfig, descriptors: DescriptorSet) -> None:
             timestamp_field(
                 message,
                 stream.format.INPUT_SCHEMA_EVENT_TIMESTAMP_FIELD_INDEX,
-                offset_key(stream, "INPUT_SCHEMA_EVENT_TIMESTAMP_FIELD_INDEX"),
+                _key(stream, "INPUT_SCHEMA_EVENT_TIMESTAMP_FIELD_INDEX"),
             )
 
 
-def offset_key(stream: StreamConfig, key: str) -> str:
+def _key(stream: StreamConfig, key: str) -> str:
     return f"STREAMS[{stream.INPUT_SCHEMA_TABLE}].{key}"

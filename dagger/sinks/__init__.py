@@ -16,7 +16,7 @@ from dagger.sinks.log import LogSink, LogSinkSettings
 if TYPE_CHECKING:
     from dagger.config.model import JobConfig, SinkConfig
     from dagger.plugins.sink import Sink
-    from dagger.schema.registry import DescriptorSet
+    from dagger.schema.descriptor_sets import DescriptorSet
 
 register_sink("log", LogSinkSettings, LogSink.from_settings)
 register_sink("kafka", KafkaSinkSettings, KafkaSink.from_settings)

@@ -50,7 +50,7 @@ from dagger.worker_cache import BuiltCache, content_key
 
 if TYPE_CHECKING:
     from dagger.checkpoint import CheckpointStore
-    from dagger.schema.registry import DescriptorSet
+    from dagger.schema.descriptor_sets import DescriptorSet
 
 log = logging.getLogger(__name__)
 
@@ -322,7 +322,7 @@ def _converter(descriptor_set_b64: str, message: str) -> RowConverter:
     def build() -> RowConverter:
         from google.protobuf import descriptor_pb2
 
-        from dagger.schema.registry import build_pool
+        from dagger.schema.descriptor_sets import build_pool
 
         fds = descriptor_pb2.FileDescriptorSet.FromString(base64.b64decode(descriptor_set_b64))
         descriptor = build_pool(fds).FindMessageTypeByName(message)

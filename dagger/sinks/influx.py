@@ -46,7 +46,7 @@ from dagger.plugins.sink import Sink, SinkSettings, SinkWriter
 from dagger.sinks.rejected import RejectedRows
 
 if TYPE_CHECKING:
-    from dagger.schema.registry import DescriptorSet
+    from dagger.schema.descriptor_sets import DescriptorSet
 
 TIME_COLUMN = "window_timestamp"
 _RETENTION_DROP = re.compile(r"points beyond retention policy dropped=(\d+)")

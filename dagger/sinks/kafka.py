@@ -29,7 +29,7 @@ from dagger.sinks.rejected import RejectedRows, RowsRefused, isolate
 from dagger.worker_cache import BuiltCache, content_key
 
 if TYPE_CHECKING:
-    from dagger.schema.registry import DescriptorSet
+    from dagger.schema.descriptor_sets import DescriptorSet
 
 _ENCODERS = BuiltCache(32)
 
@@ -80,7 +80,7 @@ def _encoder(descriptor_set_b64: str, message: str, key: str) -> Any:
     def build() -> Any:
         from google.protobuf import descriptor_pb2
 
-        from dagger.schema.registry import build_pool
+        from dagger.schema.descriptor_sets import build_pool
         from dagger.serde.encode import ProtoEncoder
 
         fds = descriptor_pb2.FileDescriptorSet.FromString(base64.b64decode(descriptor_set_b64))

@@ -17,7 +17,7 @@ import pyarrow as pa
 from dagger.plugins.sink import Sink, SinkSettings, SinkWriter
 
 if TYPE_CHECKING:
-    from dagger.schema.registry import DescriptorSet
+    from dagger.schema.descriptor_sets import DescriptorSet
 
 
 def format_value(value: Any) -> str:

@@ -53,7 +53,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
     from dagger.config.model import JobConfig, StreamConfig
-    from dagger.schema.registry import DescriptorSet
+    from dagger.schema.descriptor_sets import DescriptorSet
 
 log = logging.getLogger(__name__)
 

@@ -219,7 +219,7 @@ def main() -> None:
         .config("spark.ui.enabled", "false")
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.sql.streaming.numRecentProgressUpdates", "1000")
-        # a local checkpoint written through Hadoop's FileSystem API, as dagger's jobs do (dagger.session_tuning):
+        # a local checkpoint written through Hadoop's FileSystem API, as dagger's jobs do (dagger.session.tuning):
         # its default FileContext writer starts chmod processes without Hadoop's native library, ~40 ms a commit
         .config(
             "spark.sql.streaming.checkpointFileManagerClass",

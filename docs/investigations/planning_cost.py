@@ -26,7 +26,7 @@ def main() -> None:
     from pyspark.sql.datasource import ReadAllAvailable
 
     from dagger.generate import RecordGenerator, produce_generated
-    from dagger.schema.registry import DescriptorSet
+    from dagger.schema.descriptor_sets import DescriptorSet
     from dagger.sources.kafka.reader import KafkaStreamReader
     from dagger.sources.kafka.spec import KafkaSourceSpec
     from testing.broker import Broker

@@ -34,8 +34,8 @@ def main() -> None:
     from pyspark.sql import functions as F
     from spark_kafka import json_spark_schema
 
-    from dagger import jars
     from dagger.generate import RecordGenerator, produce_generated
+    from dagger.session import jars
     from testing.broker import Broker
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

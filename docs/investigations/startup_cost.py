@@ -29,7 +29,7 @@ def main() -> None:
     from streaming import STATELESS_SQL, FirstOutput, job_config
 
     from dagger.generate import RecordGenerator, produce_generated
-    from dagger.schema.registry import DescriptorSet
+    from dagger.schema.descriptor_sets import DescriptorSet
     from testing import proctree
     from testing.broker import Broker
     from testing.descriptor_server import DescriptorServer

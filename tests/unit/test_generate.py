@@ -12,7 +12,7 @@ from google.protobuf import message_factory
 
 from dagger.errors import DaggerConfigError
 from dagger.generate import MALFORMED, RecordGenerator
-from dagger.schema.registry import DescriptorSet
+from dagger.schema.descriptor_sets import DescriptorSet
 
 ROOT = Path(__file__).resolve().parents[2]
 START = dt.datetime(2026, 11, 22, 10, 0, tzinfo=dt.UTC)

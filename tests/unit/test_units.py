@@ -109,14 +109,14 @@ def test_every_test_that_starts_spark_or_a_server_is_an_integration_test():
     units = collected(
         "-m",
         "not integration",
-        "tests/unit/test_spark_daemon.py",
+        "tests/unit/session/test_daemon.py",
         "tests/unit/udfs/test_udfs.py",
         "tests/unit/test_units.py",
     )
     assert units, "nothing collected"
     assert not any(
-        u.startswith(("tests/unit/test_spark_daemon.py::test_workers", "tests/unit/udfs/test_udfs.py::test_doc"))
+        u.startswith(("tests/unit/session/test_daemon.py::test_workers", "tests/unit/udfs/test_udfs.py::test_doc"))
         for u in units
     )
-    assert "tests/unit/test_spark_daemon.py::test_the_worker_python_drops_only_the_redundant_zips" in units
+    assert "tests/unit/session/test_daemon.py::test_the_worker_python_drops_only_the_redundant_zips" in units
     assert any(u.startswith("tests/unit/test_units.py::") for u in units)

@@ -50,7 +50,7 @@ def typing_message(source: Any, context: ProcessorContext, where: str) -> Any:
 
 def with_sets(context: ProcessorContext, urls: str, where: str) -> Any:
     """The job's descriptor sets merged with those at the comma-separated ``urls``."""
-    from dagger.schema.registry import DescriptorSet, SchemaRegistryError, StencilSettings, fetch_bytes
+    from dagger.schema.descriptor_sets import DescriptorSet, SchemaRegistryError, StencilSettings, fetch_bytes
 
     settings = StencilSettings.from_config(context.config)
     blobs = [("SCHEMA_REGISTRY_STENCIL_URLS", context.descriptors.serialized)]
@@ -161,7 +161,7 @@ def _fields(spec: dict) -> dict[str, Any]:
     def build() -> dict[str, Any]:
         from google.protobuf import descriptor_pb2
 
-        from dagger.schema.registry import build_pool
+        from dagger.schema.descriptor_sets import build_pool
 
         fds = descriptor_pb2.FileDescriptorSet.FromString(base64.b64decode(spec["descriptor_set_b64"]))
         return dict(build_pool(fds).FindMessageTypeByName(spec["message"]).fields_by_name)

@@ -7,8 +7,8 @@ from typing import Any
 from pydantic import Field
 
 from dagger.plugins.transformer import Transformer, TransformerArguments, register_transformer
-from dagger.session_tuning import ROCKSDB_STATE_STORE as ROCKSDB
-from dagger.session_tuning import STATE_STORE_PROVIDER
+from dagger.session.tuning import ROCKSDB_STATE_STORE as ROCKSDB
+from dagger.session.tuning import STATE_STORE_PROVIDER
 
 
 class DeDuplicationArguments(TransformerArguments):

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
     from dagger.config.model import JobConfig, StreamConfig
     from dagger.dead_letter import DeadLetterSpec
-    from dagger.schema.registry import DescriptorSet
+    from dagger.schema.descriptor_sets import DescriptorSet
 
 
 class KafkaSource(Source):

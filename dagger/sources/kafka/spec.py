@@ -116,8 +116,8 @@ def _build_decoder(spec: KafkaSourceSpec):  # noqa: ANN202
         return JsonDecoder(spec.json_schema or "{}", spec.rowtime_json_field, spec.rowtime, spec.fields)
     from google.protobuf import descriptor_pb2
 
+    from dagger.schema.descriptor_sets import build_pool
     from dagger.schema.projection import prune_message
-    from dagger.schema.registry import build_pool
     from dagger.serde.decode import ProtoDecoder
 
     fds = descriptor_pb2.FileDescriptorSet.FromString(base64.b64decode(spec.descriptor_set_b64))

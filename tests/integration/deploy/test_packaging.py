@@ -72,7 +72,7 @@ def _submit_command(cluster, dist, config: str, *args: str) -> tuple[list[str], 
     """The README's cluster command: spark-submit in client mode, Spark's connectors as --packages (resolved from
     Maven Central by Spark), the packed environment through --archives, PYSPARK_PYTHON=./environment/bin/python
     (a path that exists on the executors only)."""
-    from dagger import jars
+    from dagger.session import jars
     from testing.cluster import spark_home
 
     command = [
@@ -268,7 +268,7 @@ def test_on_the_cluster_functions_darts_a_lookup_descriptors_over_http_and_every
 
 def test_the_executors_interpreter_path_is_made_to_resolve_on_the_driver(tmp_path):
     from dagger.errors import DaggerConfigError
-    from dagger.spark import driver_side_python
+    from dagger.session.spark import driver_side_python
 
     driver_side_python("./environment/bin/python", cwd=str(tmp_path))
     assert (tmp_path / "environment").resolve() == Path(sys.prefix).resolve()

@@ -13,7 +13,7 @@ import time
 import pytest
 from google.protobuf import descriptor_pb2, message_factory
 
-from dagger.schema.registry import DescriptorSet
+from dagger.schema.descriptor_sets import DescriptorSet
 from testing.descriptor_server import DescriptorServer
 from testing.produce import consume_all, produce
 from testing.samples import EXAMPLES_DESC, bookings

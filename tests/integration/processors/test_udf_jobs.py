@@ -147,7 +147,7 @@ def test_function_factory_modules_register_their_functions(spark, tmp_path, monk
     from dagger.sql.rewrite import rewrite_sql
 
     (tmp_path / "team_library.py").write_text(
-        "from udfs.registry import Example, macro, sql_function\n\n"
+        "from udfs.declare import Example, macro, sql_function\n\n"
         "@sql_function('Triple', 'x BIGINT', 'BIGINT')\ndef triple():\n    '''Three times x.'''\n    return 'x * 3'\n\n"
         "@macro('Twice', 'Twice(x) -> x')\ndef twice(args):\n    '''Two times x.'''\n    return f'({args[0].sql()}) * 2'\n"
     )

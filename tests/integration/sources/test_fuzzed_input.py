@@ -59,8 +59,8 @@ def _reference_valid(values: list[bytes], fields: list[str]) -> int:
     query does not read is read (docs/sources.md)."""
     from google.protobuf import descriptor_pb2, message_factory
 
+    from dagger.schema.descriptor_sets import build_pool
     from dagger.schema.projection import prune_message
-    from dagger.schema.registry import build_pool
     from testing.samples import example_descriptors
 
     fds = descriptor_pb2.FileDescriptorSet.FromString(example_descriptors().serialized)

@@ -336,7 +336,7 @@ def test_local_checkpoints_are_written_without_hadoop_filecontext_and_remote_one
     assert again.recentProgress[0]["batchId"] >= 2  # resumed after the committed batches
     assert sum(p["numInputRows"] for p in again.recentProgress) == 0  # nothing read twice
 
-    from dagger.session_tuning import tune
+    from dagger.session.tuning import tune
 
     remote = Job(load_config(data=data), checkpoint_dir="s3a://bucket/job", spark=spark)
     tune(spark, remote.config, remote.context.store.local, {})
@@ -367,7 +367,7 @@ def test_arrow_batches_are_capped_by_rows_unless_records_may_be_large(spark, bro
     assert spark.conf.get(key) == "2147483647"  # Spark skips its per-row size check
     assert len(consume_all(broker.bootstrap, out, expected=50)) == 50
 
-    from dagger.session_tuning import tune
+    from dagger.session.tuning import tune
 
     def sized(**extra) -> str | None:
         tune(spark, load_config(data=dict(data, **extra)), True, {})

@@ -66,7 +66,7 @@ def test_validate_and_the_docs_name_each_ignored_key_a_config_sets():
 
 
 def test_flink_parallelism_becomes_sparks_task_counts_unless_spark_conf_says_otherwise():
-    from dagger.spark import session_conf
+    from dagger.session.spark import session_conf
 
     local = session_conf(load_config(data=BASE), "local[2]")
     assert local["spark.sql.shuffle.partitions"] == "2" and "spark.default.parallelism" not in local

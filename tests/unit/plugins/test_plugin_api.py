@@ -75,7 +75,7 @@ def test_every_kind_is_one_registry_with_its_own_entry_point_group():
             UDFS,
             "Triple",
             """
-            from udfs.registry import sql_function
+            from udfs.declare import sql_function
             from dagger.plugins.udf import register_module
             import sys
             @sql_function("Triple", "x BIGINT", "BIGINT")
@@ -104,7 +104,7 @@ def test_an_installed_packages_entry_point_registers_a_plugin_of_each_processor_
 def test_a_registered_function_is_in_every_jobs_catalog(tmp_path, monkeypatch):
     from dagger.functions import build_catalog
     from dagger.plugins.udf import FunctionSettings, register_udf
-    from udfs.registry import Function
+    from udfs.declare import Function
 
     register_udf(
         "Quadruple",

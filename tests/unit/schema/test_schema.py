@@ -9,7 +9,7 @@ import pytest
 from dagger.checkpoint import CheckpointStore
 from dagger.errors import SchemaCompatibilityError, SchemaRegistryError
 from dagger.schema.compat import check_and_record, snapshot
-from dagger.schema.registry import SchemaRegistry, StencilSettings, parse_headers
+from dagger.schema.descriptor_sets import SchemaRegistry, StencilSettings, parse_headers
 from dagger.serde.types import table_schema
 from tests.conftest import DESCRIPTORS
 

@@ -12,7 +12,7 @@ import pytest
 
 from dagger.errors import DaggerError
 from dagger.job import load_config
-from dagger.schema.registry import SchemaRegistry, StencilSettings
+from dagger.schema.descriptor_sets import SchemaRegistry, StencilSettings
 from testing.produce import consume_all, produce
 from tests.conftest import job, json_sink, kafka_stream, run_job
 

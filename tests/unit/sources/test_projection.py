@@ -9,8 +9,8 @@ import pytest
 from google.protobuf import descriptor_pb2, message_factory
 
 from dagger.job.inputs import pruned_fields
+from dagger.schema.descriptor_sets import build_pool
 from dagger.schema.projection import prune_message, source_fields
-from dagger.schema.registry import build_pool
 from dagger.sql.rewrite import referenced_columns
 from tests.conftest import job, kafka_stream
 

@@ -26,7 +26,7 @@ def write_darts(base) -> None:  # noqa: ANN001
 @pytest.fixture(scope="module")
 def catalog(spark, tmp_path_factory):
     from dagger.functions import build_catalog, register
-    from udfs.registry import UdfContext
+    from udfs.declare import UdfContext
 
     base = tmp_path_factory.mktemp("darts")
     write_darts(base)
@@ -363,7 +363,7 @@ def test_dart_files_over_http_and_refresh_after_the_given_hours(spark, tmp_path)
 
     from testing.descriptor_server import DescriptorServer
     from udfs import darts
-    from udfs.registry import UdfContext
+    from udfs.declare import UdfContext
 
     write_darts(tmp_path)
     with DescriptorServer(tmp_path) as server:

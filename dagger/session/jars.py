@@ -1,6 +1,6 @@
 """JVM libraries from Maven Central: Spark's own connectors for the installed pyspark, and where they are cached.
 
-``make install`` runs ``python -m dagger.jars fetch``: Maven (``mvn``) resolves each set of coordinates with its
+``make install`` runs ``python -m dagger.session.jars fetch``: Maven (``mvn``) resolves each set of coordinates with its
 dependencies and copies the jars into ``<DAGGER_NATIVE_CACHE>/jars/<set>/`` (default
 ``~/.cache/dagger-on-spark/jars``), leaving out every jar whose artifact the pyspark package already ships (its
 ``jars/`` directory holds Spark, Scala, Hadoop's client and the compression codecs: two versions of one library
@@ -143,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     if args[:1] == ["packages"]:
         print(",".join(spark_packages()))
         return 0
-    print("usage: python -m dagger.jars fetch | packages", file=sys.stderr)
+    print("usage: python -m dagger.session.jars fetch | packages", file=sys.stderr)
     return 2
 
 

@@ -8,9 +8,9 @@ runner (``pyspark.sql.streaming.python_streaming_source_runner``) as a new inter
 Each imports pyspark, pyarrow, numpy, pandas and the job's reader/sink code first (~0.5-1 s of a 2-core machine
 each, all of them while the job starts), and holds its own copy of them (~45 MiB of private memory each).
 
-On local masters :func:`dagger.spark.get_session` starts this server next to the JVM (:func:`start`). It
+On local masters :func:`dagger.session.spark.get_session` starts this server next to the JVM (:func:`start`). It
 imports those modules once and waits on a Unix socket in a private directory. Spark's worker command
-(:func:`dagger.spark.worker_python`) hands a source runner to it: :func:`client` passes the command's
+(:func:`dagger.session.spark.worker_python`) hands a source runner to it: :func:`client` passes the command's
 arguments, environment, working directory and its stdin/stdout/stderr, and the server forks a child that runs
 the module with exactly those, as the interpreter would have. The client waits for the child and exits with
 its exit code; when Spark kills the client, the server kills the child. Without a server (not started yet,
@@ -29,8 +29,8 @@ import struct
 import sys
 
 #: Modules a client may ask the server to run: the daemon-less workers of Spark's Python data sources, and the
-#: worker daemon (:mod:`dagger.spark_daemon`, which takes the worker module as its argument).
-MODULES = ("pyspark.sql.streaming.python_streaming_source_runner", "dagger.spark_daemon")
+#: worker daemon (:mod:`dagger.session.daemon`, which takes the worker module as its argument).
+MODULES = ("pyspark.sql.streaming.python_streaming_source_runner", "dagger.session.daemon")
 SOCKET_ENV = "DAGGER_FORKSERVER_SOCKET"
 _HEADER = struct.Struct("!I")
 
@@ -64,7 +64,7 @@ def serve(path: str, parent: int | None = None) -> None:
     """Preload, listen on ``path`` and fork a child per request until the parent process (``parent``, else this
     process's parent now) exits; a parent gone while the modules were imported ends the server at once."""
     parent = os.getppid() if parent is None else parent
-    from dagger.spark_daemon import preload
+    from dagger.session.daemon import preload
 
     for name in MODULES:
         __import__(name)
@@ -215,7 +215,7 @@ def start() -> str | None:
     try:
         path = os.path.join(tempfile.mkdtemp(prefix="dagger-fork-"), "socket")  # a private (0700) directory
         subprocess.Popen(
-            [sys.executable, "-m", "dagger.forkserver", path, str(os.getpid())],
+            [sys.executable, "-m", "dagger.session.forkserver", path, str(os.getpid())],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             close_fds=True,
@@ -226,7 +226,7 @@ def start() -> str | None:
 
 
 if __name__ == "__main__":
-    # `python -I -S .../dagger/forkserver.py --client PYTHON ARGS...` (stdlib only: no site, no dagger package)
+    # `python -I -S .../dagger/session/forkserver.py --client PYTHON ARGS...` (stdlib only: no site, no dagger package)
     if sys.argv[1] == "--client":
         client(sys.argv[2], sys.argv[3:])
     serve(sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else None)

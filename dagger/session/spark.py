@@ -11,8 +11,8 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dagger import jvm_classes
 from dagger.errors import DaggerConfigError
+from dagger.session import class_data
 
 if TYPE_CHECKING:
     from dagger.config.model import JobConfig
@@ -24,7 +24,7 @@ DEFAULT_CONF = {
     "spark.sql.execution.arrow.maxRecordsPerBatch": "50000",
     "spark.sql.streaming.noDataMicroBatches.enabled": "true",
     "spark.python.worker.reuse": "true",
-    "spark.python.daemon.module": "dagger.spark_daemon",  # workers forked with pyarrow, ptars, ... loaded
+    "spark.python.daemon.module": "dagger.session.daemon",  # workers forked with pyarrow, ptars, ... loaded
     "spark.driver.extraJavaOptions": "-Duser.timezone=UTC",
     "spark.executor.extraJavaOptions": "-Duser.timezone=UTC",
 }
@@ -72,19 +72,19 @@ def get_session(config: JobConfig, extra: dict[str, str] | None = None) -> Any:
         use_worker_python()
     conf = session_conf(config, master if local else None, extra)
     if local:  # Spark's Kafka connector and spark-avro (make install caches them); the job's settings win
-        from dagger import jars
+        from dagger.session import jars
 
         conf = {**jars.session_settings(), **conf}
     if local:  # the driver JVM starts here: Spark's classes from the class-data archive
         extra_classes = [conf[k] for k in ("spark.driver.extraClassPath", "spark.jars") if conf.get(k)]
-        cds = jvm_classes.java_options(",".join(extra_classes))
+        cds = class_data.java_options(",".join(extra_classes))
         if cds:
             conf["spark.driver.extraJavaOptions"] = f"{conf.get('spark.driver.extraJavaOptions', '')} {cds}".strip()
     for key, value in conf.items():
         if not (submitted and given.contains(key)):
             builder = builder.config(key, value)
     spark = builder.getOrCreate()
-    jvm_classes.watch(spark)
+    class_data.watch(spark)
     spark.sparkContext.setLogLevel(os.environ.get("DAGGER_SPARK_LOG_LEVEL", "WARN"))
     driver_side_python(spark.sparkContext.pythonExec)
     return spark
@@ -124,7 +124,7 @@ def driver_side_python(python: str, cwd: str | None = None) -> None:
 
 
 _WRAPPER = """#!/bin/sh
-# Written by dagger.spark.worker_python: runs {python} for Spark's Python workers without the pyspark.zip and
+# Written by dagger.session.spark.worker_python: runs {python} for Spark's Python workers without the pyspark.zip and
 # py4j zip Spark puts first on their PYTHONPATH. This interpreter has the same pyspark and py4j installed, and
 # importing them from a zip compiles ~1,300 modules from source in every fresh worker (~1 s of CPU each).
 # Spark's spark-core jar goes too: it holds no Python, and every fresh worker re-reads its 6,000-entry
@@ -145,7 +145,7 @@ export PYTHONPATH
 # them with pyarrow, pandas and the reader/sink code already imported
 if [ "$1" = "-m" ] && [ "$2" = "pyspark.daemon" ] && [ -n "$3" ]; then
   shift 2
-  set -- -m dagger.spark_daemon "$@"
+  set -- -m dagger.session.daemon "$@"
 fi
 # a worker daemon, or a streaming query's source runner (started without a daemon): forked from dagger's fork
 # server, which has their imports done
@@ -165,9 +165,9 @@ def worker_python() -> str | None:
     """An executable that runs this interpreter for Spark's Python workers, importing pyspark from its installed
     package instead of Spark's ``python/lib/pyspark.zip`` (zip imports are never byte-code cached: each worker
     Spark starts without its daemon, such as a streaming query's source runner, spends ~1 s compiling). It also
-    starts the data source workers' daemons as :mod:`dagger.spark_daemon` (Spark starts them as
+    starts the data source workers' daemons as :mod:`dagger.session.daemon` (Spark starts them as
     ``pyspark.daemon`` whatever ``spark.python.daemon.module`` says) and hands the source runner to
-    :mod:`dagger.forkserver`.
+    :mod:`dagger.session.forkserver`.
 
     ``None`` where there is nothing to gain (no zip next to the installed pyspark, py4j not installed as a
     package) or the script cannot be written. Written once to ``DAGGER_NATIVE_CACHE``
@@ -180,8 +180,8 @@ def worker_python() -> str | None:
     zips = sorted(str(z) for z in [lib / "pyspark.zip", *lib.glob("py4j-*-src.zip")] if z.exists())
     if not zips or ".zip" in py4j.__file__:
         return None
-    from dagger import forkserver
     from dagger.kafka.native import cache_dir
+    from dagger.session import forkserver
 
     jars = sorted(str(j) for j in (lib.parent.parent / "jars").glob("spark-core_*.jar"))
     script = _WRAPPER.format(
@@ -233,9 +233,9 @@ _FORKSERVER: dict[int, str] = {}  # pid -> socket of the fork server that proces
 
 
 def start_forkserver() -> None:
-    """Start this process's :mod:`dagger.forkserver` (once) and point the worker command at it; its imports run
+    """Start this process's :mod:`dagger.session.forkserver` (once) and point the worker command at it; its imports run
     while the JVM starts. ``DAGGER_FORKSERVER=0`` turns it off (workers then start as plain interpreters)."""
-    from dagger import forkserver
+    from dagger.session import forkserver
 
     if os.environ.get("DAGGER_FORKSERVER", "1") == "0":
         os.environ.pop(forkserver.SOCKET_ENV, None)  # not one inherited from a parent process either

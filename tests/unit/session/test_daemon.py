@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-from dagger.spark_daemon import PRELOAD
+from dagger.session.daemon import PRELOAD
 
 
 def _loaded(batches):
@@ -20,7 +20,7 @@ def _loaded(batches):
 
 
 def test_workers_start_with_the_preloaded_modules_frozen_out_of_the_collector(spark):
-    assert spark.conf.get("spark.python.daemon.module") == "dagger.spark_daemon"
+    assert spark.conf.get("spark.python.daemon.module") == "dagger.session.daemon"
     rows = spark.range(2, numPartitions=2).mapInArrow(_loaded, "missing string, frozen long").collect()
     assert [r.missing for r in rows] == ["", ""]
     # the daemon's objects are frozen, so the gc.collect() after every task skips them
@@ -48,7 +48,7 @@ def test_data_source_workers_fork_from_the_preloading_daemon_too(spark):
             return f"`{forked_by}/{group}/{'dagger.sinks' in sys.modules}/{'pandas' in sys.modules}` INT"
 
     spark.dataSource.register(Probe)
-    assert spark.read.format("daemon_probe").load().columns == ["dagger.forkserver/True/True/True"]
+    assert spark.read.format("daemon_probe").load().columns == ["dagger.session.forkserver/True/True/True"]
 
 
 def _pyspark_origin(batches):
@@ -72,7 +72,7 @@ def test_the_worker_python_drops_only_the_redundant_zips(tmp_path, monkeypatch):
 
     import pyspark
 
-    from dagger.spark import worker_python
+    from dagger.session.spark import worker_python
 
     monkeypatch.setenv("DAGGER_NATIVE_CACHE", str(tmp_path))
     wrapper = worker_python()
@@ -99,7 +99,7 @@ def test_the_worker_python_drops_only_the_redundant_zips(tmp_path, monkeypatch):
 def test_local_masters_get_one_shuffle_partition_per_core():
     import os
 
-    from dagger.spark import local_cores
+    from dagger.session.spark import local_cores
 
     assert [local_cores(m) for m in ("local", "local[3]", "local[4, 2]", "local[*]")] == [1, 3, 4, os.cpu_count()]
 
@@ -125,7 +125,7 @@ def _server(tmp_path, modules):
 
     path = str(tmp_path / "srv" / "socket")
     (tmp_path / "srv").mkdir()
-    code = f"import dagger.forkserver as f; f.MODULES += {tuple(modules)!r}; f.serve({path!r})"
+    code = f"import dagger.session.forkserver as f; f.MODULES += {tuple(modules)!r}; f.serve({path!r})"
     server = subprocess.Popen([sys.executable, "-c", code], env=_env(tmp_path))
     deadline = time.monotonic() + 30
     while not os.path.exists(path) and time.monotonic() < deadline:
@@ -137,7 +137,7 @@ def _server(tmp_path, modules):
 def _env(tmp_path, **extra):
     from pathlib import Path
 
-    root = str(Path(__file__).resolve().parents[2])
+    root = str(Path(__file__).resolve().parents[3])
     return dict(os.environ, PYTHONPATH=f"{tmp_path}:{root}", **extra)
 
 
@@ -145,9 +145,7 @@ def _client(tmp_path, module, socket_path, **env):
     import subprocess
     import sys
 
-    code = (
-        f"import dagger.forkserver as f; f.MODULES += ({module!r},); f.client({sys.executable!r}, ['-m', {module!r}])"
-    )
+    code = f"import dagger.session.forkserver as f; f.MODULES += ({module!r},); f.client({sys.executable!r}, ['-m', {module!r}])"
     extra = {"DAGGER_FORKSERVER_SOCKET": socket_path} if socket_path else {}
     return subprocess.Popen(
         [sys.executable, "-c", code],
@@ -211,7 +209,7 @@ def test_the_worker_command_forks_the_source_runner_from_the_sessions_fork_serve
     import struct
     import subprocess
 
-    from dagger.spark import worker_python
+    from dagger.session.spark import worker_python
 
     path = os.environ.get("DAGGER_FORKSERVER_SOCKET")
     assert path and os.path.exists(path), "get_session starts a fork server on local masters"
@@ -232,7 +230,7 @@ def test_the_worker_command_forks_the_source_runner_from_the_sessions_fork_serve
     with open(f"/proc/{pid}/stat") as stat:
         parent = int(stat.read().rsplit(")", 1)[1].split()[1])
     with open(f"/proc/{parent}/cmdline") as cmdline:
-        assert "dagger.forkserver" in cmdline.read()
+        assert "dagger.session.forkserver" in cmdline.read()
     assert pid != runner.pid
     stream.close()
     conn.close()  # the runner fails reading its command and exits; so does the worker command
@@ -250,7 +248,7 @@ def test_a_job_started_by_a_process_with_a_session_gets_its_own_fork_server(spar
     inherited = os.environ.get("DAGGER_FORKSERVER_SOCKET")
     assert inherited and os.environ["PYSPARK_PYTHON"].rsplit("/", 1)[-1].startswith("worker-python-")
     code = (
-        "import os; from dagger.spark import use_worker_python; use_worker_python(); "
+        "import os; from dagger.session.spark import use_worker_python; use_worker_python(); "
         "print(os.environ['PYSPARK_PYTHON']); print(os.environ['DAGGER_FORKSERVER_SOCKET'])"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from pyspark.sql.datasource import DataSource, DataSourceReader
 
-from dagger import jvm_classes
+from dagger.session import class_data as jvm_classes
 
 
 @pytest.fixture
@@ -110,7 +110,7 @@ SESSION = textwrap.dedent(
     """
     import json, sys
     from dagger.config.model import JobConfig
-    from dagger.spark import get_session
+    from dagger.session.spark import get_session
     spark = get_session(JobConfig.model_construct(SPARK_MASTER="local[1]"))
     assert spark.range(3).count() == 3
     args = list(spark.sparkContext._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments())

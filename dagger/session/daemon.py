@@ -4,9 +4,9 @@ Spark starts a ``pyspark.daemon`` per worker module and forks a Python worker fr
 again after a minute without tasks: Spark stops workers idle for 60 s). Each fresh worker then imports pyarrow,
 pandas, protobuf, ptars, librdkafka's binding and the reader/sink code on its first task, ~0.5-1 s each with
 several workers competing for the cores. Set as ``spark.python.daemon.module`` (the default of
-:func:`dagger.spark.get_session`) for the UDF workers, and put in place of ``pyspark.daemon`` for the data
+:func:`dagger.session.spark.get_session`) for the UDF workers, and put in place of ``pyspark.daemon`` for the data
 source workers (the sink runner, ``create_data_source``, ...) by the worker command of local masters
-(:func:`dagger.spark.worker_python`), this module imports them in the daemon, so forked workers start with
+(:func:`dagger.session.spark.worker_python`), this module imports them in the daemon, so forked workers start with
 them loaded (shared copy-on-write): the first micro-batch after a start, or after an idle minute, is seconds
 faster. The imports start no Python threads (numpy's BLAS and pyarrow's jemalloc start native ones, which
 survive a fork as they do under Spark's own daemon once a worker imports them).

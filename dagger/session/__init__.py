@@ -1,0 +1,8 @@
+"""The Spark session a job runs in and the processes around it: the session itself (:mod:`~dagger.session.spark`),
+the jars from Maven Central (:mod:`~dagger.session.jars`), the JVM's class-data archive
+(:mod:`~dagger.session.class_data`), the fork server and the worker daemon that start Python workers with their
+libraries loaded (:mod:`~dagger.session.forkserver`, :mod:`~dagger.session.daemon`, whose workers log through
+:mod:`~dagger.worker_logging`) and the settings tuned for each job (:mod:`~dagger.session.tuning`).
+
+Imports nothing: the workers import their modules from here without loading the driver's.
+"""
