@@ -173,12 +173,16 @@ def _run_transformer(df: Any, spec: Any, context: ProcessorContext, where: str) 
         settings = plugin.settings.model_validate(spec.transformation_arguments)
     except ValidationError as exc:
         given = ", ".join(sorted(spec.transformation_arguments)) or "none"
-        problems = [
-            f"{name} needs transformation_arguments.{'.'.join(map(str, e['loc']))}; given: {given}"
-            if e["type"] == "missing"
-            else f"{name} argument {'.'.join(map(str, e['loc']))}: {e['msg']} (got {e['input']!r})"
-            for e in exc.errors(include_url=False)
-        ]
+        problems = []
+        for error in exc.errors(include_url=False):
+            key = ".".join(map(str, error["loc"]))
+            if error["type"] == "missing":
+                problems.append(f"{name} needs transformation_arguments.{key}; given: {given}")
+                continue
+            field = plugin.settings.model_fields.get(str(error["loc"][0]))
+            kind = getattr(field.annotation, "__name__", str(field.annotation)) if field else error["msg"]
+            value = error["input"]
+            problems.append(f"{name} argument {key} must be {kind}, got {type(value).__name__} {value!r}")
         raise DaggerConfigError(f"{where}: " + f"\n  - {where}: ".join(problems)) from None
     transformer = plugin.build(settings, list(df.columns), context, where)
     return transformer.transform(df)
