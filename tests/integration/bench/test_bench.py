@@ -22,7 +22,7 @@ CORE = "baseline,stateless,stateless_spark,stateless_json_spark,quix,latency,lat
 @pytest.mark.parametrize(
     "parts",
     [
-        CORE,
+        pytest.param(CORE, marks=pytest.mark.long),  # minutes: make test-long (CI runs it)
         pytest.param(
             "stateless_json,stateless_json_out,window,window_spark,join,join_spark,bytewax,latency_window,"
             "latency_realtime,latency_window_spark,latency_join,latency_join_spark",
@@ -114,6 +114,7 @@ def test_a_run_that_wrote_fewer_records_than_a_complete_one_fails(broker, topic)
 
 
 @pytest.mark.integration
+@pytest.mark.long
 def test_a_tiny_longbow_part_reports_reads_call_times_and_each_jobs_rows(tmp_path):
     env = dict(
         os.environ,

@@ -121,6 +121,7 @@ class _Files:
         return str(DESCRIPTORS / name)
 
 
+@pytest.mark.long  # a standalone cluster of three JVMs, minutes: make test-long (CI runs it)
 def test_the_readmes_cluster_commands_run_the_stateless_and_the_window_job_on_two_workers(
     dist, cluster, broker, topic, tmp_path
 ):

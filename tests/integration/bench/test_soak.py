@@ -17,7 +17,7 @@ import pytest
 
 from bench.soak import CLOSERS, Sample, Settings, verdicts
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _samples(totals_mib: list[float], lags: list[float]) -> list[Sample]:
@@ -41,6 +41,7 @@ def test_the_judge_tells_growing_memory_and_a_growing_lag_from_flat_ones():
 
 
 @pytest.mark.integration
+@pytest.mark.long
 def test_a_short_soak_accounts_for_every_record_window_lookup_and_process(tmp_path):
     env = {
         "SOAK_SECONDS": "45",
