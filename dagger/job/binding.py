@@ -8,7 +8,8 @@ the validated settings (``stream.settings``, ``stream.format``, ``sink.settings`
 plugin (a source's own rules, a dead-letter policy without a destination). Every problem of the config is
 reported at once, one line each, worded as the config model words its own.
 
-This module imports the built-in plugins, so that they are registered before any lookup; it runs on the driver.
+This module imports the built-in sources, sinks and input data types, so that they are registered before any
+lookup, and Dagger's lookups when a job has one (their callers load asyncio); it runs on the driver.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-import dagger.processors.external.kinds  # noqa: F401 - registers Dagger's lookups
 import dagger.serde.formats  # noqa: F401 - registers the built-in input data types
 import dagger.sinks  # noqa: F401 - registers the built-in sinks
 import dagger.sources  # noqa: F401 - registers the built-in sources
@@ -121,6 +121,10 @@ def _bind_sink(sink: SinkConfig) -> list[str]:
 
 
 def _bind_lookups(post: PostProcessorConfig) -> list[str]:
+    if not post.external_source:
+        return []
+    import dagger.processors.external.kinds  # noqa: F401 - registers Dagger's lookups (only jobs with lookups pay)
+
     plugins = LOOKUPS.plugins()
     order = lookup_order()
     problems: list[str] = []

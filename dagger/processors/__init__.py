@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import dagger.processors.transformers  # noqa: F401 - registers Dagger's transformers
 from dagger.errors import DaggerConfigError
 from dagger.plugins.transformer import ProcessorContext, resolve_transformer
 
@@ -166,6 +165,8 @@ def _run_transformer(df: Any, spec: Any, context: ProcessorContext, where: str) 
     """Resolve ``spec``'s transformer (at plan time: a ``PYTHON_FILES`` module may register it), validate its
     ``transformation_arguments`` by its model, build it and apply it."""
     from pydantic import ValidationError
+
+    import dagger.processors.transformers  # noqa: F401 - registers Dagger's transformers (their modules load pyspark)
 
     plugin = resolve_transformer(spec.transformation_class, f"{where}.transformation_class")
     name = plugin.name.rsplit(":", 1)[-1]

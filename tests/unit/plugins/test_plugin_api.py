@@ -28,7 +28,8 @@ ALL = {
 
 
 def test_every_kind_is_one_registry_with_its_own_entry_point_group():
-    import dagger.processors  # noqa: F401 - registers the transformers
+    import dagger.processors.external.kinds  # noqa: F401 - registers Dagger's lookups
+    import dagger.processors.transformers  # noqa: F401 - registers Dagger's transformers
 
     assert all(isinstance(r, Registry) for r in ALL.values())
     assert {group: r.group for group, r in ALL.items()} == {group: group for group in ALL}
