@@ -18,7 +18,7 @@ Verdicts (``make soak`` exits 1 when one fails): memory flat after ``SOAK_WARMUP
 RSS of the last tenth of the run within ``SOAK_MAX_DRIFT`` of the first tenth after warm-up), lag bounded (never
 more than ``SOAK_MAX_LAG_SECONDS`` of input after warm-up), the output exact. Results: ``soak.json``, ``soak.md``
 and ``soak.png`` (RSS per process kind, lag and state rows over time) in ``SOAK_RESULTS_DIR``
-(``bench/results``). The suite runs a short setting of the same code (``tests/project/test_soak.py``).
+(``bench/results``). The suite runs a short setting of the same code (``tests/integration/bench/test_soak.py``).
 """
 
 from __future__ import annotations
