@@ -36,11 +36,14 @@ PRELOAD = (
     "pyspark.sql.worker.python_streaming_sink_runner",
     "dagger.sources",
     "dagger.sources.kafka",
+    "dagger.sources.kafka.reader",  # the stream reader, its partitions, spec, positions and event time
+    "dagger.sources.kafka.fetcher",
     "dagger.serde.decode",
     "dagger.serde.encode",
     "dagger.sinks.spark_writer",
     "dagger.sinks",
     "dagger.sinks.kafka",
+    "dagger.kafka.producer",
 )
 
 

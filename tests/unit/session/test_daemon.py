@@ -254,3 +254,15 @@ def test_a_job_started_by_a_process_with_a_session_gets_its_own_fork_server(spar
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     wrapper, own = done.stdout.split()
     assert wrapper == os.environ["PYSPARK_PYTHON"] and own != inherited
+
+
+def test_every_module_the_daemon_preloads_exists():
+    """A module renamed away from PRELOAD is skipped without a word (the worker imports it later, outside the frozen
+    heap, at every fresh worker): the Kafka reader's move out of dagger/sources/kafka.py did just that."""
+    import importlib.util
+
+    from dagger.session.daemon import PRELOAD
+
+    missing = [name for name in PRELOAD if importlib.util.find_spec(name) is None]
+    assert not missing, f"PRELOAD names modules that do not exist: {missing}"
+    assert {"dagger.sources.kafka.reader", "dagger.sinks.kafka"} <= set(PRELOAD)
