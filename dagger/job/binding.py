@@ -144,7 +144,10 @@ def _bind_lookups(post: PostProcessorConfig) -> list[str]:
             try:
                 bound.append((kind, index, model.model_validate(entry)))
             except ValidationError as exc:
-                problems += [f"{where}[{index}].{m}" for m in format_validation_error(exc, model)]
+                at = f"{where}[{index}]"  # a problem of a key hangs it on the entry; one of the entry follows it
+                problems += [
+                    f"{at}{m}" if m.startswith(":") else f"{at}.{m}" for m in format_validation_error(exc, model)
+                ]
     if not problems:
         post.bind(bound)
     return problems

@@ -135,10 +135,6 @@ class Registry(Generic[B]):
                     f"{self.kind} named {entry.name!r}"
                 )
 
-    def reset_entry_points(self) -> None:
-        """Read the entry points again on the next lookup (a package installed while the process runs)."""
-        self._entry_points_loaded = False
-
 
 def _entry_points(group: str) -> Iterable[metadata.EntryPoint]:
     return metadata.entry_points(group=group)

@@ -163,7 +163,6 @@ SINKS: Registry[Callable[[Any, DescriptorSet | None], Sink]] = Registry(
     name_pattern=r"[a-z][a-z0-9_-]*",
     name_rule="lower case letters, digits, '-' or '_'",
 )
-SinkPlugin = Plugin
 
 
 def register_sink(

@@ -235,6 +235,9 @@ def test_a_lookups_keys_are_validated_by_its_settings_model_and_an_unknown_looku
     message = error_of(PROCESSOR_POSTPROCESSOR_ENABLE="true", PROCESSOR_POSTPROCESSOR_CONFIG=json.dumps(post))
     assert "PROCESSOR_POSTPROCESSOR_CONFIG.external_source.http[0].capacity: is required" in message
     assert "PROCESSOR_POSTPROCESSOR_CONFIG.external_source.http[0].request_pattern: is required" in message
+    post = {"external_source": {"http": ["http://h"]}}
+    message = error_of(PROCESSOR_POSTPROCESSOR_ENABLE="true", PROCESSOR_POSTPROCESSOR_CONFIG=json.dumps(post))
+    assert 'PROCESSOR_POSTPROCESSOR_CONFIG.external_source.http[0]: expected a JSON object, got "http://h"' in message
     post = {"external_source": {"htp": []}}
     message = error_of(PROCESSOR_POSTPROCESSOR_ENABLE="true", PROCESSOR_POSTPROCESSOR_CONFIG=json.dumps(post))
     assert (
