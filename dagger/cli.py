@@ -19,7 +19,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from dagger.config.ignored import ignored_keys_set
-from dagger.errors import DaggerConfigError
+from dagger.errors import DaggerConfigError, DaggerError
 
 if TYPE_CHECKING:
     from dagger.config.model import JobConfig
@@ -109,6 +109,12 @@ def _parser() -> argparse.ArgumentParser:
         "one batch query, so every event-time window with data is emitted",
     )
     run.add_argument("--progress-interval", type=float, default=10.0, metavar="SECONDS", help="status line period")
+    run.add_argument(
+        "--log-file",
+        metavar="PATH",
+        help="the run's whole log, with every stack trace (the console shows one line per event and the cause "
+        "last); default $DAGGER_LOG_FILE, else <tmp>/dagger/<job>.log",
+    )
 
     validate = sub.add_parser(
         "validate",
@@ -318,10 +324,33 @@ def main(argv: list[str] | None = None) -> int:
         config = load_config(args.config, args.overrides, arguments=parse_arguments(config_tokens, os.environ))
         if args.command == "validate":
             return _validate(config)
+        from dagger import job_log
+
+        job_log.start(
+            args.log_file or os.environ.get(job_log.ENV) or job_log.default_path(config.job_slug), args.verbose
+        )
         return _run(config, args)
     except DaggerConfigError as exc:
         print(f"dagger: {exc}", file=sys.stderr)
         return exc.exit_code
+    except DaggerError as exc:  # a source, sink or server that failed the job's start: its message says it all
+        from dagger import job_log
+
+        job_log.write_trace("the job could not start:")
+        print(f"dagger: {exc}", file=sys.stderr)
+        return 1
+    except Exception as exc:
+        if args.verbose:
+            raise
+        from dagger import job_log
+
+        job_log.write_trace("the job failed:")
+        where = job_log.where()
+        if where:
+            print(f"dagger: {where}", file=sys.stderr)
+        text = str(exc).strip().splitlines()
+        print(f"dagger: {type(exc).__name__}: {text[0] if text else ''}", file=sys.stderr)
+        return 1
 
 
 def _run(config, args) -> int:  # noqa: ANN001
@@ -387,7 +416,10 @@ def _validate(config: JobConfig) -> int:
     ignored = ignored_keys_set(config)
     if ignored:
         out.write("accepted and ignored:\n  - " + "\n  - ".join(f"{key}: {why}" for key, why in ignored) + "\n")
-    out.write(f"descriptors: {', '.join(job.descriptors.sources)} (sha256 {job.descriptors.sha256})\n")
+    if job.descriptors.sources:
+        out.write(f"descriptors: {', '.join(job.descriptors.sources)} (sha256 {job.descriptors.sha256})\n")
+    else:
+        out.write("descriptors: none (no stream or sink of this job is protobuf)\n")
     for stream in config.STREAMS:
         schema = plan.tables[stream.INPUT_SCHEMA_TABLE]
         where = source_of(stream).location(stream)

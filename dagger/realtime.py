@@ -139,31 +139,13 @@ def anchored(pattern: str) -> str:
     return f"^(?:{pattern})$"
 
 
-def _reader(stream: StreamConfig, config: JobConfig) -> Any:
-    """Our Kafka reader's driver side for ``stream`` (listing, offsets, commits), with the stream's client
-    settings and group."""
-    from dagger.sources.kafka.client import client_config
-    from dagger.sources.kafka.reader import KafkaStreamReader
-    from dagger.sources.kafka.spec import KafkaSourceSpec
-
-    conf = client_config(stream, config.job_slug, config.SOURCE_KAFKA_CONSUME_LARGE_MESSAGE_ENABLE)
-    spec = KafkaSourceSpec(
-        table=stream.INPUT_SCHEMA_TABLE,
-        topic_pattern=stream.settings.SOURCE_KAFKA_TOPIC_NAMES,
-        client_config=conf,
-        descriptor_set_b64="",
-        message_name="",
-        rowtime_field_number=None,
-        unreachable_timeout_ms=stream.settings.SOURCE_KAFKA_UNREACHABLE_TIMEOUT_MS,
-    )
-    return KafkaStreamReader(spec)
-
-
 def group_offsets(stream: StreamConfig, config: JobConfig) -> str:
     """``startingOffsets`` for a stream that starts at its consumer group's offsets: every matching partition's
     committed offset (else ``AUTO_OFFSET_RESET``), as our reader resolves them; the keyword when no topic matches
     yet."""
-    reader = _reader(stream, config)
+    from dagger.sources.kafka import driver_reader
+
+    reader = driver_reader(stream, config)
     try:
         offsets = {k: v for k, v in reader.initialOffset().items() if ":" in k}
     finally:

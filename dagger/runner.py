@@ -23,6 +23,8 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
+from dagger import job_log
+from dagger.errors import SourceError
 from dagger.progress import ProgressReporter
 from dagger.schema.refresh import DescriptorWatcher
 from dagger.telemetry import Telemetry
@@ -45,6 +47,7 @@ class JobRunner:
         self.telemetry: Telemetry | None = None
         self.exit_code: int | None = None
         self.failure: str | None = None  # the root message of the query's failure
+        self._traced = False  # the failure has traces (the query's), in the log file
         self._stop = threading.Event()
         self._at_once = threading.Event()
         self._install_signal_handlers()
@@ -68,19 +71,28 @@ class JobRunner:
         finally:
             telemetry.close(failed=failed or self.exit_code == 1)
             if self.failure is not None:
+                where = job_log.where() if self._traced else None
+                if where:
+                    log.info(where)
                 log.error("query failed: %s", self.failure)
 
     def _run(self, telemetry: Telemetry) -> int:
         from pyspark.errors import StreamingQueryException
 
         job = self.job
+        reached = _FirstContact(job)  # the sources' servers asked while the session starts (seconds of the JVM)
         try:
             job.spark  # noqa: B018 - the session: PySpark's SparkContext installs a SIGINT handler of its own,
             self._install_signal_handlers()  # (cancel every job, raise KeyboardInterrupt); ours replace it
             plan = job.validate()
+            reached.wait()
         except KeyboardInterrupt:
             log.info("stopped while planning: nothing was read")
             return 0
+        except SourceError as exc:  # a broker that never answered: said as a failed query says it, no trace
+            self.failure = f"SourceError: {exc}"
+            self.exit_code = 1
+            return 1
         if self._stop.is_set():
             log.info("stopped before the query started: nothing was read")
             return 0
@@ -129,6 +141,7 @@ class JobRunner:
         if exc is not None:
             telemetry.fatal(exception_type(exc))
             self.failure = root_message(exc)  # logged last, after telemetry's shutdown wait: what a user reads
+            self._traced = True  # Spark's report of it, with the traces, is in the log file
             self.exit_code = 1
             return 1
         self.exit_code = 0
@@ -186,6 +199,27 @@ class JobRunner:
         else:
             log.info("received %s: finishing the current micro-batch, then stopping (again to stop at once)", name)
         self.request_stop()
+
+
+class _FirstContact:
+    """:meth:`~dagger.job.Job.reach_sources` in a thread of its own (a daemon: an interrupted start does not wait for
+    it); :meth:`wait` raises what it raised."""
+
+    def __init__(self, job: Job):
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, args=(job,), name="first-contact", daemon=True)
+        self.thread.start()
+
+    def _run(self, job: Job) -> None:
+        try:
+            job.reach_sources()
+        except BaseException as exc:  # noqa: BLE001 - handed to wait()
+            self.error = exc
+
+    def wait(self) -> None:
+        self.thread.join()
+        if self.error is not None:
+            raise self.error
 
 
 def is_drained(query: Any, empty_batches: int = 3) -> bool:

@@ -219,9 +219,10 @@ def job(stencil, streams: list[dict], sql: str, **extra) -> dict:
         "FLINK_WATERMARK_DELAY_MS": "10000",
         "STREAMS": json.dumps(streams),  # Dagger's JSON-in-a-string form
         "SINK_TYPE": "log",
-        "SCHEMA_REGISTRY_STENCIL_URLS": stencil.url("examples.desc"),
         "SPARK_MAX_RECORDS_PER_TRIGGER": "100000",
     }
+    if stencil is not None:  # None: a job with no protobuf in it, and no descriptor set
+        data["SCHEMA_REGISTRY_STENCIL_URLS"] = stencil.url("examples.desc")
     data.update({k: str(v) if not isinstance(v, (dict, list)) else v for k, v in extra.items()})
     return data
 

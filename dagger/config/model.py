@@ -573,6 +573,14 @@ class JobConfig(_Strict):
         description="A Kafka partition read to its end that receives nothing for this long stops holding the "
         "other partitions back in event time (Flink's idleness); in an `--available-now` run, at once.",
     )
+    SPARK_FIRST_CONTACT_TIMEOUT_MS: int = Field(
+        10_000,
+        gt=0,
+        description="How long a starting job waits for each of its Kafka brokers (sources and sinks), its "
+        "descriptor-set servers and its BigQuery or InfluxDB sink to answer for the first time before it ends "
+        "with the reason. Raise it for pods that start in any order (a broker that comes up after the job). Once "
+        "answered, an outage is waited out as `SOURCE_KAFKA_UNREACHABLE_TIMEOUT_MS` and each sink's retries say.",
+    )
     SPARK_KAFKA_READ_BATCH_SIZE: int = Field(
         50_000, gt=0, description="Records per Arrow batch produced by the Kafka reader."
     )

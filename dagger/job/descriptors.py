@@ -22,8 +22,10 @@ def current(ctx: JobContext) -> DescriptorSet:
     if ctx.descriptor_set is None:
         from dagger.schema.descriptor_sets import SchemaRegistry, StencilSettings
 
+        settings = StencilSettings.from_config(ctx.config)
+        settings.deadline_s = ctx.config.SPARK_FIRST_CONTACT_TIMEOUT_MS / 1000  # at start: fail fast
         try:
-            ctx.descriptor_set = SchemaRegistry(StencilSettings.from_config(ctx.config)).get()
+            ctx.descriptor_set = SchemaRegistry(settings).get()
         except DescriptorFetchError as exc:
             ctx.descriptor_set = _kept(ctx, exc)
     return ctx.descriptor_set

@@ -117,6 +117,14 @@ class Job:
         descriptors.check(self.context)
         planning.sinks(self.context)
 
+    def reach_sources(self) -> None:
+        """Wait for every stream's servers to answer once (:meth:`dagger.plugins.source.Source.reach`); raises the
+        first :class:`~dagger.errors.SourceError`. The runner calls it while Spark's session starts."""
+        from dagger.plugins.source import source_of
+
+        for stream in self.config.STREAMS:
+            source_of(stream).reach(stream, self.config)
+
     def validate(self) -> Plan:
         """Everything short of starting the query: streams, SQL, output schema, mode, sink checks."""
         return planning.plan(self.context)

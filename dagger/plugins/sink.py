@@ -104,6 +104,9 @@ class Sink(ABC):
     #: a directory under the job's checkpoint this sink may keep state in, with the checkpoint's filesystem
     #: settings (a :class:`~dagger.checkpoint.CheckpointStore`; given by :meth:`attach`)
     state: CheckpointStore | None = None
+    #: how long :meth:`prepare` waits for a destination that has not answered yet (``SPARK_FIRST_CONTACT_TIMEOUT_MS``;
+    #: given by the job before :meth:`prepare`)
+    first_contact_s: float = 10.0
 
     def bind(self, label: str, dead_letter: Any, fail_on: frozenset[str]) -> Sink:
         """What the job's config gives every sink besides its own settings: its ``SINK_NAME``, the job's
@@ -144,7 +147,8 @@ class Sink(ABC):
         """A writer for one task (called on executors)."""
 
     def prepare(self) -> None:  # noqa: B027 - optional hook
-        """Driver-side set-up before the query starts (e.g. create the destination table)."""
+        """Driver-side set-up before the query starts (e.g. create the destination table). A destination that
+        does not answer within :attr:`first_contact_s` raises :class:`~dagger.errors.SinkError`: the job ends."""
 
     def commit(self, results: list[Any], batch_id: int) -> None:  # noqa: B027 - optional hook
         """Called on the driver after every task of micro-batch ``batch_id`` succeeded."""

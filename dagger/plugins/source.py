@@ -89,6 +89,11 @@ class Source(ABC):
     def check(self, stream: StreamConfig) -> None:  # noqa: B027 - optional hook
         """Raise ``ValueError`` naming a key this stream lacks or sets wrongly (run while the config loads)."""
 
+    def reach(self, stream: StreamConfig, config: JobConfig) -> None:  # noqa: B027 - optional hook
+        """Before the query starts, while Spark's session does: wait up to ``SPARK_FIRST_CONTACT_TIMEOUT_MS`` for
+        the stream's servers to answer for the first time, and raise :class:`~dagger.errors.SourceError` naming
+        them and the cause when they do not (a job that cannot read ends in seconds)."""
+
     @abstractmethod
     def is_bounded(self, stream: StreamConfig, to_ms: int | None = None) -> bool:
         """Whether the stream ends (a bounded run reads it whole and exits); ``to_ms`` is ``dagger run --to``."""

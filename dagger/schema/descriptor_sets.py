@@ -8,7 +8,11 @@ generated ``*_pb2`` module instead (and of the files it imports): what ``SCHEMA_
 uses, with the modules of ``SCHEMA_REGISTRY_PYTHON_MODULES``, as Dagger used compiled classes.
 
 The SHA-256 of the fetched bytes (all sets, in URL order) identifies the schema version: it is logged and
-recorded with the checkpoint (see :mod:`dagger.schema.compat`).
+recorded with the checkpoint (see :mod:`dagger.schema.compat`). A job with no protobuf in it (JSON streams and
+sinks) has no URL and an empty set; a message looked up in it says which key to set.
+
+One module (~320 lines) because it is one path: the settings, fetching with its retries, parsing and merging
+into one pool, and the cache a running job refreshes.
 """
 
 from __future__ import annotations
@@ -34,6 +38,13 @@ log = logging.getLogger(__name__)
 PYTHON_SCHEME = "python:"
 
 
+#: what a job without descriptor sets is told when it names a protobuf message all the same
+NO_URLS = (
+    "SCHEMA_REGISTRY_STENCIL_URLS is empty: list the descriptor sets (http(s) URLs, file:// URLs or paths) "
+    "that hold the stream and sink messages"
+)
+
+
 @dataclass
 class StencilSettings:
     """Fetch settings, mirroring Dagger's ``SCHEMA_REGISTRY_STENCIL_*`` keys."""
@@ -45,19 +56,25 @@ class StencilSettings:
     headers: dict[str, str] = field(default_factory=dict)
     auto_refresh: bool = False
     ttl_ms: int = 900000
+    #: why ``urls`` is empty (a job whose streams and sinks are all JSON needs no descriptor set): said when a
+    #: message is looked up all the same
+    absent: str | None = None
+    #: at start: the whole fetch (its retries included) ends within this many seconds
+    #: (``SPARK_FIRST_CONTACT_TIMEOUT_MS``); None: the retries and back-off alone bound it (a refresh)
+    deadline_s: float | None = None
 
     @classmethod
     def from_config(cls, config) -> StencilSettings:  # noqa: ANN001 - JobConfig, avoids a cycle
         """Build the settings from a :class:`~dagger.config.model.JobConfig`."""
         urls = list(config.SCHEMA_REGISTRY_STENCIL_URLS)
+        absent = NO_URLS
         if not config.SCHEMA_REGISTRY_STENCIL_ENABLE:
-            if not config.SCHEMA_REGISTRY_PYTHON_MODULES:
-                raise SchemaRegistryError(
-                    "SCHEMA_REGISTRY_STENCIL_ENABLE is false (compiled classes) but SCHEMA_REGISTRY_PYTHON_MODULES is "
-                    "empty: list the generated *_pb2 modules that define the job's messages (e.g. "
-                    "mypackage.booking_pb2), or set SCHEMA_REGISTRY_STENCIL_ENABLE=true with descriptor set URLs"
-                )
             urls = [f"{PYTHON_SCHEME}{module}" for module in config.SCHEMA_REGISTRY_PYTHON_MODULES]
+            absent = (
+                "SCHEMA_REGISTRY_STENCIL_ENABLE is false (compiled classes) but SCHEMA_REGISTRY_PYTHON_MODULES is "
+                "empty: list the generated *_pb2 modules that define the job's messages (e.g. "
+                "mypackage.booking_pb2), or set SCHEMA_REGISTRY_STENCIL_ENABLE=true with descriptor set URLs"
+            )
         return cls(
             urls=urls,
             timeout_ms=config.SCHEMA_REGISTRY_STENCIL_FETCH_TIMEOUT_MS,
@@ -66,6 +83,7 @@ class StencilSettings:
             headers=parse_headers(config.SCHEMA_REGISTRY_STENCIL_FETCH_HEADERS),
             auto_refresh=config.SCHEMA_REGISTRY_STENCIL_CACHE_AUTO_REFRESH,
             ttl_ms=config.SCHEMA_REGISTRY_STENCIL_CACHE_TTL_MS,
+            absent=None if urls else absent,
         )
 
 
@@ -122,9 +140,14 @@ def fetch_bytes(url: str, settings: StencilSettings) -> bytes:
 
         delay = settings.backoff_min_ms / 1000.0
         last_error = ""
-        for attempt in range(settings.retries + 1):
+        ends = None if settings.deadline_s is None else time.monotonic() + settings.deadline_s
+        attempt = 0
+        for attempt in range(settings.retries + 1):  # noqa: B007 - said in the error
+            timeout = settings.timeout_ms / 1000.0
+            if ends is not None:
+                timeout = max(0.2, min(timeout, ends - time.monotonic()))
             try:
-                response = requests.get(url, timeout=settings.timeout_ms / 1000.0, headers=settings.headers)
+                response = requests.get(url, timeout=timeout, headers=settings.headers)
                 if response.status_code == 200:
                     return response.content
                 last_error = f"HTTP {response.status_code} {response.reason}"
@@ -132,12 +155,23 @@ def fetch_bytes(url: str, settings: StencilSettings) -> bytes:
                     break  # a client error will not go away by retrying
             except requests.RequestException as exc:
                 last_error = f"{type(exc).__name__}: {exc}"
-            if attempt < settings.retries:
-                log.warning("descriptor fetch %s failed (%s); retry %d in %.1fs", url, last_error, attempt + 1, delay)
-                time.sleep(delay)
-                delay *= 2
+            if attempt >= settings.retries:
+                break
+            wait = delay if ends is None else min(delay, ends - time.monotonic())
+            if wait <= 0:
+                break
+            log.warning("descriptor fetch %s failed (%s); retry %d in %.1fs", url, last_error, attempt + 1, wait)
+            time.sleep(wait)
+            delay *= 2
+        if ends is not None and time.monotonic() >= ends - 0.3:
+            raise DescriptorFetchError(
+                f"SCHEMA_REGISTRY_STENCIL_URLS: cannot fetch descriptor set {url}: no answer in "
+                f"{settings.deadline_s:.0f} s (SPARK_FIRST_CONTACT_TIMEOUT_MS; {attempt + 1} attempt(s)): "
+                f"{last_error}. Check the URL, or raise SPARK_FIRST_CONTACT_TIMEOUT_MS when the server starts after "
+                "the job."
+            )
         raise DescriptorFetchError(
-            f"SCHEMA_REGISTRY_STENCIL_URLS: cannot fetch descriptor set {url} after {settings.retries + 1} "
+            f"SCHEMA_REGISTRY_STENCIL_URLS: cannot fetch descriptor set {url} after {attempt + 1} "
             f"attempt(s): {last_error}. Check the URL, or raise SCHEMA_REGISTRY_STENCIL_FETCH_TIMEOUT_MS / "
             "_FETCH_RETRIES."
         )
@@ -179,8 +213,9 @@ class DescriptorSet:
         ``(source, bytes)`` pairs, one per descriptor-set location.
     """
 
-    def __init__(self, blobs: list[tuple[str, bytes]]):
+    def __init__(self, blobs: list[tuple[str, bytes]], absent: str | None = None):
         self.blobs = list(blobs)
+        self.absent = absent  # why there are none (no URL configured): the error of a message looked up
         self.sources = [s for s, _ in blobs]
         digest = hashlib.sha256()
         merged = descriptor_pb2.FileDescriptorSet()
@@ -202,6 +237,10 @@ class DescriptorSet:
         try:
             return self.pool.FindMessageTypeByName(full_name)
         except KeyError:
+            if self.absent is not None:
+                raise SchemaRegistryError(
+                    f"{key} names the protobuf message {full_name!r}, but {self.absent}"
+                ) from None
             known = self.message_names()
             import difflib
 
@@ -257,17 +296,14 @@ class SchemaRegistry:
     """
 
     def __init__(self, settings: StencilSettings):
-        if not settings.urls:
-            raise SchemaRegistryError(
-                "SCHEMA_REGISTRY_STENCIL_URLS is empty: list the descriptor sets (http(s) URLs, file:// URLs or "
-                "paths) that hold the stream and sink messages"
-            )
         self.settings = settings
         self._lock = threading.Lock()
         self._current: DescriptorSet | None = None
         self._fetched_at = 0.0
 
     def _fetch(self) -> DescriptorSet:
+        if not self.settings.urls:  # nothing in the job is protobuf (JSON streams and sinks): no set to fetch
+            return DescriptorSet([], absent=self.settings.absent or NO_URLS)
         blobs = [(url, fetch_bytes(url, self.settings)) for url in self.settings.urls]
         result = DescriptorSet(blobs)
         log.info("descriptor sets %s loaded, sha256=%s", ", ".join(self.settings.urls), result.sha256)

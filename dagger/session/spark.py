@@ -11,6 +11,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from dagger import job_log
 from dagger.errors import DaggerConfigError
 from dagger.session import class_data
 
@@ -75,15 +76,18 @@ def get_session(config: JobConfig, extra: dict[str, str] | None = None) -> Any:
         from dagger.session import jars
 
         conf = {**jars.session_settings(), **conf}
-    if local:  # the driver JVM starts here: Spark's classes from the class-data archive
+    if local:  # the driver JVM starts here: Spark's classes from the class-data archive, its logging to the log file
         extra_classes = [conf[k] for k in ("spark.driver.extraClassPath", "spark.jars") if conf.get(k)]
         cds = class_data.java_options(",".join(extra_classes))
-        if cds:
-            conf["spark.driver.extraJavaOptions"] = f"{conf.get('spark.driver.extraJavaOptions', '')} {cds}".strip()
+        options = conf.get("spark.driver.extraJavaOptions", "")
+        logs = None if "log4j" in options else job_log.jvm_options()
+        conf["spark.driver.extraJavaOptions"] = " ".join(o for o in (options, cds, logs) if o)
     for key, value in conf.items():
         if not (submitted and given.contains(key)):
             builder = builder.config(key, value)
     spark = builder.getOrCreate()
+    if submitted:
+        job_log.reconfigure_jvm(spark._jvm)
     class_data.watch(spark)
     spark.sparkContext.setLogLevel(os.environ.get("DAGGER_SPARK_LOG_LEVEL", "WARN"))
     driver_side_python(spark.sparkContext.pythonExec)

@@ -391,7 +391,7 @@ def _new_write_client(sink: BigQuerySink) -> Any:
     return client
 
 
-def _retry(sink: BigQuerySink) -> Any:
+def _retry(sink: BigQuerySink, timeout_s: float | None = None) -> Any:
     from google.api_core import exceptions, retry
 
     transient = retry.if_exception_type(
@@ -403,7 +403,8 @@ def _retry(sink: BigQuerySink) -> Any:
         exceptions.DeadlineExceeded,
         ConnectionError,
     )
-    return retry.Retry(predicate=transient, initial=0.2, maximum=10.0, timeout=sink.retry_deadline_ms / 1000)
+    deadline = sink.retry_deadline_ms / 1000 if timeout_s is None else timeout_s
+    return retry.Retry(predicate=transient, initial=0.2, maximum=10.0, timeout=deadline)
 
 
 @contextlib.contextmanager
@@ -645,8 +646,15 @@ class BigQuerySink(Sink):
         from google.cloud import bigquery
 
         client = rest_client(self)
-        retry = _retry(self)
-        timeout = self.read_timeout_ms / 1000
+        # at start, BigQuery that does not answer ends the job within SPARK_FIRST_CONTACT_TIMEOUT_MS
+        first = self.first_contact_s < self.retry_deadline_ms / 1000
+        deadline = (
+            (self.first_contact_s, "SPARK_FIRST_CONTACT_TIMEOUT_MS")
+            if first
+            else (self.retry_deadline_ms / 1000, "SINK_BIGQUERY_RETRY_DEADLINE_MS")
+        )
+        retry = _retry(self, deadline[0])
+        timeout = min(self.read_timeout_ms / 1000, deadline[0])
         wanted = bigquery_schema(_converter(self.descriptor_set_b64, self.message).encoder.descriptor)
         try:
             dataset = bigquery.Dataset(f"{self.project}.{self.dataset}")
@@ -689,7 +697,7 @@ class BigQuerySink(Sink):
         except exceptions.RetryError as exc:
             raise SinkError(
                 f"sink '{self.display_name}': BigQuery at {self.api_endpoint or 'bigquery.googleapis.com'} did not "
-                f"answer within SINK_BIGQUERY_RETRY_DEADLINE_MS ({self.retry_deadline_ms} ms): {exc.cause}"
+                f"answer within {deadline[1]} ({deadline[0] * 1000:.0f} ms): {exc.cause}"
             ) from None
 
     def writer(self, partition_id: int, batch_id: int) -> SinkWriter:

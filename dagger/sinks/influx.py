@@ -446,6 +446,25 @@ class InfluxSink(Sink):
             )
         return problems
 
+    def prepare(self) -> None:
+        """At start, on the driver: the server must answer ``/ping`` within :attr:`first_contact_s` (any HTTP answer
+        will do: a wrong database or login is said by the first write, with the server's message)."""
+        import requests
+
+        deadline = time.monotonic() + self.first_contact_s
+        while True:
+            try:
+                requests.get(self.url.rstrip("/") + "/ping", timeout=max(0.2, min(2.0, deadline - time.monotonic())))
+                return
+            except requests.RequestException as exc:
+                if time.monotonic() + 0.5 >= deadline:
+                    raise SinkError(
+                        f"sink '{self.display_name}': InfluxDB at SINK_INFLUX_URL {self.url} did not answer in "
+                        f"{self.first_contact_s:.0f} s (SPARK_FIRST_CONTACT_TIMEOUT_MS): {_cause(exc)} (check "
+                        "SINK_INFLUX_URL; raise SPARK_FIRST_CONTACT_TIMEOUT_MS when the server starts after the job)"
+                    ) from None
+                time.sleep(0.5)
+
     def writer(self, partition_id: int, batch_id: int) -> SinkWriter:
         return _InfluxWriter(self, partition_id, batch_id)
 

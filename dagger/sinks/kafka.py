@@ -334,10 +334,11 @@ class KafkaSink(Sink):
     def writer(self, partition_id: int, batch_id: int) -> SinkWriter:
         return _KafkaWriter(self, partition_id, batch_id)
 
-    def prepare(self, timeout_s: float = 10.0) -> None:
-        """At start, on the driver: the brokers must not refuse the sink's login or TLS handshake. A refusal ends
-        the job at once with its reason (a producer would retry it until ``message.timeout.ms``, five minutes by
-        default); brokers that do not answer yet are left to the producers' retries, as an outage mid-run is."""
+    def prepare(self) -> None:
+        """At start, on the driver: the brokers must answer within :attr:`first_contact_s` and must not refuse the
+        sink's login or TLS handshake. Either ends the job with its reason (a producer would retry until
+        ``message.timeout.ms``, five minutes by default); an outage once the job ran is left to the producers'
+        retries."""
         import time
 
         from confluent_kafka import KafkaError, KafkaException, Producer
@@ -346,19 +347,24 @@ class KafkaSink(Sink):
         from dagger.kafka.producer import PYTHON_CLIENT_ONLY
 
         refused: list[str] = []
+        said: list[str] = []  # librdkafka's own reasons (a refused connection), which a metadata timeout does not say
 
         def on_error(error: Any) -> None:
+            said.append(error.str())
             if error.code() in (KafkaError._AUTHENTICATION, KafkaError._SSL, KafkaError.SASL_AUTHENTICATION_FAILED):
                 refused.append(error.str())
 
         config = {k: v for k, v in self.producer_config.items() if k not in PYTHON_CLIENT_ONLY}
         producer = Producer(quiet({**config, "error_cb": on_error}))
-        deadline = time.monotonic() + timeout_s
+        deadline = time.monotonic() + self.first_contact_s
+        answered, last = False, ""
         while time.monotonic() < deadline and not refused:
             try:
-                producer.list_topics(timeout=1.0)
+                producer.list_topics(timeout=max(0.2, min(1.0, deadline - time.monotonic())))
+                answered = True
                 break
-            except KafkaException:
+            except KafkaException as exc:
+                last = exc.args[0].str()
                 producer.poll(0)  # hands the error callbacks over
         producer.poll(0)
         if refused:
@@ -371,6 +377,14 @@ class KafkaSink(Sink):
             raise SinkError(
                 f"SINK_KAFKA_BROKERS {self.producer_config.get('bootstrap.servers')}: the brokers refused the "
                 f"sink's connection: {refused[0]} (check SINK_KAFKA_PRODUCER_CONFIG's {hint})"
+            )
+        if not answered:
+            raise SinkError(
+                f"sink '{self.display_name}': no broker of SINK_KAFKA_BROKERS "
+                f"{self.producer_config.get('bootstrap.servers')} answered in {self.first_contact_s:.0f} s "
+                f"(SPARK_FIRST_CONTACT_TIMEOUT_MS): {(said or [last])[-1] or 'no answer'} (check SINK_KAFKA_BROKERS; "
+                "raise "
+                "SPARK_FIRST_CONTACT_TIMEOUT_MS when the brokers start after the job)"
             )
 
     def commit(self, results: list[Any], batch_id: int) -> None:

@@ -112,12 +112,15 @@ class Telemetry:
             self.statsd.push()
 
     def close(self, failed: bool = False) -> None:
-        """Stop recording and exporting; after a failure first wait ``METRIC_TELEMETRY_SHUTDOWN_PERIOD_MS`` so
-        the last metrics are scraped (``dagger_up`` 0, the fatal exception counted)."""
+        """Stop recording and exporting; after a failure of a job that finished micro-batches, first wait
+        ``METRIC_TELEMETRY_SHUTDOWN_PERIOD_MS`` so the last metrics are scraped (``dagger_up`` 0, the fatal exception
+        counted). A job that failed before its first micro-batch ended exits at once."""
         self.metrics.record_stop()
         if self.statsd is not None:
             self.statsd.push()
-        if failed and self.shutdown_period_ms > 0 and (self.endpoint is not None or self.statsd is not None):
+        exported = self.endpoint is not None or self.statsd is not None
+        # a job that never finished a micro-batch has no last metrics to wait for: it fails at once
+        if failed and self.shutdown_period_ms > 0 and exported and self.metrics.batches > 0:
             log.info(
                 "waiting %d ms so the last metrics leave (METRIC_TELEMETRY_SHUTDOWN_PERIOD_MS)", self.shutdown_period_ms
             )

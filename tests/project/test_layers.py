@@ -50,6 +50,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "dagger.checkpoint",
             "dagger.container",
             "dagger.errors",
+            "dagger.job_log",
             "dagger.kafka",
             "dagger.latency",
             "dagger.lenient_json",

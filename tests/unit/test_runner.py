@@ -93,6 +93,9 @@ class NotStarted:
     def __init__(self):
         self.planned = self.started = False
 
+    def reach_sources(self):  # noqa: ANN201
+        pass
+
     def validate(self):  # noqa: ANN201
         self.planned = True
         return "plan"

@@ -75,6 +75,13 @@ class KafkaSource(Source):
                     f"SOURCE_KAFKA_ENDING_TIMESTAMP {end.describe()}"
                 )
 
+    def reach(self, stream: StreamConfig, config: JobConfig) -> None:
+        reader = driver_reader(stream, config)
+        try:
+            reader.reach()
+        finally:
+            reader.stop()
+
     def is_bounded(self, stream: StreamConfig, to_ms: int | None = None) -> bool:
         return bool(
             stream.settings.SOURCE_KAFKA_ENDING_OFFSETS
@@ -136,6 +143,7 @@ class KafkaSource(Source):
             ),
             idle_timeout_ms=config.SPARK_PARTITION_IDLE_TIMEOUT_MS,
             unreachable_timeout_ms=stream.settings.SOURCE_KAFKA_UNREACHABLE_TIMEOUT_MS,
+            first_contact_ms=config.SPARK_FIRST_CONTACT_TIMEOUT_MS,
             commit_offsets=options.commit_offsets and not options.bounded,
             fields=(options.fields or {}).get(stream.INPUT_SCHEMA_TABLE),
             data_type=stream.INPUT_DATATYPE,
@@ -165,6 +173,27 @@ class KafkaSource(Source):
         large = config.SOURCE_KAFKA_CONSUME_LARGE_MESSAGE_ENABLE
         groups = {s.INPUT_SCHEMA_TABLE: client_config(s, config.job_slug, large) for s in streams}
         commit_final_offsets(progress, groups)
+
+
+def driver_reader(stream: StreamConfig, config: JobConfig) -> Any:
+    """Our Kafka reader's driver side for ``stream`` (listing, offsets, commits), with the stream's client
+    settings and group."""
+    from dagger.sources.kafka.client import client_config
+    from dagger.sources.kafka.reader import KafkaStreamReader
+    from dagger.sources.kafka.spec import KafkaSourceSpec
+
+    conf = client_config(stream, config.job_slug, config.SOURCE_KAFKA_CONSUME_LARGE_MESSAGE_ENABLE)
+    spec = KafkaSourceSpec(
+        table=stream.INPUT_SCHEMA_TABLE,
+        topic_pattern=stream.settings.SOURCE_KAFKA_TOPIC_NAMES,
+        client_config=conf,
+        descriptor_set_b64="",
+        message_name="",
+        rowtime_field_number=None,
+        unreachable_timeout_ms=stream.settings.SOURCE_KAFKA_UNREACHABLE_TIMEOUT_MS,
+        first_contact_ms=config.SPARK_FIRST_CONTACT_TIMEOUT_MS,
+    )
+    return KafkaStreamReader(spec)
 
 
 def stream_dead_letter(stream: StreamConfig, consumer_config: dict[str, str], config: JobConfig) -> DeadLetterSpec:

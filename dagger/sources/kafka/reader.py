@@ -80,7 +80,6 @@ from dagger.sources.kafka.partitions import (
 log = logging.getLogger(__name__)
 
 SOURCE_FORMAT = "dagger-kafka"
-_FIRST_CONTACT_SECONDS = 30.0  # brokers unreachable at start: the job fails after this long
 #: how long a listing of the stream's topics and partitions is reused (a new partition is read after at most this)
 TOPICS_REFRESH_SECONDS = 5.0
 
@@ -143,14 +142,14 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def _brokers(self, call: Any, what: str) -> Any:
         """``call()`` (a metadata or offset request), waited out while the brokers are unreachable: at start for
-        30 s, once they have answered for ``SOURCE_KAFKA_UNREACHABLE_TIMEOUT_MS`` (one log line when they go,
-        one when they are back); then a :class:`SourceError` naming them. A login or TLS refusal at start ends
-        at once."""
+        ``SPARK_FIRST_CONTACT_TIMEOUT_MS``, once they have answered for ``SOURCE_KAFKA_UNREACHABLE_TIMEOUT_MS`` (one
+        log line when they go, one when they are back); then a :class:`SourceError` naming them. A login or TLS
+        refusal at start ends at once."""
         from confluent_kafka import KafkaException
 
         brokers = self.spec.client_config["bootstrap.servers"]
         reached = self._reached
-        limit = self.spec.unreachable_timeout_ms / 1000 if reached else _FIRST_CONTACT_SECONDS
+        limit = (self.spec.unreachable_timeout_ms if reached else self.spec.first_contact_ms) / 1000
         since = time.monotonic()
         while True:
             left = limit - (time.monotonic() - since)
@@ -162,9 +161,11 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 reason = getattr(self, "_last_client_error", None) or exc.args[0].str()
                 refused = getattr(self, "_refused", None)
                 if not reached and (refused or time.monotonic() - since >= limit):
+                    waited = "" if refused else f" (no answer in {limit:.0f} s, SPARK_FIRST_CONTACT_TIMEOUT_MS)"
                     reason = refused or reason
                     raise SourceError(
-                        f"stream '{self.spec.table}': cannot {what} on {brokers}: {reason} ({self._hint(reason)})"
+                        f"stream '{self.spec.table}': cannot {what} on {brokers}{waited}: {reason} "
+                        f"({self._hint(reason)})"
                     ) from None
                 if not reached:
                     continue
@@ -192,6 +193,11 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 log.warning("stream '%s': the brokers %s answer again", self.spec.table, brokers)
             self._reached = True
             return result
+
+    def reach(self) -> None:
+        """Wait for the brokers' first answer (``SPARK_FIRST_CONTACT_TIMEOUT_MS``); a :class:`SourceError` when none
+        comes, or they refuse the login."""
+        self._brokers(lambda timeout: self._admin().list_topics(timeout=timeout), "list topics")
 
     def _topic_partitions(self) -> list[tuple[str, int]]:
         """The partitions of the topics the stream reads, listed at most every :data:`TOPICS_REFRESH_SECONDS`

@@ -40,6 +40,7 @@ class KafkaSourceSpec:
     aligned_delay_ms: int | None = None  # event-time alignment (dagger.sources.kafka.event_time); None: by offsets only
     idle_timeout_ms: int = 30_000
     unreachable_timeout_ms: int = 300_000  # SOURCE_KAFKA_UNREACHABLE_TIMEOUT_MS
+    first_contact_ms: int = 10_000  # SPARK_FIRST_CONTACT_TIMEOUT_MS: brokers that never answered, at start
     commit_offsets: bool = True
     start: dict[str, Any] | None = None  # a Position's fields; None: the group's offsets
     end: dict[str, Any] | None = None  # a Position's fields; None: unbounded

@@ -52,58 +52,6 @@ def _last_line(result) -> str:
     return lines[-1] if lines else ""
 
 
-def test_a_broker_unreachable_at_start_ends_with_one_clear_line(stencil, tmp_path):
-    """Tried as a new user would (bootstrap 127.0.0.1:1): librdkafka's retries stay out of the way (there were
-    578 'Connect … failed' lines in 43 s) and the last line is the cause, not Spark's wrapper."""
-    from tests.conftest import dagger
-
-    class Nowhere:
-        bootstrap = "127.0.0.1:1"
-
-    data = job(stencil, [kafka_stream(Nowhere, "bookings")], "SELECT order_number FROM data_stream_0")
-    data["METRIC_PROMETHEUS_PORT"] = "0"
-    config = tmp_path / "job.json"
-    config.write_text(json.dumps(data))
-    result = dagger("run", str(config), "--checkpoint-dir", str(tmp_path / "cp"))
-    assert result.returncode == 1
-    assert _last_line(result).endswith(
-        "ERROR dagger: query failed: SourceError: stream 'data_stream_0': cannot list topics on 127.0.0.1:1: "
-        "127.0.0.1:1/bootstrap: Connect to ipv4#127.0.0.1:1 failed: Connection refused (after 0ms in state CONNECT) "
-        "(check SOURCE_KAFKA_CONSUMER_CONFIG_BOOTSTRAP_SERVERS and the SECURITY_PROTOCOL / SASL_* / SSL_* keys of "
-        "this stream)"
-    ), result.stderr[-3000:]
-    connects = [line for line in result.stderr.splitlines() if "Connect to ipv4#127.0.0.1:1 failed" in line]
-    assert len(connects) <= 4, connects  # the client's line (at most one per 30 s), Spark's and ours
-
-
-def test_a_failing_udf_ends_with_its_own_exception(broker, stencil, topic, tmp_path):
-    from tests.conftest import dagger
-
-    source = topic("udf-fails")
-    produce(broker.bootstrap, source, ((None, v) for v in bookings(5, START)))
-    module = tmp_path / "picky.py"
-    module.write_text(
-        "def picky(x: str) -> str:\n    if x.endswith('3'):\n        raise ValueError(f'cannot take {x}')\n"
-        "    return x\n"
-    )
-    data = job(
-        stencil,
-        [kafka_stream(broker, source)],
-        "SELECT PICKY(order_number) AS order_number FROM data_stream_0",
-        PYTHON_UDF_ENABLE="true",
-        PYTHON_UDF_CONFIG=json.dumps({"PYTHON_FILES": str(module)}),
-        METRIC_PROMETHEUS_PORT="0",
-    )
-    config = tmp_path / "job.json"
-    config.write_text(json.dumps(data))
-    result = dagger("run", str(config), "--checkpoint-dir", str(tmp_path / "cp"), "--available-now")
-    assert result.returncode == 1
-    assert _last_line(result).endswith(
-        "ERROR dagger: query failed: UdfError: Python UDF PICKY (picky.py) failed on input ('order-3',): "
-        "ValueError: cannot take order-3"
-    ), result.stderr[-3000:]
-
-
 def test_sigterm_mid_batch_finishes_the_batch_commits_its_offsets_and_exits_0(broker, stencil, topic, tmp_path):
     """A pod being stopped: the micro-batch that runs finishes, its offsets reach the consumer group, exit 0; what
     the group has committed is exactly what reached the output topic (a SELECT without a filter)."""

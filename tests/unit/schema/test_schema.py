@@ -61,8 +61,13 @@ def test_non_descriptor_bytes_and_unknown_message(tmp_path):
     registry = SchemaRegistry(settings(str(DESCRIPTORS / "examples.desc"))).get()
     with pytest.raises(SchemaRegistryError, match="did you mean dagger.examples.Location"):
         registry.find_message("dagger.examples.Locatio")
-    with pytest.raises(SchemaRegistryError, match="SCHEMA_REGISTRY_STENCIL_URLS is empty"):
-        SchemaRegistry(settings())
+    empty = SchemaRegistry(settings()).get()  # a job with no protobuf in it needs none
+    assert (empty.sources, empty.serialized) == ([], b"")
+    with pytest.raises(
+        SchemaRegistryError,
+        match="INPUT_SCHEMA_PROTO_CLASS names the protobuf message 'a.B', but SCHEMA_REGISTRY_STENCIL_URLS is empty",
+    ):
+        empty.find_message("a.B")
 
 
 def test_headers_parse_and_malformed_entries_are_ignored():

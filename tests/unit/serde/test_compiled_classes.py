@@ -77,7 +77,7 @@ def test_compiled_classes_come_from_the_generated_modules_with_their_imports(rid
 def test_compiled_classes_that_cannot_be_found_say_what_to_set(keys, message):
     config = _config(SCHEMA_REGISTRY_STENCIL_ENABLE="false", **keys)
     with pytest.raises(DaggerError, match=message.replace("*", r"\*")):
-        SchemaRegistry(StencilSettings.from_config(config)).get()
+        SchemaRegistry(StencilSettings.from_config(config)).get().find_message("compiled.rides.Ride")
 
 
 @pytest.mark.integration

@@ -218,6 +218,42 @@ def test_window_over_json_gives_what_the_same_records_give_as_protobuf_and_count
 
 
 @pytest.mark.integration
+def test_a_json_in_json_out_window_job_runs_with_no_descriptor_set_at_all(spark, broker, topic, tmp_path):
+    """Nothing in it is protobuf: no SCHEMA_REGISTRY_STENCIL_URLS (Dagger's SCHEMA_REGISTRY_STENCIL_ENABLE is false
+    by default, and such a job needs no Stencil). The windows are those of the same records as protobuf (above)."""
+    source, out = topic("json-only-in", partitions=2), topic("json-only-out")
+    records = bookings(360, START, step_seconds=0.5)
+    produce(broker.bootstrap, source, ((None, as_json(v)) for v in records), partitions=2)
+    data = job(None, [json_stream(broker, source)], WINDOW_SQL, **json_sink(broker, out))
+    path = tmp_path / "job.json"
+    path.write_text(json.dumps(data))
+    done = dagger("validate", str(path))
+    assert done.returncode == 0, done.stderr
+    assert "descriptors: none (no stream or sink of this job is protobuf)" in done.stdout
+    manager, query = run_job(spark, data, tmp_path / "cp")
+    assert query.exception() is None
+    written = manager.counters.sinks["kafka"]["written"].value
+    assert written == 6  # 3 groups x the 2 minutes the watermark closes
+    rows = [json.loads(m.value()) for m in consume_all(broker.bootstrap, out, expected=written)]
+    assert sum(r["booking_count"] for r in rows) == 240
+    assert {r["window_timestamp"] for r in rows} == {"2026-11-22T10:01:00.000000Z", "2026-11-22T10:02:00.000000Z"}
+
+
+def test_a_protobuf_message_named_in_a_job_without_descriptor_sets_names_the_key_and_what_is_missing(broker, tmp_path):
+    data = job(None, [json_stream(broker, "bookings")], WINDOW_SQL, **json_sink(broker, "out"))
+    data.update(SINK_KAFKA_DATA_TYPE="PROTO", SINK_KAFKA_PROTO_MESSAGE="dagger.examples.BookingSummaryMessage")
+    path = tmp_path / "job.json"
+    path.write_text(json.dumps(data))
+    done = dagger("validate", str(path))
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines()[-1] == (
+        "dagger: SINK_KAFKA_PROTO_MESSAGE names the protobuf message 'dagger.examples.BookingSummaryMessage', but "
+        "SCHEMA_REGISTRY_STENCIL_URLS is empty: list the descriptor sets (http(s) URLs, file:// URLs or paths) "
+        "that hold the stream and sink messages"
+    )
+
+
+@pytest.mark.integration
 def test_interval_join_of_a_json_stream_with_a_protobuf_stream(spark, broker, stencil, topic, tmp_path):
     left, right, out = topic("jjoin-bookings"), topic("jjoin-customers"), topic("jjoin-out")
     produce(broker.bootstrap, left, ((None, as_json(v)) for v in bookings(20, START)))

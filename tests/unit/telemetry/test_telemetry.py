@@ -16,6 +16,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from dagger.job import JobCounters, load_config
+from dagger.telemetry import Telemetry
 from dagger.telemetry.metrics import METRICS, JobMetrics
 from dagger.telemetry.prometheus import JobCollector
 from dagger.telemetry.statsd import StatsdPusher, parse_tags
@@ -308,6 +309,7 @@ def test_statsd_gets_the_fatal_exception_before_the_job_exits_1(broker, stencil,
         METRIC_STATSD_PORT=str(listener.getsockname()[1]),
         METRIC_STATSD_TAGS="team:data",
         METRIC_TELEMETRY_SHUTDOWN_PERIOD_MS="1500",
+        SPARK_MAX_RECORDS_PER_TRIGGER="3",  # a first micro-batch of good records ends: there are metrics to wait for
     )
     process = start_job(data, tmp_path, "--available-now")
     lines, fatal_at = [], None
@@ -332,6 +334,22 @@ def test_statsd_gets_the_fatal_exception_before_the_job_exits_1(broker, stencil,
     assert "fatal_exception_type:InvalidRecordError" in fatal[0]
     assert exited_at - fatal_at >= 1.0  # METRIC_TELEMETRY_SHUTDOWN_PERIOD_MS before the exit
     assert "waiting 1500 ms so the last metrics leave" in stderr
+
+
+def test_a_job_that_failed_before_its_first_micro_batch_ended_does_not_wait_for_metrics_to_leave(caplog):
+    import logging
+
+    telemetry = Telemetry(
+        fake_job(METRIC_PROMETHEUS_PORT=str(free_port()), METRIC_TELEMETRY_SHUTDOWN_PERIOD_MS="30000")
+    )
+    with caplog.at_level(logging.INFO, logger="dagger"):
+        telemetry.close(failed=True)
+    assert "last metrics leave" not in caplog.text
+    telemetry = Telemetry(fake_job(METRIC_PROMETHEUS_PORT=str(free_port()), METRIC_TELEMETRY_SHUTDOWN_PERIOD_MS="300"))
+    telemetry.metrics.record_progress(progress(0, 5, {"bookings:0": 5}, {"bookings:0": 5}))
+    with caplog.at_level(logging.INFO, logger="dagger"):
+        telemetry.close(failed=True)
+    assert "waiting 300 ms so the last metrics leave" in caplog.text
 
 
 def test_the_progress_line_is_a_view_of_the_metrics_that_record_each_batch_once(caplog):
