@@ -266,4 +266,4 @@ def start(df: DataFrame, config: JobConfig, checkpoint: str, name: str) -> Any:
     )
     for key, value in sink.SINK_KAFKA_PRODUCER_CONFIG.items():
         writer = writer.option(f"kafka.{key}", str(value))
-    return writer.trigger(realTime=f"{config.SPARK_REALTIME_CHECKPOINT_INTERVAL_MS} milliseconds").start()
+    return writer.trigger(realTime=f"{config.realtime_checkpoint_ms} milliseconds").start()

@@ -49,6 +49,8 @@ class CustomerLookupServer:
             reply.age = len(request.customer_id)
             reply.joined.FromJsonString("2026-01-02T03:04:05Z")
             reply.labels["tier"] = "gold"
+            reply.balance = 12.5 * len(request.customer_id)
+            reply.points = 2**53 + len(request.customer_id)
             return reply
 
         handler = grpc.method_handlers_generic_handler(

@@ -14,13 +14,8 @@ IGNORED_KEYS: dict[str, str] = {
     # Flink's runtime: Spark has its own form, or none is needed
     "FLINK_WATERMARK_INTERVAL_MS": "Spark moves the watermark once per micro-batch; `SPARK_TRIGGER_INTERVAL_MS` "
     "sets how often that is",
-    "FLINK_WATERMARK_PER_PARTITION_ENABLE": "Kafka partitions are always read aligned in event time, which gives "
-    "what Flink's per-partition watermarks give (docs/sources.md)",
     "FLINK_PARALLELISM_MAX": "Flink's key-group count for rescaling; Spark's state is partitioned by "
     "`spark.sql.shuffle.partitions`, fixed when the checkpoint is created",
-    "FLINK_CHECKPOINT_INTERVAL_MS": "every micro-batch is a checkpoint; taking Flink's interval (30 s by default) as "
-    "the trigger interval would hold every row back that long, where Flink's output flows between checkpoints; "
-    "`SPARK_TRIGGER_INTERVAL_MS` sets how often micro-batches start",
     "FLINK_CHECKPOINT_TIMEOUT_MS": "a micro-batch's commit has no separate timeout; each sink bounds its own calls",
     "FLINK_CHECKPOINT_MIN_PAUSE_MS": "micro-batches follow one another with no pause; `SPARK_TRIGGER_INTERVAL_MS` "
     "spaces them",
@@ -39,20 +34,22 @@ IGNORED_KEYS: dict[str, str] = {
     "UDF_DART_GCS_PROJECT_ID": "the GCS client finds the bucket's project itself (credentials from the environment)",
     # sinks
     "SINK_KAFKA_STREAM": "a name for Dagger's telemetry tags; metrics here name a sink by `SINK_NAME`",
-    "SINK_CONNECTOR_SCHEMA_PROTO_KEY_CLASS": "BigQuery rows have no key",
     "SINK_CONNECTOR_SCHEMA_DATA_TYPE": "rows are typed through `SINK_CONNECTOR_SCHEMA_PROTO_MESSAGE_CLASS`",
     "SINK_CONNECTOR_SCHEMA_MESSAGE_MODE": "rows are the SQL's output columns (Dagger's LOG_MESSAGE mode)",
     "SINK_CONNECTOR_SCHEMA_PROTO_ALLOW_UNKNOWN_FIELDS_ENABLE": "output columns the message lacks are left out",
-    "SINK_BIGQUERY_ROW_INSERT_ID_ENABLE": "the Storage Write API with committed streams writes each row once; "
-    "insert ids are for the legacy streaming inserts",
     "SINK_BIGQUERY_METADATA_NAMESPACE": "no Kafka metadata columns are written to BigQuery",
     "SINK_BIGQUERY_CLIENT_CONNECT_TIMEOUT_MS": "Google's clients take one timeout per call: "
     "`SINK_BIGQUERY_CLIENT_READ_TIMEOUT_MS`",
     # sources and input data types
-    "SOURCE_KAFKA_NAME": "a name for Dagger's telemetry tags; metrics here name a stream by `INPUT_SCHEMA_TABLE`",
-    "SOURCE_KAFKA_CONSUMER_CONFIG_AUTO_COMMIT_ENABLE": "the offsets of every finished micro-batch are committed to "
-    "the consumer group; librdkafka's own auto-commit stays off",
     "SOURCE_PARQUET_SCHEMA_MATCH_STRATEGY": "unused by Dagger too: columns are matched to the message by name",
+}
+
+#: SINK_TYPE -> key -> why a sink of that type does nothing with a key another sink type uses
+IGNORED_SINK_KEYS: dict[str, dict[str, str]] = {
+    "bigquery": {
+        "SINK_CONNECTOR_SCHEMA_PROTO_KEY_CLASS": "BigQuery rows have no key (a Kafka sink encodes its record keys "
+        "with this message)",
+    },
 }
 
 
@@ -71,6 +68,8 @@ def ignored_keys_set(config: Any) -> list[tuple[str, str]]:
     for i, sink in enumerate(entries):
         where = f"SINKS[{i}]." if config.SINKS is not None else ""
         found += [(f"{where}{k}", IGNORED_KEYS[k]) for k in sink.keys_set if k in IGNORED_KEYS]
+        scoped = IGNORED_SINK_KEYS.get(sink.SINK_TYPE, {})
+        found += [(f"{where}{k}", scoped[k]) for k in sink.keys_set if k in scoped]
     return found
 
 
@@ -78,4 +77,9 @@ def markdown_table() -> str:
     """The table ``docs/config.md`` shows."""
     rows = ["| Key | Why it does nothing here |", "|---|---|"]
     rows += [f"| `{key}` | {reason} |" for key, reason in sorted(IGNORED_KEYS.items())]
+    rows += [
+        f"| `{key}` (`SINK_TYPE={sink}`) | {reason} |"
+        for sink, keys in sorted(IGNORED_SINK_KEYS.items())
+        for key, reason in sorted(keys.items())
+    ]
     return "\n".join(rows)

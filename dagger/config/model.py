@@ -323,6 +323,10 @@ SINK_ERROR_TYPES = (
 )
 
 
+#: the sinks Dagger flushes at each checkpoint: with them its checkpoint interval is the write cadence
+CHECKPOINT_FLUSHED_SINKS = frozenset({"influx", "bigquery"})
+
+
 class JobConfig(_Strict):
     """A whole Dagger job: streams, SQL, sink and the settings around them."""
 
@@ -342,8 +346,11 @@ class JobConfig(_Strict):
     )
     FLINK_WATERMARK_PER_PARTITION_ENABLE: bool = Field(
         False,
-        description="Accepted for compatibility: Kafka streams always read their partitions aligned in event "
-        "time (`SPARK_EVENT_TIME_ALIGNMENT`), which keeps what Flink's per-partition watermarks keep.",
+        description="When set, it decides how a Kafka stream's partitions are read in event time: `true`, aligned "
+        "(`SPARK_EVENT_TIME_ALIGNMENT`: no partition runs ahead of the others, which keeps what Flink's "
+        "per-partition watermarks keep); `false`, one watermark across the partitions, as Flink without "
+        "per-partition watermarks (a partition far ahead makes the others' records late). Unset: "
+        "`SPARK_EVENT_TIME_ALIGNMENT` (aligned).",
     )
     FLINK_PARALLELISM: int = Field(
         1,
@@ -354,7 +361,12 @@ class JobConfig(_Strict):
     )
     FLINK_PARALLELISM_MAX: int = Field(50, description="Accepted for compatibility.")
     FLINK_CHECKPOINT_INTERVAL_MS: int = Field(
-        30000, description="Accepted for compatibility; Spark checkpoints every micro-batch."
+        30000,
+        gt=0,
+        description="When set: real-time mode's checkpoint interval (unless `SPARK_REALTIME_CHECKPOINT_INTERVAL_MS` "
+        "is set), and for a job whose sinks are all InfluxDB or BigQuery, which Dagger flushes at each checkpoint, "
+        "the micro-batch trigger interval (unless `SPARK_TRIGGER_INTERVAL_MS` is set): the same write cadence. "
+        "Other micro-batch jobs checkpoint every micro-batch, and their rows are not held back.",
     )
     FLINK_CHECKPOINT_TIMEOUT_MS: int = Field(900000, description="Accepted for compatibility.")
     FLINK_CHECKPOINT_MIN_PAUSE_MS: int = Field(5000, description="Accepted for compatibility.")
@@ -654,6 +666,20 @@ class JobConfig(_Strict):
             raise ValueError("PROCESSOR_POSTPROCESSOR_CONFIG is required when PROCESSOR_POSTPROCESSOR_ENABLE is true")
         if self.PYTHON_UDF_ENABLE and self.PYTHON_UDF_CONFIG is None:
             raise ValueError("PYTHON_UDF_CONFIG is required when PYTHON_UDF_ENABLE is true")
+        both = {"FLINK_WATERMARK_PER_PARTITION_ENABLE", "SPARK_EVENT_TIME_ALIGNMENT"}
+        if (
+            both <= self.model_fields_set
+            and self.FLINK_WATERMARK_PER_PARTITION_ENABLE != self.SPARK_EVENT_TIME_ALIGNMENT
+        ):
+            raise ValueError(
+                "FLINK_WATERMARK_PER_PARTITION_ENABLE and SPARK_EVENT_TIME_ALIGNMENT say different things (both decide "
+                "whether Kafka partitions are read aligned in event time); keep one"
+            )
+        if self.SPARK_TRIGGER_MODE == "real-time" and self.realtime_checkpoint_ms < 5_000:
+            raise ValueError(
+                f"FLINK_CHECKPOINT_INTERVAL_MS={self.FLINK_CHECKPOINT_INTERVAL_MS} is real-time mode's checkpoint "
+                "interval here, and Spark takes 5000 ms or more; raise it or set SPARK_REALTIME_CHECKPOINT_INTERVAL_MS"
+            )
         return self
 
     @property
@@ -680,6 +706,37 @@ class JobConfig(_Strict):
             NamedSink(c.SINK_NAME or (c.SINK_TYPE if types.count(c.SINK_TYPE) == 1 else f"{c.SINK_TYPE}-{i}"), c)
             for i, c in enumerate(configs)
         ]
+
+    @property
+    def event_time_alignment(self) -> bool:
+        """Whether Kafka partitions are read aligned in event time: ``FLINK_WATERMARK_PER_PARTITION_ENABLE`` when
+        a config sets it (Dagger's name), else ``SPARK_EVENT_TIME_ALIGNMENT``."""
+        if "FLINK_WATERMARK_PER_PARTITION_ENABLE" in self.model_fields_set:
+            return self.FLINK_WATERMARK_PER_PARTITION_ENABLE
+        return self.SPARK_EVENT_TIME_ALIGNMENT
+
+    @property
+    def realtime_checkpoint_ms(self) -> int:
+        """Real-time mode's checkpoint interval: ``SPARK_REALTIME_CHECKPOINT_INTERVAL_MS``, else Dagger's
+        ``FLINK_CHECKPOINT_INTERVAL_MS`` when a config sets it, else 60 s."""
+        if "SPARK_REALTIME_CHECKPOINT_INTERVAL_MS" not in self.model_fields_set and (
+            "FLINK_CHECKPOINT_INTERVAL_MS" in self.model_fields_set
+        ):
+            return self.FLINK_CHECKPOINT_INTERVAL_MS
+        return self.SPARK_REALTIME_CHECKPOINT_INTERVAL_MS
+
+    @property
+    def trigger_interval_ms(self) -> int:
+        """The micro-batch trigger interval: ``SPARK_TRIGGER_INTERVAL_MS``; else, for a job whose every sink is one
+        Dagger flushes at checkpoints (InfluxDB, BigQuery), the ``FLINK_CHECKPOINT_INTERVAL_MS`` a config sets
+        (the same write cadence as in Dagger); else 0 (back to back)."""
+        if "SPARK_TRIGGER_INTERVAL_MS" in self.model_fields_set or "FLINK_CHECKPOINT_INTERVAL_MS" not in (
+            self.model_fields_set
+        ):
+            return self.SPARK_TRIGGER_INTERVAL_MS
+        if all(sink.SINK_TYPE in CHECKPOINT_FLUSHED_SINKS for _, sink in self.sink_configs):
+            return self.FLINK_CHECKPOINT_INTERVAL_MS
+        return self.SPARK_TRIGGER_INTERVAL_MS
 
     @property
     def sql(self) -> str:

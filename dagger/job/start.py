@@ -63,7 +63,7 @@ def _start_real_time(ctx: JobContext, plan: Plan) -> StreamingQuery:
         config.FLINK_JOB_ID,
         len(plan.tables),
         "; ".join(s.describe() for s in plan.sinks),
-        config.SPARK_REALTIME_CHECKPOINT_INTERVAL_MS,
+        config.realtime_checkpoint_ms,
         ctx.checkpoint,
     )
     ctx.counters.progress_sinks = [s.display_name for s in plan.sinks]
@@ -85,7 +85,13 @@ def _start_micro_batches(ctx: JobContext, plan: Plan) -> StreamingQuery:
     if ctx.options.available_now:
         writer = writer.trigger(availableNow=True)
     else:
-        writer = writer.trigger(processingTime=f"{config.SPARK_TRIGGER_INTERVAL_MS} milliseconds")
+        writer = writer.trigger(processingTime=f"{config.trigger_interval_ms} milliseconds")
+        if config.trigger_interval_ms != config.SPARK_TRIGGER_INTERVAL_MS:
+            log.info(
+                "a micro-batch every %d ms (FLINK_CHECKPOINT_INTERVAL_MS: Dagger writes to %s at each checkpoint)",
+                config.trigger_interval_ms,
+                " and ".join(sorted({c.SINK_TYPE for _, c in config.sink_configs})),
+            )
     log.info(
         "starting %r on master %s: %d stream(s) -> %s, output mode %s, checkpoint %s, descriptors sha256 %s",
         config.FLINK_JOB_ID,

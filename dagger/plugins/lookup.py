@@ -53,8 +53,9 @@ class LookupSettings(BaseModel):
     type: str | None = Field(None, description="Output proto used to type the response.")
     retain_response_type: bool = Field(
         False,
-        description="With no `type`: keep each response value's own JSON type (a VARIANT column; numbers reach "
-        "sinks as DOUBLE) instead of typing it through the Kafka sink's message.",
+        description="With no `type`: keep each response value's own type instead of converting it to the Kafka "
+        "sink message's field: a gRPC output is typed by the response message, an output named as a sink message "
+        "field by that field, any other is a VARIANT column (numbers reach sinks as DOUBLE).",
     )
     metricId: str | None = Field(None, description="Metric id of this source.")  # noqa: N815 - Dagger's key
     cache_ttl_seconds: int = Field(0, description="Beyond Dagger: cache answers per executor for this long (0: off).")

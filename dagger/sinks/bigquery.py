@@ -92,7 +92,10 @@ class BigQuerySinkSettings(SinkSettings):
         None, description="Partition expiry of a created table."
     )
     SINK_BIGQUERY_ROW_INSERT_ID_ENABLE: bool | None = Field(
-        None, description="Accepted; delivery is exactly-once per micro-batch without insert ids."
+        None,
+        description="Unset or `true`: each row is written once (what insert ids were for): rows go to pending write "
+        "streams, with offsets, committed once per micro-batch. `false` (what Dagger forces): rows are appended to "
+        "the table's default stream, visible at once; a re-run micro-batch writes its rows again (at-least-once).",
     )
     SINK_BIGQUERY_CREDENTIAL_PATH: str | None = Field(
         None, description="Service-account JSON file. Default: Application Default Credentials."
@@ -468,6 +471,9 @@ class _BigQueryWriter(SinkWriter):
         from google.cloud.bigquery_storage_v1 import types
 
         client = write_client(self.sink)
+        default = not self.sink.insert_ids  # the table's default stream: rows visible at once, no offsets
+        if self.stream is None and default:
+            self.stream = f"{self.sink.table_path}/streams/_default"
         if self.stream is None:
             with _storage_errors(self.sink, "open a write stream"):
                 stream = client.create_write_stream(
@@ -479,7 +485,7 @@ class _BigQueryWriter(SinkWriter):
             self.stream = stream.name
         request = types.AppendRowsRequest(
             write_stream=self.stream,
-            offset=self.offset,
+            offset=None if default else self.offset,
             arrow_rows=types.AppendRowsRequest.ArrowData(
                 writer_schema=types.ArrowSchema(serialized_schema=rows.schema.serialize().to_pybytes()),
                 rows=types.ArrowRecordBatch(serialized_record_batch=rows.serialize().to_pybytes()),
@@ -522,6 +528,9 @@ class _BigQueryWriter(SinkWriter):
 
     def flush(self) -> dict[str, Any]:
         rows = self.offset
+        if self.stream is not None and not self.sink.insert_ids:  # the default stream: nothing to finalize or commit
+            self.sink.count("written", rows)
+            return {"stream": None, "rows": rows, "dead_letters": self.rejected.flush()}
         if self.stream is not None:
             with _storage_errors(self.sink, "finalize a write stream"):
                 write_client(self.sink).finalize_write_stream(
@@ -560,6 +569,7 @@ class BigQuerySink(Sink):
         storage_endpoint: str | None = None,
         read_timeout_ms: int = 60000,
         retry_deadline_ms: int = 120000,
+        insert_ids: bool = True,
     ):
         self.project = project
         self.dataset = dataset
@@ -578,7 +588,10 @@ class BigQuerySink(Sink):
         self.storage_endpoint = storage_endpoint
         self.read_timeout_ms = read_timeout_ms
         self.retry_deadline_ms = retry_deadline_ms
+        self.insert_ids = insert_ids  # False: the default stream, at-least-once (SINK_BIGQUERY_ROW_INSERT_ID_ENABLE)
         self.state = None
+        if not insert_ids:
+            self.rerun = "duplicates: its rows are appended to the default stream again (SINK_BIGQUERY_ROW_INSERT_ID_ENABLE=false)"
 
     @classmethod
     def from_settings(cls, config: BigQuerySinkSettings, descriptors: DescriptorSet | None) -> BigQuerySink:
@@ -617,6 +630,7 @@ class BigQuerySink(Sink):
             storage_endpoint=config.SINK_BIGQUERY_STORAGE_API_ENDPOINT,
             read_timeout_ms=config.SINK_BIGQUERY_CLIENT_READ_TIMEOUT_MS,
             retry_deadline_ms=config.SINK_BIGQUERY_RETRY_DEADLINE_MS,
+            insert_ids=config.SINK_BIGQUERY_ROW_INSERT_ID_ENABLE is not False,
         )
 
     @property
@@ -628,7 +642,8 @@ class BigQuerySink(Sink):
         return f"projects/{self.project}/datasets/{self.dataset}/tables/{self.table}"
 
     def describe(self) -> str:
-        return f"bigquery table {self.table_id} as {self.message}"
+        once = "" if self.insert_ids else ", at-least-once through the default stream"
+        return f"bigquery table {self.table_id} as {self.message}{once}"
 
     def check(self, schema: pa.Schema) -> list[str]:
         converter = _converter(self.descriptor_set_b64, self.message)

@@ -222,6 +222,25 @@ def _retry(sink: InfluxSink) -> Any:
     )
 
 
+def _connected(exc: BaseException) -> bool:
+    """Whether a failed request got as far as a connection (reset or closed by the peer) rather than none."""
+    import http.client
+
+    seen: BaseException | None = exc
+    for _ in range(8):
+        if seen is None:
+            return False
+        if isinstance(seen, (ConnectionResetError, ConnectionAbortedError, http.client.RemoteDisconnected)):
+            return True
+        inner = (
+            getattr(seen, "reason", None)
+            or (seen.args[1] if len(seen.args) > 1 and isinstance(seen.args[1], BaseException) else None)
+            or (seen.args[0] if seen.args and isinstance(seen.args[0], BaseException) else None)
+        )
+        seen = inner if inner is not seen else None
+    return False
+
+
 def _cause(exc: BaseException) -> str:
     """The innermost reason of a client error (``Connection refused`` rather than urllib3's pool wrapper)."""
     seen = exc
@@ -457,6 +476,8 @@ class InfluxSink(Sink):
                 requests.get(self.url.rstrip("/") + "/ping", timeout=max(0.2, min(2.0, deadline - time.monotonic())))
                 return
             except requests.RequestException as exc:
+                if _connected(exc):  # something took the connection, then dropped it: the writes' retries handle that
+                    return
                 if time.monotonic() + 0.5 >= deadline:
                     raise SinkError(
                         f"sink '{self.display_name}': InfluxDB at SINK_INFLUX_URL {self.url} did not answer in "

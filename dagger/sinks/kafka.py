@@ -41,6 +41,11 @@ class KafkaSinkSettings(SinkSettings):
     SINK_KAFKA_TOPIC: str | None = Field(None, description="Output topic.")
     SINK_KAFKA_PROTO_MESSAGE: str | None = Field(None, description="Output value message (fully qualified name).")
     SINK_KAFKA_PROTO_KEY: str | None = Field(None, description="Output key message; no key when unset.")
+    SINK_CONNECTOR_SCHEMA_PROTO_KEY_CLASS: str | None = Field(
+        None,
+        description="Depot's name for the key message: the record keys are encoded with it when "
+        "`SINK_KAFKA_PROTO_KEY` is unset.",
+    )
     SINK_KAFKA_STREAM: str | None = Field(
         None, description="Logical output cluster name (Dagger's telemetry tag; accepted and ignored)."
     )
@@ -291,9 +296,22 @@ class KafkaSink(Sink):
         if config.SINK_KAFKA_DATA_TYPE == "PROTO":
             descriptors.find_message(config.SINK_KAFKA_PROTO_MESSAGE, "SINK_KAFKA_PROTO_MESSAGE")
             value = config.SINK_KAFKA_PROTO_MESSAGE
-            if config.SINK_KAFKA_PROTO_KEY:
-                descriptors.find_message(config.SINK_KAFKA_PROTO_KEY, "SINK_KAFKA_PROTO_KEY")
-                key = config.SINK_KAFKA_PROTO_KEY
+            named = [
+                (name, value)
+                for name, value in (
+                    ("SINK_KAFKA_PROTO_KEY", config.SINK_KAFKA_PROTO_KEY),
+                    ("SINK_CONNECTOR_SCHEMA_PROTO_KEY_CLASS", config.SINK_CONNECTOR_SCHEMA_PROTO_KEY_CLASS),
+                )
+                if value
+            ]
+            if len({value for _, value in named}) > 1:
+                raise DaggerConfigError(
+                    f"SINK_KAFKA_PROTO_KEY ({named[0][1]}) and SINK_CONNECTOR_SCHEMA_PROTO_KEY_CLASS ({named[1][1]}) "
+                    "name different key messages; keep one"
+                )
+            if named:
+                descriptors.find_message(named[0][1], named[0][0])
+                key = named[0][1]
             blob = base64.b64encode(descriptors.serialized).decode()
         json_schema = config.SINK_KAFKA_JSON_SCHEMA if config.SINK_KAFKA_DATA_TYPE == "JSON" else None
         if json_schema:

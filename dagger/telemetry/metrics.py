@@ -66,8 +66,9 @@ METRICS: tuple[Metric, ...] = (
     Metric(
         "dagger_source_records_total",
         "counter",
-        ("table",),
-        "Records read from each stream (every record, valid or not).",
+        ("table", "stream"),
+        "Records read from each stream (every record, valid or not); `stream` is the stream's `SOURCE_KAFKA_NAME` "
+        "(Dagger's telemetry tag), else its table.",
         "numRecordsIn",
     ),
     Metric(
@@ -87,7 +88,7 @@ METRICS: tuple[Metric, ...] = (
     Metric(
         "dagger_kafka_consumer_lag",
         "gauge",
-        ("table", "topic", "partition"),
+        ("table", "stream", "topic", "partition"),
         "Records in the partition not yet processed: its latest offset minus the last processed end offset.",
         "records-lag (per partition)",
     ),
@@ -319,6 +320,13 @@ class JobMetrics:
     non_fatal: dict[str, int] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
+    def stream_tag(self, table: str) -> str:
+        """The ``stream`` label of a table's metrics: its ``SOURCE_KAFKA_NAME`` (Dagger's tag), else the table."""
+        for stream in self.job.config.STREAMS:
+            if stream.INPUT_SCHEMA_TABLE == table:
+                return getattr(stream.settings, "SOURCE_KAFKA_NAME", None) or table
+        return table
+
     # -- updates ------------------------------------------------------------------------------------------------
 
     def record_progress(self, progress: dict[str, Any]) -> bool:
@@ -443,11 +451,12 @@ class JobMetrics:
             for kind, n in sorted(self.non_fatal.items()):
                 yield BY_NAME["dagger_non_fatal_exceptions_total"], {"exception_type": kind}, n
             for table, n in sorted(self.source_records.items()):
-                yield BY_NAME["dagger_source_records_total"], {"table": table}, n
+                yield BY_NAME["dagger_source_records_total"], {"table": table, "stream": self.stream_tag(table)}, n
             yield BY_NAME["dagger_input_rows_per_second"], {}, self.input_rate
             yield BY_NAME["dagger_processed_rows_per_second"], {}, self.processed_rate
             for (table, topic, partition), n in sorted(self.lag.items()):
-                yield BY_NAME["dagger_kafka_consumer_lag"], {"table": table, "topic": topic, "partition": partition}, n
+                labels = {"table": table, "stream": self.stream_tag(table), "topic": topic, "partition": partition}
+                yield BY_NAME["dagger_kafka_consumer_lag"], labels, n
             yield BY_NAME["dagger_kafka_consumer_lag_max"], {}, max(self.lag.values(), default=0)
             if self.watermark is not None:
                 yield BY_NAME["dagger_event_time_watermark_seconds"], {}, self.watermark

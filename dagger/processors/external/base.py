@@ -204,16 +204,22 @@ class OutputColumn:
     field: Any = None  # the proto field typing it, or None (untyped: JSON text)
 
 
-def output_columns(mapping: dict[str, str], proto: Any, retain: bool, where: str) -> list[OutputColumn]:
-    """Type ``{column: path}`` through ``proto`` (the source's ``type`` or the Kafka sink's message)."""
+def output_columns(
+    mapping: dict[str, str], proto: Any, retain: bool, where: str, known: dict[str, Any] | None = None
+) -> list[OutputColumn]:
+    """Type ``{column: path}`` through ``proto`` (the source's ``type`` or the Kafka sink's message); without one
+    (``retain_response_type``), through the fields ``known`` gives, the others untyped."""
     from pyspark.sql.types import StringType
 
     from dagger.serde.types import field_type
 
     out = []
     for name, path in mapping.items():
-        if proto is None:  # retain_response_type, no `type`: JSON text, parsed into a VARIANT by the planner
-            out.append(OutputColumn(name, path, StringType()))
+        if proto is None:  # retain_response_type, no `type`: typed where known, else JSON text made a VARIANT
+            found = (known or {}).get(name)
+            out.append(
+                OutputColumn(name, path, field_type(found), found) if found else OutputColumn(name, path, StringType())
+            )
             continue
         found = proto.fields_by_name.get(name)
         if found is None:
@@ -295,6 +301,11 @@ def _single(value: Any, field_: Any) -> Any:
             return float(value) if value is not None else 0.0
         except (TypeError, ValueError):
             return 0.0
+    if isinstance(value, str):  # proto3 JSON writes 64-bit integers as strings: exact, not through a float
+        try:
+            return int(value)
+        except ValueError:
+            pass
     try:
         return int(float(value)) if value is not None else 0
     except (TypeError, ValueError):

@@ -208,7 +208,8 @@ def grpc_lookup(
         "header_variables": [],
         "headers": dict(source.headers),
     }
-    return plan_lookup(df, "grpc", source, index, context, where, output_paths(source.output_mapping, where), spec)
+    mapping = output_paths(source.output_mapping, where)
+    return plan_lookup(df, "grpc", source, index, context, where, mapping, spec, response=response)
 
 
 register_lookup("http", HttpLookupSettings, http_lookup)

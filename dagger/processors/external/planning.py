@@ -36,16 +36,63 @@ def typing_message(source: Any, context: ProcessorContext, where: str) -> Any:
     if not name and source.retain_response_type:
         return None
     if not name:
-        for _, sink in context.config.sink_configs:
-            if sink.SINK_TYPE == "kafka" and sink.settings.SINK_KAFKA_PROTO_MESSAGE:
-                name = sink.settings.SINK_KAFKA_PROTO_MESSAGE
-                break
+        sink = sink_message(context)
+        name = sink.full_name if sink is not None else None
     if not name:
         raise DaggerConfigError(
             f"{where}: no message types the response; set `type` to an output proto, or "
             "retain_response_type: true to keep each value's own JSON type"
         )
     return context.descriptors.find_message(name, f"{where}.type")
+
+
+def sink_message(context: ProcessorContext) -> Any:
+    """The protobuf message of the job's (first) Kafka sink, which types lookup outputs as in Dagger; None."""
+    for _, sink in context.config.sink_configs:
+        settings = sink.settings
+        if sink.SINK_TYPE == "kafka" and settings.SINK_KAFKA_DATA_TYPE == "PROTO" and settings.SINK_KAFKA_PROTO_MESSAGE:
+            return context.descriptors.find_message(settings.SINK_KAFKA_PROTO_MESSAGE, "SINK_KAFKA_PROTO_MESSAGE")
+    return None
+
+
+def path_field(message: Any, path: str) -> Any:
+    """The field of ``message`` a plain ``$.a.b`` path selects in the message printed as JSON (proto field names);
+    None for a path JSONPath must evaluate, one the message lacks, or one through a repeated or well-known field."""
+    from google.protobuf.descriptor import FieldDescriptor
+
+    from dagger.serde.types import DURATION, JSON_TYPES, TIMESTAMP, WRAPPERS
+
+    keys = _simple_path(path)
+    if keys is None:
+        return None
+    field = None
+    for i, key in enumerate(keys):
+        if message is None or key not in message.fields_by_name:
+            return None
+        field = message.fields_by_name[key]
+        opaque = field.message_type is not None and field.message_type.full_name in (
+            TIMESTAMP,
+            DURATION,
+            *JSON_TYPES,
+            *WRAPPERS,
+        )
+        more = i < len(keys) - 1
+        if more and (field.type != FieldDescriptor.TYPE_MESSAGE or field.is_repeated or opaque):
+            return None
+        message = field.message_type if more else None
+    return field
+
+
+def retained_fields(mapping: dict[str, str], context: ProcessorContext, response: Any = None) -> dict[str, Any]:
+    """With ``retain_response_type`` and no ``type``: the outputs whose type is known all the same. A gRPC
+    response's field at the output's path (its descriptor says it); else the sink message's field of the output's
+    name (the type the row is written with). The others stay VARIANT, each value of its own JSON type."""
+    if response is not None:
+        found = {name: path_field(response, path) for name, path in mapping.items()}
+    else:
+        sink = sink_message(context)
+        found = {name: sink.fields_by_name.get(name) for name in mapping} if sink is not None else {}
+    return {name: field for name, field in found.items() if field is not None}
 
 
 def with_sets(context: ProcessorContext, urls: str, where: str) -> Any:
@@ -74,11 +121,14 @@ def plan_lookup(
     where: str,
     mapping: dict[str, str],
     spec: dict,
+    response: Any = None,
 ) -> tuple[Any, list[tuple[str, str]]]:
     """What every planner ends with: type the outputs, create the metrics (``<KIND>.<metricId or index>``), and
-    add one hidden column per output, computed on the executors; returns ``df`` and ``[(output, column)]``."""
+    add one hidden column per output, computed on the executors; returns ``df`` and ``[(output, column)]``.
+    ``response``: the message a gRPC answer is (it types retained outputs by their paths)."""
     proto = typing_message(source, context, where)
-    columns = output_columns(mapping, proto, source.retain_response_type, where)
+    known = retained_fields(mapping, context, response) if proto is None and kind != "pg" else {}
+    columns = output_columns(mapping, proto, source.retain_response_type, where, known)
     label = f"{kind.upper()}.{source.metricId or index}"
     metrics = Metrics.create(context.spark, label)
     context.lookups[label] = metrics
@@ -106,7 +156,8 @@ def _common_spec(source: Any, label: str, columns: list, proto: Any, context: Pr
         "retry_backoff_ms": source.retry_backoff_ms,
         "rate_limit_per_second": source.rate_limit_per_second,
         "outputs": [(c.name, c.path) for c in columns],
-        "message": proto.full_name if proto is not None else None,
+        # output -> (message, field) typing it, resolved again on the executors (descriptors do not pickle)
+        "fields": {c.name: (c.field.containing_type.full_name, c.field.name) for c in columns if c.field is not None},
         "descriptor_set_b64": base64.b64encode(context.descriptors.serialized).decode(),
     }
 
@@ -154,7 +205,7 @@ _FIELDS = BuiltCache(64)
 
 def _fields(spec: dict) -> dict[str, Any]:
     """The proto fields typing the outputs, resolved once per worker from the shipped descriptor set."""
-    if spec["message"] is None:
+    if not spec["fields"]:
         return {}
     from dagger.worker_cache import content_key
 
@@ -164,9 +215,13 @@ def _fields(spec: dict) -> dict[str, Any]:
         from dagger.schema.descriptor_sets import build_pool
 
         fds = descriptor_pb2.FileDescriptorSet.FromString(base64.b64decode(spec["descriptor_set_b64"]))
-        return dict(build_pool(fds).FindMessageTypeByName(spec["message"]).fields_by_name)
+        pool = build_pool(fds)
+        return {
+            output: pool.FindMessageTypeByName(message).fields_by_name[name]
+            for output, (message, name) in spec["fields"].items()
+        }
 
-    return _FIELDS.get(content_key(spec["message"], spec["descriptor_set_b64"]), build)
+    return _FIELDS.get(content_key(json.dumps(spec["fields"], sort_keys=True), spec["descriptor_set_b64"]), build)
 
 
 def _lookup_batches(iterator: Iterator[Any], spec: dict, schema: Any, metrics: Metrics) -> Iterator[Any]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import logging
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
@@ -122,6 +123,15 @@ class KafkaSource(Source):
         if not json_input:
             descriptors.find_message(stream.format.INPUT_SCHEMA_PROTO_CLASS)
         conf = client_config(stream, config.job_slug, config.SOURCE_KAFKA_CONSUME_LARGE_MESSAGE_ENABLE)
+        if options.commit_offsets and not options.bounded and not commits_to_group(stream):
+            logging.getLogger("dagger").warning(
+                "stream '%s': offsets are not committed to consumer group %s "
+                "(SOURCE_KAFKA_CONSUMER_CONFIG_AUTO_COMMIT_ENABLE=false): the checkpoint alone holds the position, and "
+                "lag tools reading the group do not see the job (Dagger committed at each checkpoint whatever this "
+                "key said; remove it to commit)",
+                stream.INPUT_SCHEMA_TABLE,
+                conf.get("group.id"),
+            )
         dead_letter = None
         if stream.settings.SOURCE_KAFKA_INVALID_RECORD_POLICY == "dead-letter":
             dead_letter = stream_dead_letter(stream, conf, config)
@@ -139,12 +149,12 @@ class KafkaSource(Source):
             read_batch_size=config.SPARK_KAFKA_READ_BATCH_SIZE,
             records_per_task=config.SPARK_KAFKA_RECORDS_PER_TASK,
             aligned_delay_ms=(
-                config.FLINK_WATERMARK_DELAY_MS if config.SPARK_EVENT_TIME_ALIGNMENT and options.event_time else None
+                config.FLINK_WATERMARK_DELAY_MS if config.event_time_alignment and options.event_time else None
             ),
             idle_timeout_ms=config.SPARK_PARTITION_IDLE_TIMEOUT_MS,
             unreachable_timeout_ms=stream.settings.SOURCE_KAFKA_UNREACHABLE_TIMEOUT_MS,
             first_contact_ms=config.SPARK_FIRST_CONTACT_TIMEOUT_MS,
-            commit_offsets=options.commit_offsets and not options.bounded,
+            commit_offsets=options.commit_offsets and not options.bounded and commits_to_group(stream),
             fields=(options.fields or {}).get(stream.INPUT_SCHEMA_TABLE),
             data_type=stream.INPUT_DATATYPE,
             json_schema=stream.format.INPUT_SCHEMA_JSON_SCHEMA if json_input else None,
@@ -171,8 +181,16 @@ class KafkaSource(Source):
         from dagger.sources.kafka.commits import commit_final_offsets
 
         large = config.SOURCE_KAFKA_CONSUME_LARGE_MESSAGE_ENABLE
-        groups = {s.INPUT_SCHEMA_TABLE: client_config(s, config.job_slug, large) for s in streams}
+        groups = {
+            s.INPUT_SCHEMA_TABLE: client_config(s, config.job_slug, large) for s in streams if commits_to_group(s)
+        }
         commit_final_offsets(progress, groups)
+
+
+def commits_to_group(stream: StreamConfig) -> bool:
+    """Whether the stream's offsets go to its consumer group (``SOURCE_KAFKA_CONSUMER_CONFIG_AUTO_COMMIT_ENABLE`` is
+    not ``false``)."""
+    return stream.settings.SOURCE_KAFKA_CONSUMER_CONFIG_AUTO_COMMIT_ENABLE is not False
 
 
 def driver_reader(stream: StreamConfig, config: JobConfig) -> Any:

@@ -36,7 +36,12 @@ class KafkaSourceSettings(SourceSettings):
         "latest", description="Where to start when the group has no committed offset."
     )
     SOURCE_KAFKA_CONSUMER_CONFIG_AUTO_COMMIT_ENABLE: bool | None = Field(
-        None, description="Accepted for compatibility; offsets are committed after each micro-batch anyway."
+        None,
+        description="`false`: the stream's offsets are not committed to its consumer group (the checkpoint alone "
+        "holds its position; lag tools reading the group do not see the job). Unset or `true`: the offsets of every "
+        "finished micro-batch are committed. Dagger committed at each checkpoint whatever this key said (its "
+        "consumer ignores the legacy `auto.commit.enable` name it became): remove a `false` kept from a Dagger "
+        "config to keep the commits.",
     )
     SOURCE_KAFKA_CONSUMER_CONFIG_SECURITY_PROTOCOL: Literal["SASL_PLAINTEXT", "SASL_SSL", "SSL", "PLAINTEXT"] | None = (
         Field(None, description="`security.protocol`.")

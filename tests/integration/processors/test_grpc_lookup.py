@@ -112,3 +112,60 @@ def test_grpc_source_configs_are_checked(spark, broker, stencil, customers):
     ):
         plan(_grpc(customers), urls="bookings.desc")  # the service's messages are in neither set
     assert plan(_grpc(customers)).output_schema.names[:3] == ["name", "age", "event_timestamp"]
+
+
+def test_retained_grpc_outputs_take_their_types_from_the_response_message_as_in_dagger(
+    spark, broker, stencil, topic, tmp_path, customers
+):
+    """Dagger's own gRPC post-processor tests retain the response type with no `type`; its values are the
+    response's typed values, so a SQLTransformer after the lookup does arithmetic on them. A path the response
+    lacks stays VARIANT; an int64 (a JSON string in the printed reply) stays exact past 2^53."""
+    source = _grpc(customers, retain_response_type=True, grpc_stencil_url=stencil.url("lookup.desc"))
+    del source["type"]
+    source["output_mapping"] = {
+        "name": {"path": "$.name"},
+        "age": {"path": "$.age"},
+        "balance": {"path": "$.balance"},
+        "points": {"path": "$.points"},
+        "joined": {"path": "$.joined"},
+        "tier": {"path": "$.labels.tier"},
+    }
+    post = {
+        "external_source": {"grpc": [source]},
+        "internal_source": [STAR],
+        "transformers": [
+            {
+                "transformation_class": "SQLTransformer",
+                "transformation_arguments": {
+                    "sqlQuery": "SELECT customer_id, upper(name) AS name, age * 2 + 1 AS twice, balance / 2 AS half, "
+                    "points - 9007199254740992 AS above, joined, tier FROM data_stream"
+                },
+            }
+        ],
+    }
+    manager, rows = run_processed(
+        spark,
+        broker,
+        stencil,
+        topic,
+        tmp_path,
+        sql="SELECT customer_id, rowtime FROM data_stream_0",
+        post=post,
+        count=5,
+        job_keys={"SCHEMA_REGISTRY_STENCIL_URLS": stencil.url("bookings.desc")},
+    )
+    types = {f.name: f.dataType.simpleString() for f in manager.planned.output_schema.fields}
+    assert types == {
+        "customer_id": "string",
+        "name": "string",
+        "twice": "int",
+        "half": "double",
+        "above": "bigint",
+        "joined": "timestamp",
+        "tier": "variant",  # a map entry's path: JSON's own type
+    }
+    for row in rows:
+        n = len(row["customer_id"])
+        assert row["name"] == f"NAME-{row['customer_id']}".upper()
+        assert (row["twice"], row["half"], row["above"]) == (2 * n + 1, 12.5 * n / 2, n)
+        assert row["joined"].startswith("2026-01-02T03:04:05") and row["tier"] == "gold"

@@ -291,3 +291,26 @@ def test_a_sql_transformer_windows_lookup_enriched_rows_of_a_stream(spark, broke
     assert sorted((r["window_end"], r["customer_id"], r["bookings"]) for r in rows) == sorted(
         (end, f"c{c}", 2) for end in ("2026-11-22T10:10:00.000000Z", "2026-11-22T10:20:00.000000Z") for c in range(5)
     )
+
+
+def test_retained_http_outputs_take_the_sink_messages_field_types_and_stay_variant_otherwise(
+    spark, broker, stencil, lookup
+):
+    """Without `type`, a retained output named as a field of the Kafka sink's message is written as that field:
+    its type is known when the job is planned (Dagger types the row after a SQLTransformer by the sink message).
+    Other outputs keep their values' own JSON types."""
+    source = _http(lookup, retain_response_type="true")
+    del source["type"]
+    source["output_mapping"] = {"name": {"path": "$.name"}, "age": {"path": "$.tier"}, "tier": {"path": "$.tier"}}
+    planned = plan_post(
+        spark,
+        broker,
+        stencil,
+        _post(source),
+        SINK_TYPE="kafka",
+        SINK_KAFKA_BROKERS=broker.bootstrap,
+        SINK_KAFKA_TOPIC="unused",
+        SINK_KAFKA_PROTO_MESSAGE="dagger.examples.CustomerLogMessage",
+    )
+    types = {f.name: f.dataType.simpleString() for f in planned.output_schema.fields}
+    assert (types["name"], types["age"], types["tier"]) == ("string", "int", "variant")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import datetime as dt
 import json
 import threading
@@ -131,6 +132,30 @@ def test_a_replayed_micro_batch_is_not_written_twice(spark, broker, stencil, big
     assert bigquery_count(bigquery, table) == 35
     assert sorted(r["amount_paid_by_cash"] for r in bigquery_rows(bigquery, table)) == [i * 10 for i in range(35)]
     assert (tmp_path / "cp" / "sinks" / "bigquery" / "batch-1.json").exists()
+
+
+def test_without_insert_ids_rows_go_to_the_default_stream_and_a_replayed_micro_batch_is_written_again(
+    spark, broker, stencil, bigquery, topic, tmp_path
+):
+    """SINK_BIGQUERY_ROW_INSERT_ID_ENABLE=false, what Dagger forces: at-least-once, as the test above is not."""
+    source, table = topic("bq-default"), bigquery_table()
+    produce(broker.bootstrap, source, ((None, v) for v in bookings(20, START)))
+    sql = "SELECT order_number, amount_paid_by_cash FROM data_stream_0"
+    keys = bigquery_keys(bigquery, table, SINK_BIGQUERY_ROW_INSERT_ID_ENABLE="false")
+    data = job(stencil, [kafka_stream(broker, source)], sql, SPARK_MAX_RECORDS_PER_TRIGGER="12", **keys)
+    _, query = run_job(spark, data, tmp_path / "cp")
+    assert query.exception() is None and bigquery_count(bigquery, table) == 20
+    assert not (tmp_path / "cp" / "sinks" / "bigquery").exists()  # no write streams recorded: none to commit
+    commits = tmp_path / "cp" / "commits"
+    (commits / "1").unlink()  # batch 1 (8 rows) runs again
+    (commits / ".1.crc").unlink(missing_ok=True)
+    _, again = run_job(spark, data, tmp_path / "cp")
+    assert again.exception() is None
+    assert [p["numInputRows"] for p in again.recentProgress if p["batchId"] == 1] == [8]
+    assert bigquery_count(bigquery, table) == 28
+    assert collections.Counter(r["amount_paid_by_cash"] for r in bigquery_rows(bigquery, table)) == collections.Counter(
+        [i * 10 for i in range(20)] + [i * 10 for i in range(12, 20)]
+    )
 
 
 def test_rows_the_message_cannot_take_go_to_the_dead_letter_topic(spark, broker, stencil, bigquery, topic, tmp_path):

@@ -88,12 +88,25 @@ def test_influxdb_gone_is_retried_then_fails_the_batch_and_a_restart_writes_ever
         assert proxy.resets == 3
         assert sorted(points()) == sorted(f"order-{i}" for i in range(300))
 
-        # gone for longer than the retries: the batch fails, the job says which server and what to change
+        # failing for longer than the retries (each connection dropped): the batch fails, the job says which
+        # server and what to change
         _feed(broker, source, 300, 300)
-        proxy.cut()
+        proxy.reset_next(1000)
         last = _failing_run(_job(broker, stencil, source, sql, SINK_INFLUX_RETRIES="2", **keys), tmp_path, checkpoint)
         assert f"InfluxDB at http://127.0.0.1:{proxy.port} did not take the points after 2 retries" in last, last
-        assert "SINK_INFLUX_RETRIES" in last and "Connection refused" in last, last
+        assert "SINK_INFLUX_RETRIES" in last and "Connection reset by peer" in last, last
+
+        # gone when the job starts: it ends within SPARK_FIRST_CONTACT_TIMEOUT_MS, naming the server
+        proxy.reset_next(0)
+        proxy.cut()
+        fast = {**keys, "SPARK_FIRST_CONTACT_TIMEOUT_MS": "2000"}
+        last = _failing_run(_job(broker, stencil, source, sql, **fast), tmp_path, checkpoint)
+        assert last == (
+            f"dagger: sink 'influx': InfluxDB at SINK_INFLUX_URL http://127.0.0.1:{proxy.port} did not answer in 2 s "
+            f"(SPARK_FIRST_CONTACT_TIMEOUT_MS): HTTPConnection(host='127.0.0.1', port={proxy.port}): Failed to "
+            "establish a new connection: [Errno 111] Connection refused (check SINK_INFLUX_URL; raise "
+            "SPARK_FIRST_CONTACT_TIMEOUT_MS when the server starts after the job)"
+        ), last
 
         # back: the restart writes the failed batches again; every point once (same series and time)
         proxy.restore()

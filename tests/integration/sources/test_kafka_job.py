@@ -501,3 +501,42 @@ def test_a_transactional_topic_is_read_as_kafka_clients_read_it(spark, broker, s
     assert sorted(Summary.FromString(m.value()).order_number for m in rows) == sorted(committed)
     end = query.lastProgress["sources"][0]["endOffset"]
     assert (json.loads(end) if isinstance(end, str) else end)[f"{source}:0"] == 15  # the range reached the end
+
+
+def _group_offsets(broker, group: str, source: str, partitions: int) -> list[int]:
+    reader = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group})
+    try:
+        committed = reader.committed([TopicPartition(source, p) for p in range(partitions)], timeout=10)
+    finally:
+        reader.close()
+    return [tp.offset for tp in committed]
+
+
+def test_auto_commit_false_leaves_the_consumer_group_alone_and_true_commits(spark, broker, stencil, topic, tmp_path):
+    source = topic("autocommit", 2)
+    produce(broker.bootstrap, source, ((None, v) for v in bookings(10, START)), partitions=2)
+    sql = "SELECT order_number FROM data_stream_0"
+    off = kafka_stream(broker, source, SOURCE_KAFKA_CONSUMER_CONFIG_AUTO_COMMIT_ENABLE="false")
+    _, query = run_job(spark, job(stencil, [off], sql), tmp_path / "off")
+    assert query.lastProgress["numInputRows"] + sum(p["numInputRows"] for p in query.recentProgress[:-1]) == 10
+    assert _group_offsets(broker, off["SOURCE_KAFKA_CONSUMER_CONFIG_GROUP_ID"], source, 2) == [-1001, -1001]
+    on = kafka_stream(broker, source, SOURCE_KAFKA_CONSUMER_CONFIG_AUTO_COMMIT_ENABLE="true")
+    _, query = run_job(spark, job(stencil, [on], sql), tmp_path / "on")
+    assert _group_offsets(broker, on["SOURCE_KAFKA_CONSUMER_CONFIG_GROUP_ID"], source, 2) == [5, 5]
+
+
+@pytest.mark.parametrize("key", ["SINK_KAFKA_PROTO_KEY", "SINK_CONNECTOR_SCHEMA_PROTO_KEY_CLASS"])
+def test_the_kafka_sink_encodes_each_record_key_with_the_key_message(spark, broker, stencil, topic, tmp_path, key):
+    source, out = topic(f"keyed-{key[-5:].lower()}"), topic(f"keyed-out-{key[-5:].lower()}")
+    produce(broker.bootstrap, source, ((None, v) for v in bookings(4, START)))
+    sql = "SELECT order_number, customer_id, service_area_id FROM data_stream_0"
+    sink = kafka_sink(broker, out, "dagger.examples.BookingSummaryMessage", **{key: "dagger.examples.BookingLogKey"})
+    _, query = run_job(spark, job(stencil, [kafka_stream(broker, source)], sql, **sink), tmp_path / "cp")
+    assert query.exception() is None
+    Key = message_class("dagger.examples.BookingLogKey")  # noqa: N806
+    keys = sorted(
+        (k.order_number, k.service_area_id)
+        for k in (Key.FromString(m.key()) for m in consume_all(broker.bootstrap, out, expected=4))
+    )
+    expected = sorted((f"order-{i}", AREAS[i % len(AREAS)]) for i in range(4))
+    assert keys == expected

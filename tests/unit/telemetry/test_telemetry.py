@@ -183,11 +183,13 @@ def test_statsd_lines_carry_daggers_names_the_job_id_and_counter_increases():
     metrics.record_exception("InvalidRecordError", fatal=True)
     first = pusher.lines()
     assert "fatal.exception:1|c|#job_id:bookings,team:data,env:prod,fatal_exception_type:InvalidRecordError" in first
-    assert "source.records:10|c|#job_id:bookings,team:data,env:prod,table:bookings" in first
+    assert "source.records:10|c|#job_id:bookings,team:data,env:prod,table:bookings,stream:bookings" in first
     assert any(line.startswith("records.lag.max:0|g|#job_id:bookings") for line in first)
     metrics.record_progress(progress(1, 5, {"t:0": 15}, {"t:0": 15}))
     second = pusher.lines()
-    assert "source.records:5|c|#job_id:bookings,team:data,env:prod,table:bookings" in second  # the increase
+    assert (
+        "source.records:5|c|#job_id:bookings,team:data,env:prod,table:bookings,stream:bookings" in second
+    )  # the increase
     assert not any(line.startswith("fatal.exception:") for line in second)  # nothing new
 
 
