@@ -123,6 +123,12 @@ def _parser() -> argparse.ArgumentParser:
         "print the final Spark SQL. Exit 0 when the job can run, 2 otherwise.",
     )
     job_args(validate)
+    validate.add_argument(
+        "--full",
+        action="store_true",
+        help="always run Spark's own analysis (seconds more); by default a job whose plan can be read from its "
+        "descriptors and SQL alone is checked without starting Spark, and any other with Spark",
+    )
 
     _generate_parser(sub)
     sub.add_parser("config-docs", help="print the config reference (markdown) generated from the config model")
@@ -323,7 +329,7 @@ def main(argv: list[str] | None = None) -> int:
             args.overrides.append("SPARK_TRIGGER_MODE=real-time")
         config = load_config(args.config, args.overrides, arguments=parse_arguments(config_tokens, os.environ))
         if args.command == "validate":
-            return _validate(config)
+            return _validate(config, full=args.full)
         from dagger import job_log
 
         job_log.start(
@@ -400,14 +406,18 @@ def _replay_range(config, args) -> tuple[int | None, int | None, str | None]:  #
     return ms(start), ms(end), checkpoint
 
 
-def _validate(config: JobConfig) -> int:
+def _validate(config: JobConfig, full: bool = False) -> int:
     from dagger.job import Job
     from dagger.plugins.source import source_of
     from dagger.serde.formats import describe_records
 
     job = Job(config, validating=True)
     job.check()
-    plan = job.validate()
+    plan, why = (None, "--full") if full else job.plan_without_spark()
+    checked = "without Spark: read from the descriptors and the SQL (--full runs Spark's analysis)"
+    if plan is None:
+        plan = job.validate()
+        checked = f"by Spark's analysis ({why})"
     out = sys.stdout
     sinks = ", ".join(f"{name} ({c.SINK_TYPE})" for name, c in config.sink_configs)
     out.write(f"config: OK ({len(config.STREAMS)} stream(s), sink(s): {sinks})\n")
@@ -480,6 +490,7 @@ def _validate(config: JobConfig) -> int:
     out.write(
         f"dead-letter output: {dead_letter.describe() if dead_letter else 'none (rejected rows fail the batch)'}\n"
     )
+    out.write(f"checked {checked}\n")
     if plan.problems:
         out.write("problems:\n  - " + "\n  - ".join(plan.problems) + "\n")
         return 2

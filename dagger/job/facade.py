@@ -125,6 +125,12 @@ class Job:
         for stream in self.config.STREAMS:
             source_of(stream).reach(stream, self.config)
 
+    def plan_without_spark(self) -> tuple[Plan | None, str]:
+        """The plan when it can be read without Spark (:mod:`dagger.job.static_plan`), else ``(None, why not)``."""
+        from dagger.job.static_plan import plan_without_spark
+
+        return plan_without_spark(self.context)
+
     def validate(self) -> Plan:
         """Everything short of starting the query: streams, SQL, output schema, mode, sink checks."""
         return planning.plan(self.context)

@@ -73,7 +73,7 @@ def plan(ctx: JobContext) -> Plan:
     rewrite = rewrite_query(
         config.sql,
         functions.catalog(ctx).macros,
-        _declared_schemas(ctx),
+        declared_schemas(ctx),
         config.FLINK_RETENTION_IDLE_STATE_MINUTE,
         rowtime,
     )
@@ -152,7 +152,7 @@ def _longbow(ctx: JobContext, df: DataFrame, longbow: LongbowSchema) -> DataFram
     return plus_reader(df, longbow, config, metrics)
 
 
-def _declared_schemas(ctx: JobContext) -> dict[str, StructType]:
+def declared_schemas(ctx: JobContext) -> dict[str, StructType]:
     """Table → the schema its message gives it (before any pre-processor), for the SQL rewrite."""
     from dagger.serde.formats import stream_table
 

@@ -45,7 +45,7 @@ READ_SLICE = 1000
 CHANNEL_OPTIONS = [("SingleThreadedUnaryStream", 1)]
 
 
-class LongbowTimeout(DaggerError):
+class LongbowTimeoutError(DaggerError):
     """A Bigtable call took longer than ``PROCESSOR_LONGBOW_ASYNC_TIMEOUT``: fatal, as in Dagger."""
 
 
@@ -116,7 +116,7 @@ def ensure_table(name: TableName, max_age_ms: int, timeout_s: float = 15.0) -> b
 class BigtableStore:
     """Executor side: writes rows and reads row ranges of one table over one gRPC channel.
 
-    ``timeout_s`` bounds every call (:class:`LongbowTimeout` past it); any other failure of a call is returned as
+    ``timeout_s`` bounds every call (:class:`LongbowTimeoutError` past it); any other failure of a call is returned as
     its error text, for the caller to count, as Dagger counts a failed read or write and lets the row pass. Each
     call's response time is kept in :attr:`timings` as ``(role, outcome, ms)`` (role ``writer`` or ``reader``,
     outcome ``success`` or ``failed``) until :meth:`take_timings`.
@@ -190,7 +190,7 @@ class BigtableStore:
 
     def scan(self, ranges: Sequence[tuple[bytes, bytes]], qualifiers: Iterable[str]) -> dict[bytes, dict[bytes, bytes]]:
         """Every stored row within one of the inclusive ``ranges``: row key → qualifier → newest value, for the
-        ``qualifiers`` of family ``ts``. Raises the call's error (a deadline as :class:`LongbowTimeout`)."""
+        ``qualifiers`` of family ``ts``. Raises the call's error (a deadline as :class:`LongbowTimeoutError`)."""
         request = self._read_request(table_name=self.name.path)
         for start, end in ranges:
             span = request.rows.row_ranges.add()
@@ -239,7 +239,7 @@ class BigtableStore:
         import grpc
 
         if isinstance(exc, grpc.RpcError) and exc.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
-            raise LongbowTimeout(
+            raise LongbowTimeoutError(
                 f"Longbow: a Bigtable {what} of {self.name.path} took longer than PROCESSOR_LONGBOW_ASYNC_TIMEOUT "
                 f"({self.timeout_s * 1000:.0f} ms); a timeout stops the job, as in Dagger"
             ) from None
@@ -279,7 +279,7 @@ def scan_all(
     """Scan ``ranges`` (None: no range), merged where they overlap (:func:`merged`), :data:`READ_SLICE` merged
     ranges a call, at most ``capacity`` calls in flight; returns the rows found, the indexes of ``ranges`` whose
     call failed (their history is empty, as Dagger's after a failed read) and the failures' texts. A timeout
-    raises :class:`LongbowTimeout`."""
+    raises :class:`LongbowTimeoutError`."""
     from concurrent.futures import ThreadPoolExecutor
 
     spans, owner = merged(ranges)
@@ -290,7 +290,7 @@ def scan_all(
     def one(part: list[tuple[bytes, bytes]]) -> dict[bytes, dict[bytes, bytes]] | Exception:
         try:
             return store.scan(part, qualifiers)
-        except LongbowTimeout:
+        except LongbowTimeoutError:
             raise
         except Exception as exc:  # noqa: BLE001 - counted: the rows pass on with no history
             return exc

@@ -48,6 +48,18 @@ def run(tmp_path, data: dict, *args: str):
     return result, log
 
 
+def over_bookings(broker, stencil, topic, name: str, sql: str, count: int = 3, **keys) -> dict:
+    """A job over ``count`` bookings on a new topic (no metrics endpoint: the tests run side by side)."""
+    source = topic(name)
+    produce(broker.bootstrap, source, ((None, v) for v in bookings(count, START)))
+    return job(stencil, [kafka_stream(broker, source)], sql, METRIC_PROMETHEUS_PORT="0", **keys)
+
+
+def named(result, data: dict, tmp_path, stencil, **more: str) -> list[str]:
+    """:func:`console` with the job's id, the test's directory and the descriptor URL named."""
+    return console(result, job=data["FLINK_JOB_ID"], tmp=str(tmp_path), stencil=stencil.url("examples.desc"), **more)
+
+
 def assert_no_trace(result) -> None:
     assert "Traceback" not in result.stderr and "\tat org.apache" not in result.stderr, result.stderr
 
@@ -60,7 +72,7 @@ def test_a_broker_that_never_answers(stencil, tmp_path):
     data["METRIC_PROMETHEUS_PORT"] = "0"
     result, _ = run(tmp_path, data)
     assert result.returncode == 1
-    assert console(result, job=data["FLINK_JOB_ID"], tmp=str(tmp_path), stencil=stencil.url("examples.desc")) == [
+    assert named(result, data, tmp_path, stencil) == [
         "INFO  dagger.schema.descriptor_sets: descriptor sets {stencil} loaded, sha256 {sha}",
         "WARNING dagger.kafka.client: FAIL [rdkafka#consumer-1] [thrd:127.0.0.1:1/bootstrap]: 127.0.0.1:1/bootstrap: "
         "Connect to ipv4#127.0.0.1:1 failed: Connection refused (after 0ms in state CONNECT)",
@@ -104,18 +116,11 @@ def test_a_kafka_sink_whose_brokers_never_answer(broker, stencil, topic, tmp_pat
     class Nowhere:
         bootstrap = "127.0.0.1:1"
 
-    source = topic("fo-sink")
-    produce(broker.bootstrap, source, ((None, v) for v in bookings(3, START)))
-    data = job(
-        stencil,
-        [kafka_stream(broker, source)],
-        "SELECT order_number FROM data_stream_0",
-        METRIC_PROMETHEUS_PORT="0",
-        **kafka_sink(Nowhere, "out", "dagger.examples.BookingSummaryMessage"),
-    )
+    sink = kafka_sink(Nowhere, "out", "dagger.examples.BookingSummaryMessage")
+    data = over_bookings(broker, stencil, topic, "fo-sink", "SELECT order_number FROM data_stream_0", **sink)
     result, _ = run(tmp_path, data, "--available-now")
     assert result.returncode == 1
-    assert console(result, job=data["FLINK_JOB_ID"], tmp=str(tmp_path), stencil=stencil.url("examples.desc")) == [
+    assert named(result, data, tmp_path, stencil) == [
         "INFO  dagger.schema.descriptor_sets: descriptor sets {stencil} loaded, sha256 {sha}",
         "INFO  dagger: stream 'data_stream_0' decodes 2 of 13 fields: order_number, event_timestamp",
         "WARNING dagger.kafka.client: FAIL [rdkafka#producer-2] [thrd:127.0.0.1:1/bootstrap]: 127.0.0.1:1/bootstrap: "
@@ -142,8 +147,6 @@ class _Failing(BaseHTTPRequestHandler):
 
 
 def test_a_lookup_that_fails_with_fail_on_errors(broker, stencil, topic, tmp_path):
-    source = topic("fo-lookup")
-    produce(broker.bootstrap, source, ((None, v) for v in bookings(3, START)))
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Failing)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     url = f"http://127.0.0.1:{server.server_address[1]}/customers/"
@@ -160,22 +163,21 @@ def test_a_lookup_that_fails_with_fail_on_errors(broker, stencil, topic, tmp_pat
         "output_mapping": {"name": {"path": "$.name"}},
     }
     post = {"external_source": {"http": [lookup]}, "internal_source": [], "transformers": []}
-    data = job(
+    data = over_bookings(
+        broker,
         stencil,
-        [kafka_stream(broker, source)],
+        topic,
+        "fo-lookup",
         "SELECT order_number, customer_id FROM data_stream_0",
         PROCESSOR_POSTPROCESSOR_ENABLE="true",
         PROCESSOR_POSTPROCESSOR_CONFIG=json.dumps(post),
-        METRIC_PROMETHEUS_PORT="0",
     )
     try:
         result, log = run(tmp_path, data, "--available-now")
     finally:
         server.shutdown()
     assert result.returncode == 1
-    lines = console(
-        result, job=data["FLINK_JOB_ID"], tmp=str(tmp_path), url=url, log=str(log), stencil=stencil.url("examples.desc")
-    )
+    lines = named(result, data, tmp_path, stencil, url=url, log=str(log))
     lines[-1] = re.sub(r"\{url\}c\d", "{url}c?", lines[-1])  # the first row to fail: any of the batch's customers
     assert lines == [
         "INFO  dagger.schema.descriptor_sets: descriptor sets {stencil} loaded, sha256 {sha}",
@@ -191,26 +193,24 @@ def test_a_lookup_that_fails_with_fail_on_errors(broker, stencil, topic, tmp_pat
 
 
 def test_a_udf_that_raises(broker, stencil, topic, tmp_path):
-    source = topic("fo-udf")
-    produce(broker.bootstrap, source, ((None, v) for v in bookings(5, START)))
     module = tmp_path / "picky.py"
     module.write_text(
         "def picky(x: str) -> str:\n    if x.endswith('3'):\n        raise ValueError(f'cannot take {x}')\n"
         "    return x\n"
     )
-    data = job(
+    data = over_bookings(
+        broker,
         stencil,
-        [kafka_stream(broker, source)],
+        topic,
+        "fo-udf",
         "SELECT PICKY(order_number) AS order_number FROM data_stream_0",
+        count=5,
         PYTHON_UDF_ENABLE="true",
         PYTHON_UDF_CONFIG=json.dumps({"PYTHON_FILES": str(module)}),
-        METRIC_PROMETHEUS_PORT="0",
     )
     result, log = run(tmp_path, data, "--available-now")
     assert result.returncode == 1
-    lines = console(
-        result, job=data["FLINK_JOB_ID"], tmp=str(tmp_path), log=str(log), stencil=stencil.url("examples.desc")
-    )
+    lines = named(result, data, tmp_path, stencil, log=str(log))
     assert lines == [
         "INFO  dagger.schema.descriptor_sets: descriptor sets {stencil} loaded, sha256 {sha}",
         "INFO  dagger.python_udfs: Python UDFs from {tmp}/picky.py: PICKY",
@@ -226,19 +226,10 @@ def test_a_udf_that_raises(broker, stencil, topic, tmp_path):
 
 
 def test_sql_that_fails_on_a_row_at_run_time(broker, stencil, topic, tmp_path):
-    source = topic("fo-sql")
-    produce(broker.bootstrap, source, ((None, v) for v in bookings(3, START)))
-    data = job(
-        stencil,
-        [kafka_stream(broker, source)],
-        "SELECT CAST(order_number AS INT) AS n FROM data_stream_0",
-        METRIC_PROMETHEUS_PORT="0",
-    )
+    data = over_bookings(broker, stencil, topic, "fo-sql", "SELECT CAST(order_number AS INT) AS n FROM data_stream_0")
     result, log = run(tmp_path, data, "--available-now")
     assert result.returncode == 1
-    lines = console(
-        result, job=data["FLINK_JOB_ID"], tmp=str(tmp_path), log=str(log), stencil=stencil.url("examples.desc")
-    )
+    lines = named(result, data, tmp_path, stencil, log=str(log))
     assert lines == [
         "INFO  dagger.schema.descriptor_sets: descriptor sets {stencil} loaded, sha256 {sha}",
         "INFO  dagger: stream 'data_stream_0' decodes 2 of 13 fields: order_number, event_timestamp",
@@ -269,7 +260,7 @@ def test_a_bigtable_that_never_answers(broker, stencil, topic, tmp_path):
     config.write_text(json.dumps(data))
     result = dagger("run", str(config), "--checkpoint-dir", str(tmp_path / "cp"), env={"BIGTABLE_EMULATOR_HOST": gone})
     assert result.returncode == 1
-    lines = console(result, job=data["FLINK_JOB_ID"], tmp=str(tmp_path), stencil=stencil.url("examples.desc"))
+    lines = named(result, data, tmp_path, stencil)
     assert lines[:2] == [
         "INFO  dagger.schema.descriptor_sets: descriptor sets {stencil} loaded, sha256 {sha}",
         "INFO  dagger: stream 'data_stream_0' decodes 3 of 13 fields: order_number, customer_id, event_timestamp",

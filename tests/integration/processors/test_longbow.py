@@ -48,10 +48,10 @@ def test_validate_names_the_longbow_kind_and_refuses_a_misfit_column(spark, brok
     )
 
 
-def _longbow_job(stencil, broker, source: str, out: str, sql: str, table: str, **extra) -> dict:
+def _longbow_job(stencil, broker, source: str | dict, out: str, sql: str, table: str, **extra) -> dict:
     return job(
         stencil,
-        [kafka_stream(broker, source)],
+        [source if isinstance(source, dict) else kafka_stream(broker, source)],
         sql,
         SINK_TYPE="kafka",
         SINK_KAFKA_BROKERS=broker.bootstrap,
@@ -185,7 +185,7 @@ def test_the_longbow_example_config_runs(broker, stencil, topic, bigtable, tmp_p
     assert "{longbow_key=c2, longbow_data_cash=[120, 70, 20], order_number=order-12," in "\n".join(rows)
 
 
-def test_longbow_plus_writer_log_feeds_a_reader_whose_sql_selects_from_proto_data(
+def test_longbow_plus_end_to_end_a_reader_consumes_the_writers_log_and_selects_from_proto_data(
     spark, broker, stencil, topic, bigtable, tmp_path, monkeypatch
 ):
     monkeypatch.setenv("BIGTABLE_EMULATOR_HOST", bigtable.host)
@@ -210,12 +210,30 @@ def test_longbow_plus_writer_log_feeds_a_reader_whose_sql_selects_from_proto_dat
         "c2",
     )
     assert writer.counters.longbow.values()["success_on_write_document"] == 20
-    # a reader job over the bookings, naming the writer's table as a synchronizer log row would
-    # a duration range keeps rowtime in the reader's output: the SQLTransformer below gets it past the reader's
-    # mapInArrow, with the source's watermark (a second one would be refused by Spark)
+    # the reader consumes that log (JSON records): each row names its table and read key; a duration range keeps
+    # rowtime in the reader's output: the SQLTransformer below gets it past the reader's mapInArrow, with the
+    # source's watermark (a second one would be refused by Spark)
+    log_schema = {
+        "type": "object",
+        "properties": {
+            "longbow_read_key": {"type": "string"},
+            "bigtable_table_id": {"type": "string"},
+            "order_number": {"type": "string"},
+            "event_timestamp": {"type": "string", "format": "date-time"},
+        },
+    }
+    log_stream = kafka_stream(
+        broker,
+        log_topic,
+        INPUT_DATATYPE="JSON",
+        INPUT_SCHEMA_JSON_SCHEMA=json.dumps(log_schema),
+        INPUT_SCHEMA_JSON_EVENT_TIMESTAMP_FIELD_NAME="event_timestamp",
+    )
+    for key in ("INPUT_SCHEMA_PROTO_CLASS", "INPUT_SCHEMA_EVENT_TIMESTAMP_FIELD_INDEX"):
+        log_stream.pop(key)
     reader_sql = (
-        f"SELECT customer_id AS longbow_read_key, '{table}' AS bigtable_table_id, order_number, event_timestamp, "
-        "rowtime, '10m' AS longbow_duration FROM data_stream_0"
+        "SELECT longbow_read_key, bigtable_table_id, order_number, event_timestamp, rowtime, "
+        "'10m' AS longbow_duration FROM data_stream_0"
     )
     post = {
         "internal_source": [{"output_field": "*", "value": "*", "type": "sql"}],
@@ -234,7 +252,7 @@ def test_longbow_plus_writer_log_feeds_a_reader_whose_sql_selects_from_proto_dat
     reader_job = _longbow_job(
         stencil,
         broker,
-        source,
+        log_stream,
         out,
         reader_sql,
         table,
@@ -352,3 +370,56 @@ def _calls(histogram: tuple[list[tuple[float, int]], float]) -> tuple[int, float
         buckets
     )
     return buckets[-1][1], seconds
+
+
+@pytest.mark.long
+@pytest.mark.chaos
+def test_a_bigtable_that_stops_answering_mid_run_stops_the_job_with_a_clear_last_line(broker, stencil, topic, tmp_path):
+    """As in Dagger, a Longbow call past PROCESSOR_LONGBOW_ASYNC_TIMEOUT is fatal. The emulator is frozen (SIGSTOP)
+    once the job wrote its first rows: it holds its connections open and answers nothing."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from testing.bigtable_emulator import BigtableEmulator
+    from tests.conftest import ROOT
+
+    source, out = topic("longbow-freeze"), topic("longbow-freeze-out")
+    produce(broker.bootstrap, source, ((None, v) for v in bookings(10, START)))
+    table = f"freeze_{uuid.uuid4().hex[:6]}"
+    data = _longbow_job(stencil, broker, source, out, CLASSIC_SQL, table, PROCESSOR_LONGBOW_ASYNC_TIMEOUT="2000")
+    config = tmp_path / "job.json"
+    config.write_text(json.dumps(data))
+    with BigtableEmulator() as emulator:
+        log = tmp_path / "run.log"
+        with open(log, "w") as sink:
+            process = subprocess.Popen(
+                [sys.executable, "-m", "dagger", "run", str(config), "--checkpoint-dir", str(tmp_path / "cp")],
+                cwd=ROOT,
+                stdout=sink,
+                stderr=subprocess.STDOUT,
+                env={**os.environ, **emulator.env},
+            )
+        frozen = False
+        try:
+            deadline = time.monotonic() + 180
+            while len(consume_all(broker.bootstrap, out, idle_seconds=0.5, timeout=5)) < 10:
+                assert process.poll() is None and time.monotonic() < deadline, log.read_text()[-3000:]
+            os.kill(emulator.process.pid, signal.SIGSTOP)
+            frozen = True
+            produce(broker.bootstrap, source, ((None, v) for v in bookings(20, START)[10:]))
+            process.wait(timeout=120)
+        finally:
+            if process.poll() is None:
+                process.kill()
+            if frozen:
+                os.kill(emulator.process.pid, signal.SIGCONT)
+    assert process.returncode == 1, log.read_text()[-3000:]
+    last = [line for line in log.read_text().splitlines() if line.strip()][-1]
+    assert last.endswith(
+        "ERROR dagger: query failed: LongbowTimeoutError: Longbow: a Bigtable write of projects/longbow-test/"
+        f"instances/history/tables/{table} took longer than PROCESSOR_LONGBOW_ASYNC_TIMEOUT (2000 ms); a timeout "
+        "stops the job, as in Dagger"
+    ), last
