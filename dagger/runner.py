@@ -24,7 +24,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from dagger import job_log
-from dagger.errors import SourceError
+from dagger.errors import SinkError, SourceError
 from dagger.progress import ProgressReporter
 from dagger.schema.refresh import DescriptorWatcher
 from dagger.telemetry import Telemetry
@@ -80,7 +80,7 @@ class JobRunner:
         from pyspark.errors import StreamingQueryException
 
         job = self.job
-        reached = _FirstContact(job)  # the sources' servers asked while the session starts (seconds of the JVM)
+        reached = _FirstContact(job)  # sources and sinks asked while the session starts (seconds of the JVM)
         try:
             job.spark  # noqa: B018 - the session: PySpark's SparkContext installs a SIGINT handler of its own,
             self._install_signal_handlers()  # (cancel every job, raise KeyboardInterrupt); ours replace it
@@ -89,8 +89,8 @@ class JobRunner:
         except KeyboardInterrupt:
             log.info("stopped while planning: nothing was read")
             return 0
-        except SourceError as exc:  # a broker that never answered: said as a failed query says it, no trace
-            self.failure = f"SourceError: {exc}"
+        except (SourceError, SinkError) as exc:  # a server that never answered: said as a failed query is
+            self.failure = f"{type(exc).__name__}: {exc}"
             self.exit_code = 1
             return 1
         if self._stop.is_set():
@@ -202,7 +202,7 @@ class JobRunner:
 
 
 class _FirstContact:
-    """:meth:`~dagger.job.Job.reach_sources` in a thread of its own (a daemon: an interrupted start does not wait for
+    """:meth:`~dagger.job.Job.reach` in a thread of its own (a daemon: an interrupted start does not wait for
     it); :meth:`wait` raises what it raised."""
 
     def __init__(self, job: Job):
@@ -212,7 +212,7 @@ class _FirstContact:
 
     def _run(self, job: Job) -> None:
         try:
-            job.reach_sources()
+            job.reach()
         except BaseException as exc:  # noqa: BLE001 - handed to wait()
             self.error = exc
 

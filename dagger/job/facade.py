@@ -117,13 +117,19 @@ class Job:
         descriptors.check(self.context)
         planning.sinks(self.context)
 
-    def reach_sources(self) -> None:
-        """Wait for every stream's servers to answer once (:meth:`dagger.plugins.source.Source.reach`); raises the
-        first :class:`~dagger.errors.SourceError`. The runner calls it while Spark's session starts."""
+    def reach(self) -> None:
+        """Wait for every stream's servers and every sink's destination to answer once
+        (:meth:`dagger.plugins.source.Source.reach`, :meth:`dagger.plugins.sink.Sink.reach`); raises the first
+        :class:`~dagger.errors.SourceError` or :class:`~dagger.errors.SinkError`. The runner calls it while Spark's
+        session starts."""
         from dagger.plugins.source import source_of
+        from dagger.sinks import build_sinks
 
         for stream in self.config.STREAMS:
             source_of(stream).reach(stream, self.config)
+        for sink in build_sinks(self.config, descriptors.current(self.context)):  # this thread's own
+            sink.first_contact_s = self.config.SPARK_FIRST_CONTACT_TIMEOUT_MS / 1000
+            sink.reach()
 
     def plan_without_spark(self) -> tuple[Plan | None, str]:
         """The plan when it can be read without Spark (:mod:`dagger.job.static_plan`), else ``(None, why not)``."""

@@ -63,6 +63,11 @@ def plan_without_spark(ctx: JobContext) -> tuple[Plan | None, str]:
 
     descriptors.check(ctx)
     sinks = planning.sinks(ctx)
+    from dagger.plugins.source import SourceOptions
+
+    options = SourceOptions(commit_offsets=ctx.commits_offsets, hold_file=ctx.hold_file)
+    for stream in config.STREAMS:  # what building its reader checks: client settings, TLS stores, positions
+        ctx.source(stream).check_reading(stream, config, descriptors.current(ctx), options)
     catalog = build_catalog(config)
     used = sorted(catalog.needed([config.sql]))
     if used:

@@ -104,8 +104,8 @@ class Sink(ABC):
     #: a directory under the job's checkpoint this sink may keep state in, with the checkpoint's filesystem
     #: settings (a :class:`~dagger.checkpoint.CheckpointStore`; given by :meth:`attach`)
     state: CheckpointStore | None = None
-    #: how long :meth:`prepare` waits for a destination that has not answered yet (``SPARK_FIRST_CONTACT_TIMEOUT_MS``;
-    #: given by the job before :meth:`prepare`)
+    #: how long :meth:`reach` (and :meth:`prepare`) wait for a destination that has not answered yet
+    #: (``SPARK_FIRST_CONTACT_TIMEOUT_MS``; given by the job)
     first_contact_s: float = 10.0
 
     def bind(self, label: str, dead_letter: Any, fail_on: frozenset[str]) -> Sink:
@@ -146,9 +146,13 @@ class Sink(ABC):
     def writer(self, partition_id: int, batch_id: int) -> SinkWriter:
         """A writer for one task (called on executors)."""
 
+    def reach(self) -> None:  # noqa: B027 - optional hook
+        """Before the query starts, while Spark's session does: wait up to :attr:`first_contact_s` for the
+        destination to answer for the first time, and raise :class:`~dagger.errors.SinkError` naming it and the
+        cause when it does not (a job that cannot write ends in seconds)."""
+
     def prepare(self) -> None:  # noqa: B027 - optional hook
-        """Driver-side set-up before the query starts (e.g. create the destination table). A destination that
-        does not answer within :attr:`first_contact_s` raises :class:`~dagger.errors.SinkError`: the job ends."""
+        """Driver-side set-up before the query starts (e.g. create the destination table), after :meth:`reach`."""
 
     def commit(self, results: list[Any], batch_id: int) -> None:  # noqa: B027 - optional hook
         """Called on the driver after every task of micro-batch ``batch_id`` succeeded."""

@@ -109,6 +109,12 @@ class Source(ABC):
     ) -> DataFrame:
         """The stream's DataFrame: streaming, or a batch one when ``options.bounded``."""
 
+    def check_reading(  # noqa: B027 - optional hook
+        self, stream: StreamConfig, config: JobConfig, descriptors: DescriptorSet, options: SourceOptions
+    ) -> None:
+        """Raise the config errors :meth:`build` would raise before Spark reads (client settings, TLS stores,
+        positions), without Spark: what ``dagger validate`` checks when it plans without Spark."""
+
     @abstractmethod
     def location(self, stream: StreamConfig) -> str:
         """Where the stream reads from, for ``dagger validate`` and logs."""

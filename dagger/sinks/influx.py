@@ -465,7 +465,7 @@ class InfluxSink(Sink):
             )
         return problems
 
-    def prepare(self) -> None:
+    def reach(self) -> None:
         """At start, on the driver: the server must answer ``/ping`` within :attr:`first_contact_s` (any HTTP answer
         will do: a wrong database or login is said by the first write, with the server's message)."""
         import requests

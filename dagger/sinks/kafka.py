@@ -352,7 +352,7 @@ class KafkaSink(Sink):
     def writer(self, partition_id: int, batch_id: int) -> SinkWriter:
         return _KafkaWriter(self, partition_id, batch_id)
 
-    def prepare(self) -> None:
+    def reach(self) -> None:
         """At start, on the driver: the brokers must answer within :attr:`first_contact_s` and must not refuse the
         sink's login or TLS handshake. Either ends the job with its reason (a producer would retry until
         ``message.timeout.ms``, five minutes by default); an outage once the job ran is left to the producers'

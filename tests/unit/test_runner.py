@@ -93,7 +93,7 @@ class NotStarted:
     def __init__(self):
         self.planned = self.started = False
 
-    def reach_sources(self):  # noqa: ANN201
+    def reach(self):  # noqa: ANN201
         pass
 
     def validate(self):  # noqa: ANN201

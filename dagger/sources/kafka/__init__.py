@@ -114,9 +114,23 @@ class KafkaSource(Source):
         descriptors: DescriptorSet,
         options: SourceOptions,
     ) -> DataFrame:
+        from dagger.sources.kafka.reader import SOURCE_FORMAT
+
+        spec = self.spec(stream, config, descriptors, options)
+        if options.bounded:
+            return spark.read.format(SOURCE_FORMAT).option("spec", spec.to_option()).load()
+        return spark.readStream.format(SOURCE_FORMAT).option("spec", spec.to_option()).load()
+
+    def check_reading(
+        self, stream: StreamConfig, config: JobConfig, descriptors: DescriptorSet, options: SourceOptions
+    ) -> None:
+        self.spec(stream, config, descriptors, options)
+
+    def spec(self, stream: StreamConfig, config: JobConfig, descriptors: DescriptorSet, options: SourceOptions) -> Any:
+        """The reader's settings for ``stream`` (a :class:`~dagger.sources.kafka.spec.KafkaSourceSpec`): client
+        settings (TLS stores read), positions, dead letters; a config error names what is wrong. No Spark."""
         from dagger.sources.kafka.client import client_config
         from dagger.sources.kafka.positions import end_position, start_position
-        from dagger.sources.kafka.reader import SOURCE_FORMAT
         from dagger.sources.kafka.spec import KafkaSourceSpec
 
         json_input = stream.INPUT_DATATYPE == "JSON"
@@ -168,11 +182,9 @@ class KafkaSource(Source):
         high = end.timestamp_ms if end is not None and end.kind == "timestamp" else None
         if low is not None and high is not None:
             spec.time_range = [low, high]
-        if options.bounded:
-            if end is None:
-                raise DaggerConfigError(f"stream '{stream.INPUT_SCHEMA_TABLE}' has no end position in a bounded run")
-            return spark.read.format(SOURCE_FORMAT).option("spec", spec.to_option()).load()
-        return spark.readStream.format(SOURCE_FORMAT).option("spec", spec.to_option()).load()
+        if options.bounded and end is None:
+            raise DaggerConfigError(f"stream '{stream.INPUT_SCHEMA_TABLE}' has no end position in a bounded run")
+        return spec
 
     def finish(self, progress: dict[str, Any], streams: list[StreamConfig], config: JobConfig) -> None:
         """Commit each stream's last processed offsets to its own consumer group (matched by the stream's table,
