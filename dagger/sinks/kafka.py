@@ -55,8 +55,8 @@ class KafkaSinkSettings(SinkSettings):
         description="With `SINK_KAFKA_DATA_TYPE=JSON`: the JSON Schema of the records written, as Dagger's "
         "JsonRowSerializationSchema takes it. Each object then has exactly the schema's top-level properties, in "
         "its order, each value converted to the property's type (`integer`, `number`, `string`, `boolean`, "
-        "`date-time`, objects and arrays); a value that does not convert rejects its row (dead letter or failure "
-        "by `SINK_ERROR_POLICY`). Properties are matched to output columns by name, or — as in Dagger — by "
+        "`date-time`, objects and arrays); a value that does not convert rejects its row (to the dead-letter output, "
+        "or failing the batch when `INVALID_MESSAGE_ERROR` is in `SINK_ERROR_TYPES_FOR_FAILURE`). Properties are matched to output columns by name, or — as in Dagger — by "
         "position when the names differ and the counts are equal. Without it every output column is written.",
     )
     SINK_KAFKA_PRODUCE_LARGE_MESSAGE_ENABLE: bool = Field(

@@ -105,3 +105,11 @@ def test_validate_says_how_it_checked_and_full_asks_spark(stencil, broker, tmp_p
     refused = dagger("validate", str(bad))
     assert refused.returncode == 2
     assert "`nope` cannot be resolved" in refused.stderr  # Spark's own words, as before
+
+
+def test_a_given_output_mode_is_taken_as_spark_takes_it(spark, stencil, broker):
+    static, why, full = _plans(
+        spark, stencil, broker, "SELECT order_number FROM data_stream_0", SPARK_OUTPUT_MODE="update"
+    )
+    assert static is not None, why
+    assert static.output_mode == full.output_mode == "update"

@@ -117,3 +117,60 @@ def test_restart_with_a_used_field_removed_or_retyped_fails(tmp_path):
         check_and_record(CheckpointStore(str(tmp_path)), snapshot("b" * 64, {"bookings": retyped}), None)
     # a change to a field the query does not use is fine, and so is an added field
     check_and_record(CheckpointStore(str(tmp_path)), snapshot("c" * 64, {"bookings": retyped}), {"service_area_id"})
+
+
+def test_the_fetch_keys_send_the_headers_retry_after_the_backoff_and_time_out(tmp_path):
+    """SCHEMA_REGISTRY_STENCIL_FETCH_HEADERS reach the server, FETCH_RETRIES and FETCH_BACKOFF_MIN_MS retry a 503,
+    FETCH_TIMEOUT_MS gives up on a server that does not answer in time."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from dagger.job import load_config
+    from tests.unit.config.test_config import BASE
+
+    blob = (DESCRIPTORS / "examples.desc").read_bytes()
+    seen: list[tuple[str, str | None, float]] = []
+
+    class Flaky(BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802
+            seen.append((self.path, self.headers.get("Authorization"), time.monotonic()))
+            if self.path == "/slow.desc":
+                time.sleep(1.5)
+            status, body = (503, b"busy") if len(seen) == 1 else (200, blob)
+            try:
+                self.send_response(status)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+            except BrokenPipeError:  # the client gave up first (the timeout)
+                pass
+
+        def log_message(self, *args):  # noqa: ANN002
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Flaky)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        config = load_config(
+            data={
+                **BASE,
+                "SCHEMA_REGISTRY_STENCIL_URLS": f"{base}/examples.desc",
+                "SCHEMA_REGISTRY_STENCIL_FETCH_HEADERS": "Authorization:Bearer t0ken",
+                "SCHEMA_REGISTRY_STENCIL_FETCH_RETRIES": "2",
+                "SCHEMA_REGISTRY_STENCIL_FETCH_BACKOFF_MIN_MS": "300",
+                "SCHEMA_REGISTRY_STENCIL_FETCH_TIMEOUT_MS": "500",
+            }
+        )
+        fetched = SchemaRegistry(StencilSettings.from_config(config)).get()
+        assert fetched.find_message("dagger.examples.BookingLogMessage").name == "BookingLogMessage"
+        assert [(path, auth) for path, auth, _ in seen] == [("/examples.desc", "Bearer t0ken")] * 2
+        assert seen[1][2] - seen[0][2] >= 0.3  # the 503 was retried after the back-off
+        seen.clear()
+        slow = StencilSettings.from_config(config)
+        slow.urls = [f"{base}/slow.desc"]
+        slow.retries = 0
+        with pytest.raises(SchemaRegistryError, match=r"slow.desc after 1 attempt\(s\): ReadTimeout"):
+            SchemaRegistry(slow).get()
+    finally:
+        server.shutdown()
