@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import collections
 import json
+import subprocess
+import sys
+import time
 import uuid
 
 import pytest
@@ -21,6 +24,7 @@ from testing.produce import consume_all, produce, topic_size
 from testing.samples import bookings, message_class
 from testing.tcp_proxy import TcpProxy
 from tests.conftest import (
+    ROOT,
     START,
     bigquery_count,
     bigquery_keys,
@@ -190,11 +194,33 @@ def test_the_output_broker_gone_fails_the_batch_after_the_delivery_timeout_and_a
     assert proxy.resets == 3
     assert orders() == collections.Counter(f"order-{i}" for i in range(300))
 
-    # gone past message.timeout.ms: the batch fails naming the topic and the undelivered records
-    _feed(broker, source, 300, 300)
-    proxy.cut()
+    # gone past message.timeout.ms while the job runs: the batch fails naming the topic and the undelivered records
+    # (the job starts with the broker there: one gone at start ends it at first contact, tests/integration/job/
+    # test_failure_output.py)
     failing = {**keys, "SINK_KAFKA_PRODUCER_CONFIG": {"message.timeout.ms": "3000"}}
-    last = _failing_run(_job(broker, stencil, source, sql, **failing), tmp_path, checkpoint)
+    config = tmp_path / "failing.json"
+    config.write_text(json.dumps(_job(broker, stencil, source, sql, **failing)))
+    log = tmp_path / "failing.log"
+    with open(log, "w") as sink:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "dagger", "run", str(config), "--checkpoint-dir", str(checkpoint)],
+            cwd=ROOT,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        deadline = time.monotonic() + 120
+        while "starting '" not in log.read_text():  # the sink reached its broker; the query runs
+            assert process.poll() is None and time.monotonic() < deadline, log.read_text()[-3000:]
+            time.sleep(0.2)
+        proxy.cut()
+        _feed(broker, source, 300, 300)
+        process.wait(timeout=180)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 1, log.read_text()[-3000:]
+    last = [line for line in log.read_text().splitlines() if line.strip()][-1]
     assert f"SINK_KAFKA_TOPIC {out}" in last and "not delivered" in last, last
 
     # back: the restart delivers every row; a record delivered before the cut may come twice, at most a batch
