@@ -368,7 +368,8 @@ class KafkaSink(Sink):
         said: list[str] = []  # librdkafka's own reasons (a refused connection), which a metadata timeout does not say
 
         def on_error(error: Any) -> None:
-            said.append(error.str())
+            if error.code() != KafkaError._ALL_BROKERS_DOWN:  # "1/1 brokers are down" follows the reason: keep that
+                said.append(error.str())
             if error.code() in (KafkaError._AUTHENTICATION, KafkaError._SSL, KafkaError.SASL_AUTHENTICATION_FAILED):
                 refused.append(error.str())
 

@@ -123,7 +123,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         """librdkafka's own reason (authentication, TLS, DNS); a metadata timeout alone does not say it."""
         from confluent_kafka import KafkaError
 
-        self._last_client_error = error.str()
+        if error.code() != KafkaError._ALL_BROKERS_DOWN:  # "1/1 brokers are down" follows the reason: keep that
+            self._last_client_error = error.str()
         if error.code() in (KafkaError._AUTHENTICATION, KafkaError._SSL, KafkaError.SASL_AUTHENTICATION_FAILED):
             self._refused = error.str()  # a refusal, not an outage: waiting cannot help
 
