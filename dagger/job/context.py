@@ -94,6 +94,7 @@ class JobContext:
         self.processor_settings: dict[str, str] = {}
         self.catalog: FunctionCatalog | None = None
         self.built_sinks: tuple[Any, list[Sink]] | None = None  # (the descriptor sets they were built for, the sinks)
+        self.sinks_reached = False  # the runner's first contact found every sink's destination (Job.reach)
         self._spark = spark
         self._store: CheckpointStore | None = None
 

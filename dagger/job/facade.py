@@ -123,13 +123,13 @@ class Job:
         :class:`~dagger.errors.SourceError` or :class:`~dagger.errors.SinkError`. The runner calls it while Spark's
         session starts."""
         from dagger.plugins.source import source_of
-        from dagger.sinks import build_sinks
 
         for stream in self.config.STREAMS:
             source_of(stream).reach(stream, self.config)
-        for sink in build_sinks(self.config, descriptors.current(self.context)):  # this thread's own
+        for sink in planning.sinks(self.context):  # built by check(), before the runner starts this thread
             sink.first_contact_s = self.config.SPARK_FIRST_CONTACT_TIMEOUT_MS / 1000
             sink.reach()
+        self.context.sinks_reached = True  # the start does not ask them again
 
     def plan_without_spark(self) -> tuple[Plan | None, str]:
         """The plan when it can be read without Spark (:mod:`dagger.job.static_plan`), else ``(None, why not)``."""

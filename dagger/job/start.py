@@ -154,7 +154,8 @@ def prepare_sinks(ctx: JobContext, sinks: list[Sink]) -> None:
         sink.attach(counters, ctx.store.below(f"sinks/{sink.display_name}"))
         ctx.counters.sinks[sink.display_name] = counters
         sink.first_contact_s = ctx.config.SPARK_FIRST_CONTACT_TIMEOUT_MS / 1000
-        sink.reach()  # the runner asked already, while the session started: answered at once
+        if not ctx.sinks_reached:  # the runner asked them already, while the session started
+            sink.reach()
         sink.prepare()
 
 

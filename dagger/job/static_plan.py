@@ -77,7 +77,7 @@ def plan_without_spark(ctx: JobContext) -> tuple[Plan | None, str]:
         config.sql, catalog.macros, planning.declared_schemas(ctx), config.FLINK_RETENTION_IDLE_STATE_MINUTE, rowtime
     )
     tables = {s.INPUT_SCHEMA_TABLE: stream_table(s, descriptors.current(ctx), rowtime) for s in config.STREAMS}
-    output, why = _output(rewrite.sql, tables)
+    output, why, tree = _output(rewrite.sql, tables)
     if output is None:
         return None, why
     from pyspark.sql.types import StructField, StructType
@@ -87,7 +87,7 @@ def plan_without_spark(ctx: JobContext) -> tuple[Plan | None, str]:
 
     if longbow_schema(schema.names, rowtime) is not None:
         return None, "Longbow"
-    mode, why = _output_mode(config, rewrite.sql, schema.names, rowtime)
+    mode, why = _output_mode(config, tree, rewrite.sql, schema.names, rowtime)
     if mode is None:
         return None, why
     from pyspark.sql.pandas.types import to_arrow_schema
@@ -105,8 +105,8 @@ def plan_without_spark(ctx: JobContext) -> tuple[Plan | None, str]:
     return result, ""
 
 
-def _output(sql: str, tables: dict[str, Any]) -> tuple[list[tuple[str, DataType]] | None, str]:
-    """The SQL's output columns with their Spark types, or ``(None, why)``."""
+def _output(sql: str, tables: dict[str, Any]) -> tuple[list[tuple[str, DataType]] | None, str, Any]:
+    """The SQL's output columns with their Spark types and its resolved tree, or ``(None, why, None)``."""
     from sqlglot import exp, parse_one
     from sqlglot.errors import SqlglotError
     from sqlglot.optimizer.annotate_types import annotate_types
@@ -118,22 +118,22 @@ def _output(sql: str, tables: dict[str, Any]) -> tuple[list[tuple[str, DataType]
         for node in tree.walk():
             shape = _NEEDS_SPARK.get(type(node).__name__)
             if shape is not None:
-                return None, shape
+                return None, shape, None
             if isinstance(node, exp.Select) and node.args.get("distinct"):
-                return None, "DISTINCT"
+                return None, "DISTINCT", None
         typed = annotate_types(qualify(tree, schema=schema, dialect="spark"), schema=schema, dialect="spark")
     except SqlglotError as exc:  # Spark words the error as a run would
-        return None, f"sqlglot could not resolve it ({str(exc).splitlines()[0]})"
+        return None, f"sqlglot could not resolve it ({str(exc).splitlines()[0]})", None
     out = []
     for column in typed.selects:
         spark_type = _window_bound(column) or _spark_type(column.type)
         if spark_type is None:
-            return None, f"the type of output column {column.alias_or_name} ({column.sql(dialect='spark')})"
+            return None, f"the type of output column {column.alias_or_name} ({column.sql(dialect='spark')})", None
         out.append((column.alias_or_name, spark_type))
     names = [name for name, _ in out]
     if len(set(names)) != len(names):
-        return None, "repeated output column names"
-    return out, ""
+        return None, "repeated output column names", None
+    return out, "", typed
 
 
 #: what ``WINDOW(...)`` calls are named while sqlglot reads the query (it takes ``WINDOW`` for a window clause)
@@ -215,12 +215,11 @@ def _spark_type(data_type: Any) -> DataType | None:
     return None
 
 
-def _output_mode(config: Any, sql: str, names: list[str], rowtime: str) -> tuple[str | None, str]:
+def _output_mode(config: Any, tree: Any, sql: str, names: list[str], rowtime: str) -> tuple[str | None, str]:
     """``SPARK_OUTPUT_MODE``, or with ``auto`` what Spark's streaming check picks for the query's shape: append
     without aggregation or with one grouped by an event-time window, update for any other aggregation."""
-    from sqlglot import exp, parse_one
+    from sqlglot import exp
 
-    tree = parse_one(_named_windows(sql), dialect="spark")
     grouped = bool(tree.args.get("group")) or any(tree.find_all(exp.AggFunc))
     if grouped and config.FLINK_RETENTION_IDLE_STATE_MINUTE and config.FLINK_RETENTION_IDLE_STATE_MINUTE > 0:
         from dagger.sql.retention import split_grouping

@@ -222,36 +222,34 @@ def _retry(sink: InfluxSink) -> Any:
     )
 
 
-def _connected(exc: BaseException) -> bool:
-    """Whether a failed request got as far as a connection (reset or closed by the peer) rather than none."""
-    import http.client
-
-    seen: BaseException | None = exc
-    for _ in range(8):
-        if seen is None:
-            return False
-        if isinstance(seen, (ConnectionResetError, ConnectionAbortedError, http.client.RemoteDisconnected)):
-            return True
+def _chain(exc: BaseException) -> list[BaseException]:
+    """A client error and what it wraps, outermost first (urllib3's pool errors keep theirs in ``reason`` or
+    ``args``)."""
+    out = [exc]
+    while len(out) < 8:
+        seen = out[-1]
         inner = (
             getattr(seen, "reason", None)
             or (seen.args[1] if len(seen.args) > 1 and isinstance(seen.args[1], BaseException) else None)
             or (seen.args[0] if seen.args and isinstance(seen.args[0], BaseException) else None)
         )
-        seen = inner if inner is not seen else None
-    return False
+        if not isinstance(inner, BaseException) or inner in out:
+            break
+        out.append(inner)
+    return out
+
+
+def _connected(exc: BaseException) -> bool:
+    """Whether a failed request got as far as a connection (reset or closed by the peer) rather than none."""
+    import http.client
+
+    dropped = (ConnectionResetError, ConnectionAbortedError, http.client.RemoteDisconnected)
+    return any(isinstance(seen, dropped) for seen in _chain(exc))
 
 
 def _cause(exc: BaseException) -> str:
     """The innermost reason of a client error (``Connection refused`` rather than urllib3's pool wrapper)."""
-    seen = exc
-    while True:
-        inner = getattr(seen, "reason", None) or (
-            seen.args[0] if seen.args and isinstance(seen.args[0], BaseException) else None
-        )
-        if not isinstance(inner, BaseException) or inner is seen:
-            break
-        seen = inner
-    text = str(seen)
+    text = str(_chain(exc)[-1])
     return text.split(": ", 1)[1] if text.startswith("<") and ": " in text else text
 
 

@@ -319,13 +319,16 @@ class JobMetrics:
     fatal: dict[str, int] = field(default_factory=dict)
     non_fatal: dict[str, int] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _stream_tags: dict[str, str] | None = field(default=None, repr=False)  # table -> its stream label, once
 
     def stream_tag(self, table: str) -> str:
         """The ``stream`` label of a table's metrics: its ``SOURCE_KAFKA_NAME`` (Dagger's tag), else the table."""
-        for stream in self.job.config.STREAMS:
-            if stream.INPUT_SCHEMA_TABLE == table:
-                return getattr(stream.settings, "SOURCE_KAFKA_NAME", None) or table
-        return table
+        if self._stream_tags is None:
+            self._stream_tags = {
+                s.INPUT_SCHEMA_TABLE: getattr(s.settings, "SOURCE_KAFKA_NAME", None) or s.INPUT_SCHEMA_TABLE
+                for s in self.job.config.STREAMS
+            }
+        return self._stream_tags.get(table, table)
 
     # -- updates ------------------------------------------------------------------------------------------------
 
