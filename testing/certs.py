@@ -99,9 +99,9 @@ class CertificateAuthority:
         )  # fmt: skip
         return path
 
-    def keystore(self, issued: Issued, kind: str, password: str) -> Path:
+    def keystore(self, issued: Issued, kind: str, password: str, key_password: str | None = None) -> Path:
         """``issued``'s certificate and key in a key store of ``kind`` (PKCS12, JKS, or PEM: one file with the
-        certificate, the CA's and the unencrypted key)."""
+        certificate, the CA's and the unencrypted key); a JKS store's key under ``key_password`` when given."""
         if kind == "PEM":
             pem = self.dir / f"{issued.name}-keystore.pem"
             pem.write_bytes(
@@ -130,6 +130,11 @@ class CertificateAuthority:
             "-importkeystore", "-noprompt", "-srckeystore", str(p12), "-srcstoretype", "PKCS12", "-srcstorepass",
             password, "-destkeystore", str(jks), "-deststoretype", "JKS", "-deststorepass", password,
         )  # fmt: skip
+        if key_password:
+            _keytool(
+                "-keypasswd", "-alias", issued.name, "-keypass", password, "-new", key_password, "-keystore",
+                str(jks), "-storepass", password,
+            )  # fmt: skip
         return jks
 
 

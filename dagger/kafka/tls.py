@@ -48,6 +48,10 @@ def _as_pkcs12(path: str, password: str | None, key: str, key_password: str | No
     its key entry when it differs from the store's."""
     if not password:
         raise DaggerConfigError(f"{key}: a JKS store needs its password (the matching *_PASSWORD key)")
+    # the passwords never on a command line
+    env = {"DAGGER_STORE_PASSWORD": password, "DAGGER_KEY_PASSWORD": key_password or "", "PATH": "/usr/bin:/bin"}
+    # keytool opens a key with its own password only when told which entry: the store's private key's alias
+    alias = ["-srcalias", _key_alias(path, key, env)] if key_password else []
     with tempfile.TemporaryDirectory(prefix="dagger-jks-") as tmp:
         target = Path(tmp) / "store.p12"
         done = subprocess.run(
@@ -67,21 +71,45 @@ def _as_pkcs12(path: str, password: str | None, key: str, key_password: str | No
                 "DAGGER_STORE_PASSWORD",
                 "-deststorepass:env",
                 "DAGGER_STORE_PASSWORD",
-                *(["-srckeypass:env", "DAGGER_KEY_PASSWORD"] if key_password else []),
+                *([*alias, "-srckeypass:env", "DAGGER_KEY_PASSWORD"] if key_password else []),
             ],
             capture_output=True,
             text=True,
             timeout=60,
-            # the passwords never on a command line
-            env={"DAGGER_STORE_PASSWORD": password, "DAGGER_KEY_PASSWORD": key_password or "", "PATH": "/usr/bin:/bin"},
+            env=env,
         )
         if done.returncode != 0:
-            why = (done.stdout + done.stderr).strip().splitlines()
-            reason = next((line for line in why if "error" in line.lower()), why[-1] if why else "keytool failed")
-            for secret in (password, key_password):
-                reason = reason.replace(secret, "***") if secret else reason
-            raise DaggerConfigError(f"{key}: cannot read the JKS store {path}: {reason}")
+            raise DaggerConfigError(f"{key}: cannot read the JKS store {path}: {_reason(done, env)}")
         return target.read_bytes()
+
+
+def _key_alias(path: str, key: str, env: dict[str, str]) -> str:
+    """The alias of the one private key entry of a JKS store (``keytool -list``)."""
+    done = subprocess.run(
+        [_keytool(), "-list", "-keystore", path, "-storetype", "JKS", "-storepass:env", "DAGGER_STORE_PASSWORD"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
+    if done.returncode != 0:
+        raise DaggerConfigError(f"{key}: cannot read the JKS store {path}: {_reason(done, env)}")
+    aliases = [line.split(",")[0] for line in done.stdout.splitlines() if ", PrivateKeyEntry," in line]
+    if len(aliases) != 1:
+        raise DaggerConfigError(
+            f"{key}: the JKS store {path} holds {len(aliases)} private keys ({', '.join(aliases) or 'none'}); a "
+            "client key store holds exactly one"
+        )
+    return aliases[0]
+
+
+def _reason(done: subprocess.CompletedProcess, env: dict[str, str]) -> str:
+    """keytool's error line, its secrets masked."""
+    why = (done.stdout + done.stderr).strip().splitlines()
+    reason = next((line for line in why if "error" in line.lower()), why[-1] if why else "keytool failed")
+    for secret in (env["DAGGER_STORE_PASSWORD"], env["DAGGER_KEY_PASSWORD"]):
+        reason = reason.replace(secret, "***") if secret else reason
+    return reason
 
 
 def _load(path: str, kind: str, password: str | None, key: str, key_password: str | None = None):  # noqa: ANN202

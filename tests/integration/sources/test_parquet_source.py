@@ -144,6 +144,19 @@ def test_files_are_read_in_chronological_order_of_their_partitions(spark, stenci
         assert earlier["last"] < later["first"]
 
 
+def test_earliest_index_first_reads_the_paths_in_the_order_given(spark, stencil, dataset):
+    from pyspark.sql import functions as F
+
+    root, _ = dataset
+    newest_first = [str(partition_path(root, T0 + dt.timedelta(hours=h))) for h in (2, 1, 0)]
+    stream = _parquet_stream(newest_first, SOURCE_PARQUET_READ_ORDER_STRATEGY="EARLIEST_INDEX_FIRST")
+    frame = _frame(spark, stencil, stream)
+    firsts = (
+        frame.groupBy(F.spark_partition_id().alias("p")).agg(F.min("rowtime").alias("first")).orderBy("p").collect()
+    )
+    assert [row["first"].hour for row in firsts] == [11, 10, 9]  # the listed order, not time order
+
+
 def test_listing_skips_hidden_files_and_orders_by_partition_time(spark, dataset):
     from dagger.sources.parquet import list_files
     from dagger.sources.time_partitions import order_files, parse_date_ranges
