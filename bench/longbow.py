@@ -36,6 +36,7 @@ os.environ.setdefault("TZ", "UTC")
 
 ROWS = int(os.environ.get("BENCH_LONGBOW_ROWS", "100000"))
 JOB_ROWS = int(os.environ.get("BENCH_LONGBOW_JOB_ROWS", "100000"))
+BATCHES = int(os.environ.get("BENCH_LONGBOW_BATCHES", "10"))  # micro-batches per job: the histories grow across them
 RUNS = int(os.environ.get("BENCH_LONGBOW_RUNS") or os.environ.get("BENCH_RUNS") or "3")
 WARMUP_RUNS = int(os.environ.get("BENCH_LONGBOW_WARMUP_RUNS", "1"))  # untimed runs first: the JVM's, workers' warm-up
 RESULTS = Path(os.environ.get("BENCH_RESULTS_DIR", str(ROOT / "bench" / "results")))
@@ -138,6 +139,7 @@ def _job(stencil, broker, source: str, out: str, extra: dict, longbow: bool) -> 
         "PROCESSOR_LONGBOW_GCP_INSTANCE_ID": "longbow",
         "PROCESSOR_LONGBOW_GCP_TABLE_ID": f"job-{uuid.uuid4().hex[:6]}",
         "METRIC_TELEMETRY_ENABLE": "false",
+        "SPARK_MAX_RECORDS_PER_TRIGGER": str(-(-JOB_ROWS // BATCHES)),  # per micro-batch, both partitions
         **extra,
     }
 

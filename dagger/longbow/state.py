@@ -1,20 +1,33 @@
 """Classic Longbow on Spark's own state (``PROCESSOR_LONGBOW_STORE=state``): no Bigtable, the same SQL and output.
 
 Each key's history is a list in Spark's state store (``transformWithState``, RocksDB provider), checkpointed
-with the job like any other state: an entry per rowtime holding the row's ``longbow_data*`` values (a row with
-the same key and rowtime replaces the entry, as a Bigtable row with the same row key is overwritten). A row is
-added to its key's history, then its ``longbow_data*`` columns are replaced by the values over its range, most
-recent first, both ends inclusive, exactly as the Bigtable store gives them (:mod:`dagger.longbow.classic`).
+with the job like any other state. An element of the list is a *chunk*: the entries one micro-batch added, as a
+JSON array of ``[rowtime_ms, [longbow_data* values]]`` (readable with Spark's ``statestore`` reader and
+``from_json``). A row is added to its key's history, then its ``longbow_data*`` columns are replaced by the values
+over its range, most recent first, both ends inclusive, exactly as the Bigtable store gives them
+(:mod:`dagger.longbow.classic`). A row with the same key and rowtime as an earlier one replaces it, as a Bigtable
+row with the same row key is overwritten.
 
-What bounds the state: entries older than ``PROCESSOR_LONGBOW_DOCUMENT_DURATION`` before the key's newest
-rowtime are dropped whenever the key gets rows (Bigtable's max-age rule counts from the wall clock instead), and
-a key that gets no rows for that long is forgotten (the list's TTL, in processing time). Longbow+ needs a table
-several jobs share, so it stays on Bigtable.
+Writing appends: a micro-batch appends one chunk per key it touched, so its cost follows the batch, not the
+history. What bounds the state:
+
+- entries older than ``PROCESSOR_LONGBOW_DOCUMENT_DURATION`` before the key's newest rowtime are never read
+  again, and the list is rewritten without them (and without replaced entries) once they are as many as the live
+  ones, or once the list holds :data:`MAX_CHUNKS` chunks: each entry is rewritten a bounded number of times
+  (Bigtable's max-age rule counts from the wall clock instead);
+- a chunk nobody appended to for that long is forgotten (each list element's TTL, in processing time), so a key
+  that gets no rows goes away.
+
+Longbow+ needs a table several jobs share, so it stays on Bigtable.
 """
 
 from __future__ import annotations
 
 import bisect
+import enum
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from dagger.longbow.classic import COUNTERS, LongbowMetrics
@@ -26,6 +39,55 @@ if TYPE_CHECKING:
     from dagger.config.model import JobConfig
 
 KEY_COLUMN = "__longbow_key"
+#: chunks a key's list may hold before it is rewritten as one: bounds what a read of the history costs
+MAX_CHUNKS = 64
+
+Entry = tuple[int, list[str | None]]  # (rowtime in epoch ms, one value per longbow_data* column)
+
+
+class Store(enum.Enum):
+    """What a micro-batch does to a key's stored list."""
+
+    KEEP = "keep"  # nothing new: the list stays as it is
+    APPEND = "append"  # the batch's live entries become one more chunk
+    REWRITE = "rewrite"  # the list is replaced by one chunk of the live entries
+
+
+@dataclass(frozen=True)
+class History:
+    """A key's live entries after a micro-batch, in rowtime order, and how to store them."""
+
+    entries: list[Entry]
+    store: Store
+    fresh: list[Entry]  # the batch's own live entries: the chunk an APPEND adds
+
+    @property
+    def times(self) -> list[int]:
+        return [ms for ms, _ in self.entries]
+
+
+def settle(chunks: Sequence[str], fresh: Sequence[Entry], keep_ms: int) -> History:
+    """The history of a key whose list holds ``chunks`` once the batch's ``fresh`` entries are added.
+
+    Runs on an executor, in the Python worker of the key's partition. An entry is live when it is no older than
+    ``keep_ms`` before the newest rowtime and no later entry has its rowtime.
+    """
+    stored: list[Entry] = [(ms, values) for chunk in chunks for ms, values in json.loads(chunk)]
+    every = stored + list(fresh)
+    if not every:
+        return History([], Store.KEEP, [])
+    floor = max(ms for ms, _ in every) - keep_ms
+    live = {ms: values for ms, values in every if ms >= floor}  # a later entry replaces one with its rowtime
+    entries = sorted(live.items())
+    new = [(ms, values) for ms, values in fresh if ms >= floor]
+    if len(every) - len(entries) > len(entries) or len(chunks) >= MAX_CHUNKS:
+        return History(entries, Store.REWRITE, new)
+    return History(entries, Store.APPEND if new else Store.KEEP, new)
+
+
+def chunk(entries: Iterable[Entry]) -> tuple[str]:
+    """One list element: the entries as a JSON array (the state's element schema has one string column)."""
+    return (json.dumps([[ms, values] for ms, values in entries], separators=(",", ":")),)
 
 
 def state_longbow(df: DataFrame, schema: LongbowSchema, config: JobConfig, metrics: LongbowMetrics) -> DataFrame:
@@ -65,7 +127,7 @@ def _epoch_ms(value: Any) -> int | None:
 
 
 class _History(_processor_base()):  # type: ignore[misc]
-    """One key's history: a list state of ``(rowtime_ms, values)``, values one string per ``longbow_data*``."""
+    """One key's history: a list state of chunks (:func:`chunk`), settled per micro-batch by :func:`settle`."""
 
     def __init__(self, schema: LongbowSchema, columns: list[str], keep_ms: int, metrics: LongbowMetrics):
         self.schema = schema
@@ -74,10 +136,9 @@ class _History(_processor_base()):  # type: ignore[misc]
         self.metrics = metrics
 
     def init(self, handle: Any) -> None:
-        from pyspark.sql.types import ArrayType, LongType, StringType, StructField, StructType
+        from pyspark.sql.types import StringType, StructField, StructType
 
-        entry = StructType([StructField("ms", LongType()), StructField("values", ArrayType(StringType()))])
-        self.history = handle.getListState("history", entry, self.keep_ms)
+        self.history = handle.getListState("history", StructType([StructField("chunk", StringType())]), self.keep_ms)
 
     def handleInputRows(self, key: Any, rows: Any, timerValues: Any) -> Any:  # noqa: N802, N803 - Spark's API
         from pyspark.sql import Row
@@ -86,21 +147,20 @@ class _History(_processor_base()):  # type: ignore[misc]
         data = schema.data_columns
         counts = dict.fromkeys(COUNTERS, 0)
         batch = [r.asDict(recursive=False) for r in rows]
-        stored = {ms: values for ms, values in self.history.get()}  # a key without history: get() yields nothing
+        fresh: list[Entry] = []
         for row in batch:
             ms = _epoch_ms(row[schema.rowtime])
             if ms is None or row[schema.key] is None:
                 counts["rows_without_key"] += 1
                 continue
-            stored[ms] = [row[c] for c in data]
+            fresh.append((ms, [row[c] for c in data]))
             counts["success_on_write_document"] += 1
-        if stored:
-            newest = max(stored)
-            kept = sorted((ms, values) for ms, values in stored.items() if ms >= newest - self.keep_ms)
-            self.history.put(kept)
-        else:
-            kept = []
-        times = [ms for ms, _ in kept]
+        history = settle([c for (c,) in self.history.get()], fresh, self.keep_ms)  # none stored: get() yields none
+        if history.store is Store.REWRITE:
+            self.history.put([chunk(history.entries)])
+        elif history.store is Store.APPEND:
+            self.history.appendValue(chunk(history.fresh))
+        kept, times = history.entries, history.times
         out = []
         for row in batch:
             span = self._range(row)

@@ -331,6 +331,57 @@ def test_longbow_on_the_state_store_gives_the_bigtable_output_and_survives_a_res
     )
 
 
+def test_the_state_store_appends_a_chunk_per_micro_batch_and_prunes_entries_past_the_document_duration(
+    spark, broker, stencil, topic, tmp_path
+):
+    # one key booking every minute; its history kept 15 minutes back from its newest booking, each row reading 2
+    source, out = topic("longbow-prune-src"), topic("longbow-prune-out")
+    values = bookings(40, START, step_seconds=60)
+    produce(broker.bootstrap, source, ((None, v) for v in values[:14]))
+    sql = (
+        "SELECT 'one' AS longbow_key, order_number AS longbow_data1, event_timestamp, rowtime, "
+        "'2m' AS longbow_duration FROM data_stream_0"
+    )
+    data = _longbow_job(
+        stencil, broker, source, out, sql, "unused", PROCESSOR_LONGBOW_STORE="state",
+        PROCESSOR_LONGBOW_DOCUMENT_DURATION="15m",
+    )  # fmt: skip
+    _, query = run_job(spark, data, tmp_path / "cp")
+    assert query.exception() is None, query.exception()
+    batches = sum(1 for p in query.recentProgress if p["numInputRows"])
+    chunks = _stored_chunks(spark, tmp_path / "cp")["one"]
+    assert batches >= 2 and len(chunks) == batches, (batches, chunks)  # appended, batch by batch: no rewrite
+    assert sorted(e[1][0] for c in chunks for e in c) == sorted(f"order-{i}" for i in range(14))
+    produce(broker.bootstrap, source, ((None, v) for v in values[14:]))
+    _, query = run_job(spark, data, tmp_path / "cp")
+    assert query.exception() is None, query.exception()
+    rows = _by_order(consume_all(broker.bootstrap, out, expected=40))
+    for i in range(40):
+        assert rows[f"order-{i}"]["longbow_data1"] == [f"order-{j}" for j in (i, i - 1, i - 2) if j >= 0], i
+    entries = [e for c in _stored_chunks(spark, tmp_path / "cp")["one"] for e in c]
+    stored = dict(entries)
+    live = [f"order-{i}" for i in range(40 - 16, 40)]  # 15 minutes back from order-39, both ends
+    assert [stored[ms][0] for ms in sorted(stored)][-16:] == live
+    # the dead are dropped once they outnumber the live: never all 40 (an append-only list), at most twice 16
+    assert len(entries) <= 2 * len(live), sorted(stored)
+
+
+def _stored_chunks(spark, checkpoint) -> dict[str, list[list]]:
+    """Each key's chunks of entries in the Longbow state of a checkpoint, read with Spark's own state reader."""
+    state = spark.read.format("statestore").option("stateVarName", "history").load(str(checkpoint))
+    return {
+        key: [[(ms, values) for ms, values in json.loads(r["list_element"]["value"]["chunk"])] for r in rows]
+        for key, rows in _grouped(state.collect()).items()
+    }
+
+
+def _grouped(rows: list) -> dict[str, list]:
+    grouped: dict[str, list] = {}
+    for row in rows:
+        grouped.setdefault(row["key"][0], []).append(row)
+    return grouped
+
+
 def test_the_state_store_refuses_longbow_plus(spark, broker, stencil, topic):
     sql = "SELECT customer_id AS longbow_write_key, order_number, event_timestamp, rowtime FROM data_stream_0"
     data = job(stencil, [kafka_stream(broker, topic("longbow-state-plus"))], sql, PROCESSOR_LONGBOW_STORE="state")
