@@ -100,8 +100,9 @@ soak: install ## a window job with an HTTP lookup at a fixed rate for 30 minutes
 bench-udfs: install ## rows/s of every function vs built-ins, and a job's throughput with Distance + GeoHash
 	$(PY) bench/udfs.py
 
-bench-longbow: install test-servers ## Longbow alone (make bench runs it too): Bigtable reads/s and call times on the emulator, a Longbow job's rows/s on Bigtable and on state
+bench-longbow: install test-servers ## Longbow alone (make bench runs it too): Bigtable reads/s and call times on the emulator, a Longbow job's rows/s on Bigtable and on state, and the floor of PySpark's stateful operators per key
 	$(PY) bench/longbow.py
+	$(PY) bench/stateful_floor.py
 
 bench-enrichment: install ## HTTP lookups/s against a 10 ms service, and the warm-cache throughput ratio
 	$(PY) bench/enrichment.py
