@@ -12,15 +12,15 @@ ARG PYTHON_IMAGE=python:3.11-slim-bookworm
 FROM ${PYTHON_IMAGE} AS build
 # hadolint ignore=DL3008
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends gcc libc6-dev make maven \
+    && apt-get install -y --no-install-recommends gcc libc6-dev make maven openjdk-17-jdk-headless \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY pyproject.toml README.md Makefile ./
 COPY dagger ./dagger
 COPY udfs ./udfs
 # the package and its runtime extras in /opt/dagger/venv, the Kafka helper built into /opt/dagger/native,
-# the spark-submit entry file at /opt/dagger/entry.py, Spark's Kafka connector and spark-avro (Maven Central) in
-# /opt/dagger/jars; then a smoke test
+# the spark-submit entry file at /opt/dagger/entry.py, Spark's Kafka connector and spark-avro (Maven Central) and
+# Dagger's JVM classes (compiled by the JDK) in /opt/dagger/jars; then a smoke test
 RUN make image-root IMAGE_ROOT=/opt/dagger PYTHON=python3.11
 
 FROM ${PYTHON_IMAGE}

@@ -19,6 +19,7 @@ $(VENV)/.installed: pyproject.toml
 # mode), and Apache Kafka's broker for the tests, the quickstart and the bench
 jars: $(VENV)/.installed
 	@command -v mvn >/dev/null 2>&1 || { echo "installing Maven (fetches the jars from Maven Central)"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends maven; }
+	@command -v javac >/dev/null 2>&1 || { echo "installing a JDK (compiles Dagger's JVM classes, dagger/jvm)"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends openjdk-17-jdk-headless; }
 	$(PY) -m dagger.session.jars fetch > /dev/null
 	$(PY) -m testing.broker fetch > /dev/null
 

@@ -1,8 +1,8 @@
 """What PySpark's stateful operators cost per key, before any work of ours (``make bench-longbow`` runs it).
 
-Longbow on the state store (:mod:`dagger.longbow.state`) calls Python once per key per micro-batch through
-``transformWithState``. This measures the floor of that path, and of ``applyInPandasWithState``, with nothing
-of Dagger in it: ``BENCH_FLOOR_BATCHES`` micro-batches of 3,000 rows over 1,000 keys (Parquet files read one
+Why Longbow on the state store (:mod:`dagger.longbow.state`) runs in the JVM: Python's ``transformWithState``
+calls a Python worker once per key per micro-batch. This measures the floor of that path, and of
+``applyInPandasWithState``, with nothing of Dagger in it: ``BENCH_FLOOR_BATCHES`` micro-batches of 3,000 rows over 1,000 keys (Parquet files read one
 per trigger, written to Spark's ``noop`` sink), through
 
 - ``plain``: no stateful operator;

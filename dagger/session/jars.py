@@ -1,4 +1,5 @@
-"""JVM libraries from Maven Central: Spark's own connectors for the installed pyspark, and where they are cached.
+"""JVM libraries: Spark's own connectors for the installed pyspark from Maven Central, Dagger's own JVM classes,
+and where they are cached.
 
 ``make install`` runs ``python -m dagger.session.jars fetch``: Maven (``mvn``) resolves each set of coordinates with its
 dependencies and copies the jars into ``<DAGGER_NATIVE_CACHE>/jars/<set>/`` (default
@@ -9,11 +10,17 @@ driver's classpath (``spark.jars``); without a cache it names them as ``spark.ja
 resolves from Maven Central on first use. On clusters, the same coordinates are ``spark-submit --packages``
 (:func:`spark_packages`).
 
+Dagger's own JVM classes (``dagger/jvm/*.java``: Longbow's history on the state store) are compiled by the same
+``fetch`` with the JDK's ``javac`` against the installed pyspark's jars, into ``dagger-jvm-<hash>.jar`` beside the
+connectors, so they travel with them (the image's ``/opt/dagger/jars``); ``python -m dagger.session.jars helper``
+prints its path for ``spark-submit --jars``.
+
 Runs on the driver (and in ``make install``), never on executors.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shutil
@@ -120,6 +127,51 @@ def fetch(coordinates: list[str], target: Path, skip_artifacts: set[str] = froze
     return sorted(target.glob("*.jar"))
 
 
+def helper_sources() -> list[Path]:
+    return sorted((Path(__file__).resolve().parents[1] / "jvm").glob("*.java"))
+
+
+def helper_name() -> str:
+    """The helper jar's file name: the hash of its sources and of the Spark they are compiled against."""
+    digest = hashlib.sha256(spark_version().encode())
+    for source in helper_sources():
+        digest.update(source.name.encode() + b"\0" + source.read_bytes())
+    return f"dagger-jvm-{digest.hexdigest()[:12]}.jar"
+
+
+def build_helper(target: Path) -> Path:
+    """Compile ``dagger/jvm/*.java`` into ``target/<helper_name()>`` (kept when it exists; older builds removed)."""
+    import zipfile
+
+    jar = target / helper_name()
+    if jar.exists():
+        return jar
+    javac = shutil.which("javac")
+    if javac is None:
+        raise RuntimeError(
+            "a JDK (javac) compiles Dagger's JVM classes (dagger/jvm): apt-get install openjdk-17-jdk-headless"
+        )
+    target.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="dagger-jvm-") as tmp:
+        classes = Path(tmp) / "classes"
+        result = subprocess.run(
+            [javac, "--release", "17", "-nowarn", "-cp", str(pyspark_jars() / "*"), "-d", str(classes),
+             *map(str, helper_sources())],
+            capture_output=True,
+            text=True,
+        )  # fmt: skip
+        if result.returncode != 0:
+            raise RuntimeError(f"javac could not compile dagger/jvm:\n{result.stdout}{result.stderr}")
+        staged = Path(tmp) / jar.name
+        with zipfile.ZipFile(staged, "w", zipfile.ZIP_DEFLATED) as out:
+            for path in sorted(classes.rglob("*.class")):
+                out.write(path, path.relative_to(classes).as_posix())
+        for old in target.glob("dagger-jvm-*.jar"):
+            old.unlink()
+        shutil.move(staged, jar)
+    return jar
+
+
 def fetch_spark_connectors() -> list[Path]:
     shipped = {_artifact(j.name) for j in pyspark_jars().glob("*.jar")}
     return fetch(spark_packages(), spark_jars_dir(), shipped)
@@ -139,11 +191,16 @@ def main(argv: list[str] | None = None) -> int:
     if args[:1] == ["fetch"]:
         for jar in fetch_spark_connectors():
             print(jar)
+        print(build_helper(spark_jars_dir()))
+        return 0
+    if args[:1] == ["helper"]:
+        folder = Path(os.environ["DAGGER_JARS"]) if os.environ.get("DAGGER_JARS") else spark_jars_dir()
+        print(folder / helper_name())
         return 0
     if args[:1] == ["packages"]:
         print(",".join(spark_packages()))
         return 0
-    print("usage: python -m dagger.session.jars fetch | packages", file=sys.stderr)
+    print("usage: python -m dagger.session.jars fetch | packages | helper", file=sys.stderr)
     return 2
 
 

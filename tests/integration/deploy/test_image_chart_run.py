@@ -19,6 +19,7 @@ import shlex
 import signal
 import subprocess
 import urllib.request
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -62,6 +63,11 @@ def test_the_image_root_holds_the_venv_the_prebuilt_helper_and_the_entry(image_r
     assert list((image_root / "native").glob("worker-python-*")), "the worker launcher was not written at build time"
     jars = {j.name.rsplit("-", 1)[0] for j in (image_root / "jars").glob("*.jar")}
     assert {"spark-sql-kafka-0-10_2.13", "spark-avro_2.13", "kafka-clients", "commons-pool2"} <= jars, jars
+    from dagger.session.jars import helper_name
+
+    helper = image_root / "jars" / helper_name()  # Dagger's JVM classes, built from this tree's sources
+    with zipfile.ZipFile(helper) as built:
+        assert "dagger/longbow/StateHistory.class" in built.namelist()
     env = dockerfile_env(image_root)
     assert env["DAGGER_JARS"] == str(image_root / "jars")
     assert Path(env["SPARK_HOME"], "bin", "spark-submit").exists()  # SPARK_HOME is the image's pyspark

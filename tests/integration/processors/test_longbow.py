@@ -349,37 +349,34 @@ def test_the_state_store_appends_a_chunk_per_micro_batch_and_prunes_entries_past
     _, query = run_job(spark, data, tmp_path / "cp")
     assert query.exception() is None, query.exception()
     batches = sum(1 for p in query.recentProgress if p["numInputRows"])
-    chunks = _stored_chunks(spark, tmp_path / "cp")["one"]
-    assert batches >= 2 and len(chunks) == batches, (batches, chunks)  # appended, batch by batch: no rewrite
-    assert sorted(e[1][0] for c in chunks for e in c) == sorted(f"order-{i}" for i in range(14))
+    entries = _stored_entries(spark, tmp_path / "cp")["one"]
+    assert sorted(values[0] for _, values, _ in entries) == sorted(f"order-{i}" for i in range(14))
+    # appended batch by batch: each batch's entries carry that batch's expiry (a rewrite gives all one expiry)
+    assert batches >= 2 and len({expiry for _, _, expiry in entries}) == batches, (batches, entries)
     produce(broker.bootstrap, source, ((None, v) for v in values[14:]))
     _, query = run_job(spark, data, tmp_path / "cp")
     assert query.exception() is None, query.exception()
     rows = _by_order(consume_all(broker.bootstrap, out, expected=40))
     for i in range(40):
         assert rows[f"order-{i}"]["longbow_data1"] == [f"order-{j}" for j in (i, i - 1, i - 2) if j >= 0], i
-    entries = [e for c in _stored_chunks(spark, tmp_path / "cp")["one"] for e in c]
-    stored = dict(entries)
+    entries = _stored_entries(spark, tmp_path / "cp")["one"]
+    stored = {ms: values for ms, values, _ in entries}
     live = [f"order-{i}" for i in range(40 - 16, 40)]  # 15 minutes back from order-39, both ends
     assert [stored[ms][0] for ms in sorted(stored)][-16:] == live
     # the dead are dropped once they outnumber the live: never all 40 (an append-only list), at most twice 16
     assert len(entries) <= 2 * len(live), sorted(stored)
 
 
-def _stored_chunks(spark, checkpoint) -> dict[str, list[list]]:
-    """Each key's chunks of entries in the Longbow state of a checkpoint, read with Spark's own state reader."""
+def _stored_entries(spark, checkpoint) -> dict[str, list[tuple]]:
+    """Each key's ``(ms, values, ttl expiry)`` entries in the Longbow state of a checkpoint, read with Spark's own
+    state reader."""
     state = spark.read.format("statestore").option("stateVarName", "history").load(str(checkpoint))
-    return {
-        key: [[(ms, values) for ms, values in json.loads(r["list_element"]["value"]["chunk"])] for r in rows]
-        for key, rows in _grouped(state.collect()).items()
-    }
-
-
-def _grouped(rows: list) -> dict[str, list]:
-    grouped: dict[str, list] = {}
-    for row in rows:
-        grouped.setdefault(row["key"][0], []).append(row)
-    return grouped
+    entries: dict[str, list[tuple]] = {}
+    for row in state.collect():
+        element = row["list_element"]
+        entry = element["value"]
+        entries.setdefault(row["key"][0], []).append((entry["ms"], list(entry["values"]), element["ttlExpirationMs"]))
+    return entries
 
 
 def test_the_state_store_refuses_longbow_plus(spark, broker, stencil, topic):
