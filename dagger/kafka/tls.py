@@ -54,9 +54,8 @@ def _as_pkcs12(path: str, password: str | None, key: str, key_password: str | No
     alias = ["-srcalias", _key_alias(path, key, env)] if key_password else []
     with tempfile.TemporaryDirectory(prefix="dagger-jks-") as tmp:
         target = Path(tmp) / "store.p12"
-        done = subprocess.run(
+        _run_keytool(
             [
-                _keytool(),
                 "-importkeystore",
                 "-noprompt",
                 "-srckeystore",
@@ -73,27 +72,16 @@ def _as_pkcs12(path: str, password: str | None, key: str, key_password: str | No
                 "DAGGER_STORE_PASSWORD",
                 *([*alias, "-srckeypass:env", "DAGGER_KEY_PASSWORD"] if key_password else []),
             ],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            env=env,
+            env,
+            f"{key}: cannot read the JKS store {path}",
         )
-        if done.returncode != 0:
-            raise DaggerConfigError(f"{key}: cannot read the JKS store {path}: {_reason(done, env)}")
         return target.read_bytes()
 
 
 def _key_alias(path: str, key: str, env: dict[str, str]) -> str:
     """The alias of the one private key entry of a JKS store (``keytool -list``)."""
-    done = subprocess.run(
-        [_keytool(), "-list", "-keystore", path, "-storetype", "JKS", "-storepass:env", "DAGGER_STORE_PASSWORD"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=env,
-    )
-    if done.returncode != 0:
-        raise DaggerConfigError(f"{key}: cannot read the JKS store {path}: {_reason(done, env)}")
+    listing = ["-list", "-keystore", path, "-storetype", "JKS", "-storepass:env", "DAGGER_STORE_PASSWORD"]
+    done = _run_keytool(listing, env, f"{key}: cannot read the JKS store {path}")
     aliases = [line.split(",")[0] for line in done.stdout.splitlines() if ", PrivateKeyEntry," in line]
     if len(aliases) != 1:
         raise DaggerConfigError(
@@ -101,6 +89,15 @@ def _key_alias(path: str, key: str, env: dict[str, str]) -> str:
             "client key store holds exactly one"
         )
     return aliases[0]
+
+
+def _run_keytool(args: list[str], env: dict[str, str], failure: str) -> subprocess.CompletedProcess:
+    """keytool with ``args`` (passwords in ``env``, never on the command line); a failure is ``failure``: and
+    keytool's reason, its secrets masked."""
+    done = subprocess.run([_keytool(), *args], capture_output=True, text=True, timeout=60, env=env)
+    if done.returncode != 0:
+        raise DaggerConfigError(f"{failure}: {_reason(done, env)}")
+    return done
 
 
 def _reason(done: subprocess.CompletedProcess, env: dict[str, str]) -> str:
