@@ -208,6 +208,10 @@ class Broker:
             "auto.create.topics.enable": "true",
             # a test broker: deletes take effect at once, nothing is kept past the run
             "log.segment.delete.delay.ms": "1000",
+            # and nothing is deleted by age during it: the tests' records carry fixed event times (2026-11-01 and
+            # the like), and Kafka's default retention (168 h, checked every 5 min, the first 30 s after start)
+            # deleted the records of a test that spanned a check once those dates were a week old
+            "log.retention.ms": "-1",
             "file.delete.delay.ms": "1000",
         }
         if self.listener is not None:
