@@ -209,7 +209,7 @@ def jobs() -> tuple[dict, dict, dict]:
         broker.create_topic(source, 2)
         start = dt.datetime(2026, 11, 1, tzinfo=dt.UTC)
         produce(broker.bootstrap, source, ((None, v) for v in bookings(JOB_ROWS, start, step_seconds=1)), partitions=2)
-        for _, (extra, longbow) in [(run, setting) for run in range(WARMUP_RUNS) for setting in settings.items()]:
+        for extra, longbow in [setting for _ in range(WARMUP_RUNS) for setting in settings.values()]:
             out = f"longbow-warm-{uuid.uuid4().hex[:6]}"  # each job's own path warmed: its JIT, its workers
             warm = load_config(data=_job(stencil, broker, source, out, extra, longbow))
             manager = Job(
