@@ -331,7 +331,7 @@ def test_longbow_on_the_state_store_gives_the_bigtable_output_and_survives_a_res
     )
 
 
-def test_the_state_store_appends_a_chunk_per_micro_batch_and_prunes_entries_past_the_document_duration(
+def test_the_state_store_appends_each_micro_batchs_entries_and_prunes_those_past_the_document_duration(
     spark, broker, stencil, topic, tmp_path
 ):
     # one key booking every minute; its history kept 15 minutes back from its newest booking, each row reading 2
