@@ -35,9 +35,8 @@ if TYPE_CHECKING:
     from dagger.config.model import JobConfig
     from dagger.longbow.classic import LongbowMetrics
 
-#: the JVM processor's class, and the counters it adds to, in the order it takes them
+#: the JVM processor's class (its ``COUNTERS`` name the counters it adds to, in the order it takes them)
 PROCESSOR = "dagger.longbow.StateHistory"
-COUNTERS = ("success_on_write_document", "success_on_read_document", "documents_read_per_scan", "rows_without_key")
 
 
 class _JvmCounter:
@@ -69,7 +68,7 @@ def state_longbow(df: DataFrame, schema: LongbowSchema, config: JobConfig, metri
         )
     keep_ms = duration_ms(config.PROCESSOR_LONGBOW_DOCUMENT_DURATION, "PROCESSOR_LONGBOW_DOCUMENT_DURATION")
     counters = processor.counters(spark._jsparkSession)
-    for i, name in enumerate(COUNTERS):
+    for i, name in enumerate(processor.COUNTERS):
         metrics.counters[name] = _JvmCounter(counters[i])
     data = spark._sc._gateway.new_array(spark._jvm.java.lang.String, len(schema.data_columns))
     for i, column in enumerate(schema.data_columns):
