@@ -282,7 +282,7 @@ def _setup_logging(verbose: bool) -> None:
         stream=sys.stderr,
         force=True,  # under spark-submit the root logger already has a handler at WARNING
     )
-    for noisy in ("py4j", "urllib3"):
+    for noisy in ("py4j", "urllib3", "httpx", "httpx2", "httpcore"):  # httpx*: the schema registry client
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
 

@@ -179,6 +179,14 @@ def _no_query_outlives_its_test(request):
 
 
 @pytest.fixture
+def schema_registry():
+    """A Confluent-compatible Schema Registry (testing.schema_registry) on a free loopback port, empty per test."""
+    from testing.schema_registry import SchemaRegistry
+
+    yield from _serve("the test schema registry", SchemaRegistry())
+
+
+@pytest.fixture
 def topic(broker):
     """A fresh topic name factory: topic("bookings", partitions=2)."""
 

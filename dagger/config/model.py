@@ -467,6 +467,25 @@ class JobConfig(_Strict):
         60000, ge=0, description="First retry delay; doubles per retry."
     )
     SCHEMA_REGISTRY_STENCIL_FETCH_RETRIES: int = Field(4, ge=0, description="Retries after a failed fetch.")
+    SCHEMA_REGISTRY_CONFLUENT_URL: str | None = Field(
+        None,
+        description="Beyond Dagger: a registry speaking Confluent's REST API (Confluent Schema Registry, Karapace, "
+        "Redpanda, Apicurio's ccompat API), for streams with `INPUT_SCHEMA_WIRE_FORMAT=confluent`. Comma-separated "
+        "URLs, tried in order.",
+    )
+    SCHEMA_REGISTRY_CONFLUENT_BASIC_AUTH_USER_INFO: str | None = Field(
+        None, description="`user:password` for the registry's Basic auth (`${ENV}` references work)."
+    )
+    SCHEMA_REGISTRY_CONFLUENT_BEARER_TOKEN: str | None = Field(
+        None, description="A static bearer token for the registry (`Authorization: Bearer ...`)."
+    )
+    SCHEMA_REGISTRY_CONFLUENT_BEARER_LOGICAL_CLUSTER: str = Field(
+        "", description="Confluent Cloud's logical cluster id sent with the bearer token (`target-sr-cluster`)."
+    )
+    SCHEMA_REGISTRY_CONFLUENT_TIMEOUT_MS: int = Field(10000, gt=0, description="Per-request timeout.")
+    SCHEMA_REGISTRY_CONFLUENT_RETRIES: int = Field(
+        3, ge=0, description="Retries of a request the registry fails with 408, 429 or 5xx, or cannot be reached."
+    )
 
     # --- processors and UDFs ----------------------------------------------------------------------
     PROCESSOR_PREPROCESSOR_ENABLE: bool = False

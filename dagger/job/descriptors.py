@@ -25,10 +25,33 @@ def current(ctx: JobContext) -> DescriptorSet:
         settings = StencilSettings.from_config(ctx.config)
         settings.deadline_s = ctx.config.SPARK_FIRST_CONTACT_TIMEOUT_MS / 1000  # at start: fail fast
         try:
-            ctx.descriptor_set = SchemaRegistry(settings).get()
+            fetched = SchemaRegistry(settings).get()
+            subjects = _subjects(ctx)
+            if subjects:
+                from dagger.schema.descriptor_sets import DescriptorSet
+
+                fetched = DescriptorSet(fetched.blobs + subjects, absent=fetched.absent)
+            ctx.descriptor_set = fetched
         except DescriptorFetchError as exc:
             ctx.descriptor_set = _kept(ctx, exc)
     return ctx.descriptor_set
+
+
+def _subjects(ctx: JobContext) -> list[tuple[str, bytes]]:
+    """The Confluent Schema Registry subjects the streams read (``INPUT_SCHEMA_WIRE_FORMAT=confluent``), as
+    blobs among the descriptor sets."""
+    from dagger.schema.confluent import ConfluentSettings, fetch_subject
+    from dagger.serde.formats import stream_subject
+
+    wanted = {}
+    for stream in ctx.config.STREAMS:
+        subject = stream_subject(stream)
+        if subject is not None:
+            wanted.setdefault(subject[0], subject[1])
+    if not wanted:
+        return []
+    settings = ConfluentSettings.from_config(ctx.config)
+    return [fetch_subject(settings, subject, where).to_blob() for subject, where in wanted.items()]
 
 
 def refresh_seconds(ctx: JobContext) -> float | None:
@@ -42,10 +65,13 @@ def refresh_seconds(ctx: JobContext) -> float | None:
 def fetch_fresh(ctx: JobContext) -> DescriptorSet | None:
     """The descriptor sets fetched again, when they differ from the ones the job runs with (None when they do not,
     or cannot be fetched: the job goes on with what it has, as Dagger's Stencil cache does)."""
-    from dagger.schema.descriptor_sets import SchemaRegistry, StencilSettings
+    from dagger.schema.descriptor_sets import DescriptorSet, SchemaRegistry, StencilSettings
 
     try:
         fresh = SchemaRegistry(StencilSettings.from_config(ctx.config)).get()
+        subjects = _subjects(ctx)
+        if subjects:
+            fresh = DescriptorSet(fresh.blobs + subjects, absent=fresh.absent)
     except DescriptorFetchError as exc:
         log.warning("descriptor refresh failed, going on with the sets the job runs with: %s", exc)
         return None
@@ -56,11 +82,11 @@ def changes(ctx: JobContext, fresh: DescriptorSet, rewritten_sql: str | None) ->
     """``(problems, added)`` of switching the running query to ``fresh``: fields the query (``rewritten_sql``) uses
     that were removed or retyped (as the restart check names them), and the columns ``fresh`` adds."""
     from dagger.schema.compat import incompatibilities, snapshot
-    from dagger.serde.formats import stream_table
+    from dagger.serde.formats import stream_subject, stream_table
     from dagger.sql.rewrite import referenced_columns
 
     rowtime = ctx.config.FLINK_ROWTIME_ATTRIBUTE_NAME
-    streams = [s for s in ctx.config.STREAMS if s.INPUT_DATATYPE == "PROTO"]
+    streams = [s for s in ctx.config.STREAMS if s.INPUT_DATATYPE == "PROTO" or stream_subject(s) is not None]
     running = current(ctx)
     before = snapshot(running.sha256, {s.INPUT_SCHEMA_TABLE: stream_table(s, running, rowtime) for s in streams})
     try:

@@ -129,8 +129,10 @@ def pruned_fields(ctx: JobContext, sql: str | None) -> dict[str, list[str]]:
             or table_transformers(ctx.config, table)
         ):
             continue  # pre-processors may read any column; JSON records are read whole
-        descriptor = current(ctx).find_message(stream.format.INPUT_SCHEMA_PROTO_CLASS)
-        fields = source_fields(descriptor, used, stream.format.INPUT_SCHEMA_EVENT_TIMESTAMP_FIELD_INDEX)
+        from dagger.serde.formats import proto_message, rowtime_field_number
+
+        descriptor = current(ctx).find_message(proto_message(stream, current(ctx)))
+        fields = source_fields(descriptor, used, rowtime_field_number(stream, current(ctx)))
         if fields is not None:
             pruned[table] = fields
             log.info(

@@ -154,13 +154,13 @@ def _longbow(ctx: JobContext, df: DataFrame, longbow: LongbowSchema) -> DataFram
 
 def declared_schemas(ctx: JobContext) -> dict[str, StructType]:
     """Table → the schema its message gives it (before any pre-processor), for the SQL rewrite."""
-    from dagger.serde.formats import stream_table
+    from dagger.serde.formats import stream_subject, stream_table
 
     rowtime = ctx.config.FLINK_ROWTIME_ATTRIBUTE_NAME
     return {
         s.INPUT_SCHEMA_TABLE: stream_table(s, descriptors.current(ctx), rowtime)
         for s in ctx.config.STREAMS
-        if s.INPUT_DATATYPE == "JSON" or s.format.INPUT_SCHEMA_PROTO_CLASS
+        if s.INPUT_DATATYPE in ("JSON", "AVRO") or s.format.INPUT_SCHEMA_PROTO_CLASS or stream_subject(s)
     }
 
 

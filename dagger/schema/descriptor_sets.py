@@ -31,6 +31,7 @@ from google.protobuf.descriptor import Descriptor, FileDescriptor
 from google.protobuf.message import DecodeError
 
 from dagger.errors import DescriptorFetchError, SchemaRegistryError
+from dagger.schema.confluent import BLOB_PREFIX, SubjectSchemas
 
 log = logging.getLogger(__name__)
 
@@ -217,12 +218,23 @@ class DescriptorSet:
         self.blobs = list(blobs)
         self.absent = absent  # why there are none (no URL configured): the error of a message looked up
         self.sources = [s for s, _ in blobs]
+        #: Confluent Schema Registry subjects the streams read, by subject (:mod:`dagger.schema.confluent`)
+        self.subjects: dict = {}
         digest = hashlib.sha256()
         merged = descriptor_pb2.FileDescriptorSet()
         seen: dict[str, bytes] = {}
         for source, data in blobs:
             digest.update(data)
-            for file_proto in parse_descriptor_set(data, source).file:
+            if source.startswith(BLOB_PREFIX):
+                subject = SubjectSchemas.from_blob(data)
+                self.subjects[subject.subject] = subject
+                files = subject.file_descriptors() if subject.schema_type == "PROTOBUF" else []
+                fds = descriptor_pb2.FileDescriptorSet(
+                    file=[descriptor_pb2.FileDescriptorProto.FromString(f) for f in files]
+                )
+            else:
+                fds = parse_descriptor_set(data, source)
+            for file_proto in fds.file:
                 blob = file_proto.SerializeToString()
                 if file_proto.name in seen:
                     continue  # the same file (e.g. google/protobuf/timestamp.proto) from several sets

@@ -33,9 +33,16 @@ class KafkaSource(Source):
         what = f"Kafka stream '{stream.INPUT_SCHEMA_TABLE}'"
         stream.settings.require(what, "SOURCE_KAFKA_TOPIC_NAMES", "SOURCE_KAFKA_CONSUMER_CONFIG_BOOTSTRAP_SERVERS")
         if stream.INPUT_DATATYPE == "PROTO":
-            for key in ("INPUT_SCHEMA_PROTO_CLASS", "INPUT_SCHEMA_EVENT_TIMESTAMP_FIELD_INDEX"):
-                if getattr(stream.format, key) in (None, ""):
-                    raise ValueError(f"{key} is required for {what}")
+            confluent = stream.format.INPUT_SCHEMA_WIRE_FORMAT == "confluent"
+            if not confluent and not stream.format.INPUT_SCHEMA_PROTO_CLASS:
+                raise ValueError(f"INPUT_SCHEMA_PROTO_CLASS is required for {what}")
+            if stream.format.INPUT_SCHEMA_EVENT_TIMESTAMP_FIELD_INDEX is None and not (
+                stream.format.INPUT_SCHEMA_EVENT_TIMESTAMP_FIELD_NAME
+            ):
+                raise ValueError(
+                    f"INPUT_SCHEMA_EVENT_TIMESTAMP_FIELD_INDEX (or INPUT_SCHEMA_EVENT_TIMESTAMP_FIELD_NAME) is required "
+                    f"for {what}"
+                )
         self._check_positions(stream)
 
     def invalid_record_policy(self, stream: StreamConfig) -> str:
@@ -118,8 +125,26 @@ class KafkaSource(Source):
 
         spec = self.spec(stream, config, descriptors, options)
         if options.bounded:
-            return spark.read.format(SOURCE_FORMAT).option("spec", spec.to_option()).load()
-        return spark.readStream.format(SOURCE_FORMAT).option("spec", spec.to_option()).load()
+            df = spark.read.format(SOURCE_FORMAT).option("spec", spec.to_option()).load()
+        else:
+            df = spark.readStream.format(SOURCE_FORMAT).option("spec", spec.to_option()).load()
+        if spec.data_type == "AVRO":  # the reader hands over payloads: Spark's Avro reader decodes them
+            from dagger.serde.avro_decode import avro_table
+
+            writers = {int(k): v for k, v in (spec.avro_writers or {}).items()}
+            return avro_table(
+                df,
+                writers,
+                spec.avro_reader,
+                spec.table,
+                spec.invalid_policy,
+                spec.rowtime,
+                spec.rowtime_name,
+                spec.fields,
+                spec.dead_letter if spec.invalid_policy == "dead-letter" else None,
+                framed=spec.confluent is not None,
+            )
+        return df
 
     def check_reading(
         self, stream: StreamConfig, config: JobConfig, descriptors: DescriptorSet, options: SourceOptions
@@ -129,13 +154,24 @@ class KafkaSource(Source):
     def spec(self, stream: StreamConfig, config: JobConfig, descriptors: DescriptorSet, options: SourceOptions) -> Any:
         """The reader's settings for ``stream`` (a :class:`~dagger.sources.kafka.spec.KafkaSourceSpec`): client
         settings (TLS stores read), positions, dead letters; a config error names what is wrong. No Spark."""
+        from dagger.serde.formats import (
+            avro_schemas,
+            json_schema,
+            proto_message,
+            registered,
+            rowtime_field,
+            rowtime_field_number,
+            stream_subject,
+        )
         from dagger.sources.kafka.client import client_config
         from dagger.sources.kafka.positions import end_position, start_position
         from dagger.sources.kafka.spec import KafkaSourceSpec
 
         json_input = stream.INPUT_DATATYPE == "JSON"
-        if not json_input:
-            descriptors.find_message(stream.format.INPUT_SCHEMA_PROTO_CLASS)
+        avro_input = stream.INPUT_DATATYPE == "AVRO"
+        message = None if json_input or avro_input else proto_message(stream, descriptors)
+        if message is not None or not (json_input or avro_input):
+            descriptors.find_message(message)
         conf = client_config(stream, config.job_slug, config.SOURCE_KAFKA_CONSUME_LARGE_MESSAGE_ENABLE)
         if options.commit_offsets and not options.bounded and not commits_to_group(stream):
             logging.getLogger("dagger").warning(
@@ -153,9 +189,9 @@ class KafkaSource(Source):
             table=stream.INPUT_SCHEMA_TABLE,
             topic_pattern=stream.settings.SOURCE_KAFKA_TOPIC_NAMES,
             client_config=conf,
-            descriptor_set_b64="" if json_input else base64.b64encode(descriptors.serialized).decode(),
-            message_name="" if json_input else stream.format.INPUT_SCHEMA_PROTO_CLASS,
-            rowtime_field_number=None if json_input else stream.format.INPUT_SCHEMA_EVENT_TIMESTAMP_FIELD_INDEX,
+            descriptor_set_b64="" if json_input or avro_input else base64.b64encode(descriptors.serialized).decode(),
+            message_name=message or "",
+            rowtime_field_number=None if json_input or avro_input else rowtime_field_number(stream, descriptors),
             rowtime=config.FLINK_ROWTIME_ATTRIBUTE_NAME,
             invalid_policy=stream.settings.SOURCE_KAFKA_INVALID_RECORD_POLICY,
             dead_letter=asdict(dead_letter) if dead_letter else None,
@@ -171,10 +207,25 @@ class KafkaSource(Source):
             commit_offsets=options.commit_offsets and not options.bounded and commits_to_group(stream),
             fields=(options.fields or {}).get(stream.INPUT_SCHEMA_TABLE),
             data_type=stream.INPUT_DATATYPE,
-            json_schema=stream.format.INPUT_SCHEMA_JSON_SCHEMA if json_input else None,
-            rowtime_json_field=stream.format.INPUT_SCHEMA_JSON_EVENT_TIMESTAMP_FIELD_NAME if json_input else None,
+            json_schema=json_schema(stream, descriptors) if json_input else None,
+            rowtime_json_field=rowtime_field(stream) if json_input else None,
             hold_file=options.hold_file,
         )
+        if avro_input:
+            reader, writers = avro_schemas(stream, descriptors)
+            spec.avro_reader = reader
+            spec.avro_writers = {str(k): v for k, v in writers.items()}
+            spec.rowtime_name = rowtime_field(stream)
+        if stream_subject(stream) is not None:
+            from dagger.schema.confluent import ConfluentSettings
+
+            spec.confluent = asdict(ConfluentSettings.from_config(config))
+            if not avro_input:
+                schemas = registered(stream, descriptors, "JSON" if json_input else "PROTOBUF")
+                spec.confluent_writers = {
+                    str(i): [] if json_input else [base64.b64encode(f).decode() for f in schemas.file_descriptors(i)]
+                    for i in schemas.schemas
+                }
         start, end = start_position(stream, options.from_ms), end_position(stream, options.to_ms)
         spec.start = asdict(start)
         spec.end = asdict(end) if end is not None else None

@@ -189,7 +189,15 @@ def read_partition(spec: KafkaSourceSpec, part: KafkaPartition, fetcher: Any = N
 
 
 def _decode_chunk(spec: KafkaSourceSpec, decoder: Any, part: KafkaPartition, chunk: Any, dead_letters: Any) -> Any:
-    result = decoder.decode(chunk.values)
+    if spec.data_type == "AVRO":  # decoded in the JVM: the coordinates go along for its error messages
+        from dagger.serde.avro_decode import UnknownSchemaError
+
+        try:
+            result = decoder.decode(chunk.values, (part.topic, part.partition, chunk.offsets))
+        except UnknownSchemaError as exc:
+            raise SourceError(f"stream '{spec.table}': {part.topic}[{part.partition}]: {exc}") from None
+    else:
+        result = decoder.decode(chunk.values)
     if result.invalid:
         if spec.invalid_policy == "fail":
             offset = int(chunk.offsets[result.invalid[0]])

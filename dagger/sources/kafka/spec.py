@@ -46,10 +46,15 @@ class KafkaSourceSpec:
     end: dict[str, Any] | None = None  # a Position's fields; None: unbounded
     time_range: list[int | None] | None = None  # [from_ms, to_ms): records outside are left out
     fields: list[str] | None = None  # the message fields to decode (dagger.schema.projection); None: all
-    data_type: str = "PROTO"  # INPUT_DATATYPE: PROTO (message_name) or JSON (json_schema)
+    data_type: str = "PROTO"  # INPUT_DATATYPE: PROTO (message_name), JSON (json_schema) or AVRO (avro_*)
     json_schema: str | None = None  # INPUT_SCHEMA_JSON_SCHEMA
     rowtime_json_field: str | None = None  # INPUT_SCHEMA_JSON_EVENT_TIMESTAMP_FIELD_NAME
     hold_file: str | None = None  # SourceOptions.hold_file: present, the next micro-batches admit nothing new
+    avro_reader: str | None = None  # AVRO: the reader schema (JSON)
+    avro_writers: dict[str, str] | None = None  # AVRO: writer schemas by id (JSON keys are strings)
+    confluent: dict[str, Any] | None = None  # Confluent's wire format: the registry (ConfluentSettings' fields)
+    rowtime_name: str | None = None  # INPUT_SCHEMA_EVENT_TIMESTAMP_FIELD_NAME (AVRO)
+    confluent_writers: dict[str, list[str]] | None = None  # PROTO/JSON in Confluent's format: id → base64 files
 
     def to_option(self) -> str:
         return json.dumps(asdict(self))
@@ -67,6 +72,8 @@ class KafkaSourceSpec:
         """Whether the records carry an event time (a rowtime field)."""
         if self.data_type == "JSON":
             return self.rowtime_json_field is not None
+        if self.data_type == "AVRO":
+            return self.rowtime_name is not None
         return self.rowtime_field_number is not None
 
     def position(self, which: str) -> Any:
@@ -106,11 +113,32 @@ def decoder_for(spec: KafkaSourceSpec):  # noqa: ANN202
         spec.json_schema,
         spec.rowtime_json_field,
         spec.descriptor_set_b64,
+        spec.avro_reader,
+        spec.avro_writers,
+        spec.confluent,
+        spec.rowtime_name,
+        spec.confluent_writers,
     )
     return _DECODERS.get(key, lambda: _build_decoder(spec))
 
 
 def _build_decoder(spec: KafkaSourceSpec):  # noqa: ANN202
+    if spec.data_type == "AVRO":
+        from dagger.serde.avro_decode import AvroFrames
+
+        writers = {int(k): v for k, v in (spec.avro_writers or {}).items()}
+        return AvroFrames(writers, spec.avro_reader or "", spec.confluent, spec.rowtime_name, spec.rowtime)
+    inner = _plain_decoder(spec)
+    if spec.confluent is None:
+        return inner
+    from dagger.serde.confluent import ConfluentDecoder
+
+    writers = {int(k): [base64.b64decode(f) for f in v] for k, v in (spec.confluent_writers or {}).items()}
+    protobuf = spec.data_type == "PROTO"
+    return ConfluentDecoder(inner, protobuf, writers, spec.confluent, spec.message_name if protobuf else None)
+
+
+def _plain_decoder(spec: KafkaSourceSpec):  # noqa: ANN202
     if spec.data_type == "JSON":
         from dagger.serde.json_decode import JsonDecoder
 

@@ -1,0 +1,307 @@
+"""Avro records (``INPUT_DATATYPE=AVRO``), decoded by Spark's own Avro reader in the JVM.
+
+Two halves, one per side of the Arrow hand-over:
+
+* **In the Python reader** (executors), :class:`AvroFrames` reads the headers of a column of records
+  (:mod:`dagger.serde.confluent`; a plain stream has none) and hands Spark the payloads with their writer schema
+  ids and coordinates: no Python object per record. Records that are not in the wire format, and ids the
+  registry does not know, are invalid there and follow the stream's policy like any undecodable record. An id
+  the job did not know when it started, but the registry does, ends the micro-batch with an error that says to
+  restart (the next start reads every version of the subject): a schema registered while the job runs is never
+  read as invalid.
+* **In the JVM**, :func:`decode_columns` turns the payloads into the table's columns with ``from_avro``, one
+  call per writer schema the job knows, each resolved against the reader schema by Avro's rules (a field added
+  with a default, a field removed, ``int`` promoted to ``long``…). A payload that does not decode makes the row
+  invalid (``fail``: the micro-batch ends naming topic, partition and offset).
+
+Why the JVM: Spark's reader decodes each record within its own bytes. The columnar Python readers measured
+(``docs/investigations/avro_decoders.md``) read a batch as one Avro container block, where one record with a
+byte too many or too few shifts every record after it: arrow-avro (polars-avro) then loops without end, DuckDB
+and polars return wrong rows without an error, and fastavro decodes 10× slower than the JVM.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import io
+import json
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.types import (
+    BinaryType,
+    BooleanType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
+
+from dagger.serde.decode import DecodeResult, validity_and_rowtime
+
+#: the columns the Python reader hands the JVM for an Avro stream (then replaced by the table's)
+SCHEMA_ID = "__dagger_schema_id"
+PAYLOAD = "__dagger_payload"
+TOPIC = "__dagger_topic"
+PARTITION = "__dagger_partition"
+OFFSET = "__dagger_offset"
+
+
+def frames_schema(rowtime: str) -> StructType:
+    """What the Python reader emits for an Avro stream."""
+    from dagger.serde.types import VALIDITY_COLUMN
+
+    return StructType(
+        [
+            StructField(SCHEMA_ID, IntegerType(), True),
+            StructField(PAYLOAD, BinaryType(), True),
+            StructField(TOPIC, StringType(), True),
+            StructField(PARTITION, IntegerType(), True),
+            StructField(OFFSET, LongType(), True),
+            StructField(VALIDITY_COLUMN, BooleanType(), False),
+            StructField(rowtime, TimestampType(), True),
+        ]
+    )
+
+
+class UnknownSchemaError(Exception):
+    """A record names a schema id the registry has, which the job did not know when it started."""
+
+
+class AvroFrames:
+    """The Python reader's half: headers read, payloads and ids handed on.
+
+    Parameters
+    ----------
+    writers:
+        Schema id → writer schema (Avro JSON text) the job knows (plain streams: ``{0: schema}``).
+    confluent:
+        The registry's settings (a :class:`~dagger.schema.confluent.ConfluentSettings`' fields), or None for a
+        plain stream (each record is one bare datum).
+    rowtime_field:
+        The record field that becomes rowtime (only read here by the event-time probe, :meth:`rowtimes`).
+    """
+
+    def __init__(
+        self,
+        writers: dict[int, str],
+        reader: str,
+        confluent: dict[str, Any] | None,
+        rowtime_field: str | None,
+        rowtime: str = "rowtime",
+    ):
+        self.writers = writers
+        self.reader = reader
+        self.confluent = confluent
+        self.rowtime = rowtime
+        self.rowtime_source = rowtime_field
+        self.spark_schema = frames_schema(rowtime)
+        self.arrow_schema = to_arrow_schema(self.spark_schema, timezone="UTC")
+        self._known = np.array(sorted(writers), dtype=np.int64)
+        self._checked: dict[int, str | None] = {}  # ids looked up in the registry: None, or why invalid
+        self._parsed: dict[int, Any] = {}
+
+    def decode(self, values: pa.BinaryArray | list, coordinates: tuple[str, int, Any] | None = None) -> Any:
+        """Read ``values``' headers; ``coordinates`` = (topic, partition, offsets) go along for error messages."""
+        from dagger.serde.confluent import read_frames
+
+        if not isinstance(values, pa.Array):
+            values = pa.array(values, pa.binary())
+        n = len(values)
+        if self.confluent is None:
+            valid = values.is_valid().to_numpy(zero_copy_only=False)
+            invalid = [int(i) for i in np.flatnonzero(~valid)]
+            reasons = ["record value is null (tombstone)"] * len(invalid)
+            ids = pa.array(np.zeros(n, dtype=np.int32))
+            payload = values
+        else:
+            frames = read_frames(values)
+            unknown = (frames.ids >= 0) & ~np.isin(frames.ids, self._known)
+            for schema_id in np.unique(frames.ids[unknown]):
+                why = self._unknown(int(schema_id))
+                if why is not None:
+                    frames.bad.update({int(i): why for i in np.flatnonzero(frames.ids == schema_id)})
+                    frames.ids[frames.ids == schema_id] = -1
+            invalid = sorted(frames.bad)
+            reasons = [frames.bad[i] for i in invalid]
+            ids = pa.array(np.where(frames.ids >= 0, frames.ids, -1).astype(np.int32))
+            from dagger.serde.confluent import HEADER, payloads
+
+            payload = payloads(values, HEADER)
+        topic, partition, offsets = coordinates if coordinates is not None else ("", -1, pa.nulls(n, pa.int64()))
+        columns = [
+            ids,
+            payload.cast(pa.binary()) if payload.type != pa.binary() else payload,
+            pa.array([topic] * n, pa.string()) if n else pa.array([], pa.string()),
+            pa.array(np.full(n, partition, dtype=np.int32)),
+            pa.array(offsets, pa.int64()),
+            *validity_and_rowtime(n, invalid, None),
+        ]
+        return DecodeResult(pa.RecordBatch.from_arrays(columns, schema=self.arrow_schema), invalid, reasons)
+
+    def _unknown(self, schema_id: int) -> str | None:
+        """Why records of ``schema_id`` (not known at start) are invalid; raises when the registry has it."""
+        if schema_id not in self._checked:
+            from dagger.errors import DescriptorFetchError
+            from dagger.schema.confluent import ConfluentSettings, schema_by_id
+
+            settings = ConfluentSettings(**self.confluent)
+            try:
+                entry = schema_by_id(settings, schema_id, "AVRO")
+            except LookupError as exc:
+                self._checked[schema_id] = f"unknown schema id {schema_id}: {exc}"
+            except DescriptorFetchError as exc:
+                return f"schema id {schema_id} cannot be looked up: {exc}"  # asked again for the next records
+            else:
+                raise UnknownSchemaError(
+                    f"records carry schema id {schema_id} (subject {', '.join(entry['subjects']) or '?'}), "
+                    "registered after the job started. Restart the job to read them: it resumes from its "
+                    "checkpoint and reads every version the subject has then; nothing is lost"
+                )
+        return self._checked[schema_id]
+
+    # -- the event-time probe (driver, a few records) ----------------------------------------------------------
+
+    def rowtimes(self, values: list[bytes | None]) -> list[int | None]:
+        """Each record's rowtime in microseconds (None when unreadable): fastavro, for the few records the
+        event-time probe reads."""
+        import fastavro
+
+        from dagger.serde.confluent import HEADER
+
+        reader = self._schema(None)
+        out: list[int | None] = []
+        for value in values:
+            try:
+                if self.confluent is None:
+                    writer, body = self._schema(0), value
+                else:
+                    if value is None or len(value) < HEADER or value[0] != 0:
+                        out.append(None)
+                        continue
+                    writer, body = self._schema(int.from_bytes(value[1:HEADER], "big")), value[HEADER:]
+                record = fastavro.schemaless_reader(io.BytesIO(body), writer, reader)
+                stamp = record.get(self.rowtime_source)
+            except Exception:  # noqa: BLE001 - an unreadable record holds nothing back
+                out.append(None)
+                continue
+            if isinstance(stamp, dt.datetime):
+                stamp = stamp if stamp.tzinfo else stamp.replace(tzinfo=dt.UTC)
+                out.append(int(stamp.timestamp() * 1_000_000))
+            else:
+                out.append(None)
+        return out
+
+    def _schema(self, schema_id: int | None) -> Any:
+        import fastavro
+
+        if schema_id not in self._parsed:
+            text = self.reader if schema_id is None else self.writers.get(schema_id)
+            if text is None:
+                raise KeyError(schema_id)
+            self._parsed[schema_id] = fastavro.parse_schema(json.loads(text))
+        return self._parsed[schema_id]
+
+
+def avro_table(
+    df: Any,
+    writers: dict[int, str],
+    reader: str,
+    table: str,
+    policy: str,
+    rowtime: str,
+    rowtime_field: str | None,
+    fields: list[str] | None = None,
+    dead_letter: dict[str, Any] | None = None,
+    framed: bool = True,
+) -> Any:
+    """The JVM's half: ``df`` (:func:`frames_schema`) → the table: the reader schema's fields (those in ``fields``
+    when given), the validity flag and rowtime. With ``dead_letter`` (a ``DeadLetterSpec``'s fields, policy
+    ``dead-letter``) the rows whose payload did not decode pass through Python once, column-wise, to be written
+    there with their reason and coordinates (``framed``: their raw value had Confluent's header)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.avro.functions import from_avro
+
+    from dagger.serde.avro_types import avro_struct
+    from dagger.serde.types import VALIDITY_COLUMN
+
+    decoded = None
+    for schema_id, writer in sorted(writers.items()):
+        options = {"mode": "PERMISSIVE"}
+        if writer != reader:
+            options["avroSchema"] = reader
+        value = from_avro(F.col(PAYLOAD), writer, options)
+        when = F.col(SCHEMA_ID) == schema_id
+        decoded = F.when(when, value) if decoded is None else decoded.when(when, value)
+    record = "__dagger_record"
+    valid = F.col(VALIDITY_COLUMN)
+    df = df.withColumn(record, F.when(valid, decoded))
+    ok = valid & F.col(record).isNotNull()
+    if policy == "fail":
+        message = F.concat(
+            F.lit(f"stream '{table}': record at topic "),
+            F.col(TOPIC),
+            F.lit(" partition "),
+            F.col(PARTITION).cast("string"),
+            F.lit(" offset "),
+            F.col(OFFSET).cast("string"),
+            F.lit(" cannot be decoded: not an Avro datum of schema id "),
+            F.col(SCHEMA_ID).cast("string"),
+            F.lit(
+                ". Set SOURCE_KAFKA_INVALID_RECORD_POLICY to 'drop' or 'dead-letter' to keep the job running past "
+                "undecodable records."
+            ),
+        )
+        ok = F.when(valid & F.col(record).isNull(), F.raise_error(message)).otherwise(ok)
+    if dead_letter is not None:
+        df = df.mapInArrow(_dead_letters(dead_letter, table, record, framed), df.schema)
+        ok = F.col(VALIDITY_COLUMN)
+    epoch = F.lit(dt.datetime(1970, 1, 1, tzinfo=dt.UTC)).cast("timestamp")
+    if rowtime_field is None:
+        stamp = F.lit(None).cast("timestamp")
+    else:
+        stamp = F.when(ok, F.coalesce(F.col(f"{record}.{rowtime_field}").cast("timestamp"), epoch)).otherwise(epoch)
+    names = [f.name for f in avro_struct(reader, table).fields]
+    if fields is not None:
+        names = [n for n in names if n in fields or n == rowtime_field]
+    columns = [F.col(f"{record}.{name}").alias(name) for name in names]
+    return df.select(*columns, ok.alias(VALIDITY_COLUMN), stamp.alias(rowtime))
+
+
+def _dead_letters(spec: dict[str, Any], table: str, record: str, framed: bool) -> Any:
+    """A ``mapInArrow`` function (runs in Python workers) that writes the rows whose payload did not decode as
+    dead letters and marks them invalid; every other row passes untouched."""
+
+    def run(batches: Any) -> Any:
+        import pyarrow.compute as pc
+        from pyspark import TaskContext
+
+        from dagger.dead_letter import DeadLetterSpec
+        from dagger.serde.types import VALIDITY_COLUMN
+
+        context = TaskContext.get()
+        batch_id = int(context.getLocalProperty("streaming.sql.batchId") or -1) if context else -1
+        writer = None
+        for batch in batches:
+            where = batch.schema.get_field_index(VALIDITY_COLUMN)
+            bad = pc.and_(batch.column(where), pc.is_null(batch.column(record)))
+            if pc.any(bad).as_py():
+                rows = np.flatnonzero(bad.to_numpy(zero_copy_only=False))
+                picked = batch.take(pa.array(rows)).select([SCHEMA_ID, PAYLOAD, TOPIC, PARTITION, OFFSET]).to_pylist()
+                if writer is None:
+                    writer = DeadLetterSpec(**spec).writer("source", table, batch_id, picked[0][PARTITION])
+                for row in picked:
+                    header = b"\0" + row[SCHEMA_ID].to_bytes(4, "big") if framed else b""
+                    reason = f"not an Avro datum of schema id {row[SCHEMA_ID]}" if framed else "not an Avro datum"
+                    coordinates = {"topic": row[TOPIC], "partition": row[PARTITION], "offset": row[OFFSET]}
+                    writer.write_record(header + row[PAYLOAD], None, reason, coordinates)
+                batch = batch.set_column(where, VALIDITY_COLUMN, pc.and_(batch.column(where), pc.invert(bad)))
+            yield batch
+        if writer is not None:
+            writer.flush()
+
+    return run

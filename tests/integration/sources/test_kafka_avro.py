@@ -1,0 +1,234 @@
+"""Avro streams end to end (``INPUT_DATATYPE=AVRO``): Confluent's wire format with the test registry, records
+produced by confluent-kafka's own ``AvroSerializer`` (nothing of ours writes them), and plain Avro; decoded by
+Spark's Avro reader, with exact counts against what the sink wrote."""
+
+from __future__ import annotations
+
+import datetime as dt
+import io
+import json
+
+import fastavro
+import pytest
+from confluent_kafka.schema_registry import SchemaRegistryClient
+from confluent_kafka.schema_registry.avro import AvroSerializer
+from confluent_kafka.serialization import MessageField, SerializationContext
+
+from testing.produce import produce
+from tests.conftest import START, dagger, job, json_sink, kafka_stream, output_rows, run_job
+
+pytestmark = pytest.mark.integration
+
+#: version 1 of the orders' schema: service_area_id an int, and a note that version 2 removes
+V1 = {
+    "type": "record",
+    "name": "Order",
+    "namespace": "shop",
+    "fields": [
+        {"name": "order_number", "type": "string"},
+        {"name": "service_area_id", "type": "int"},
+        {"name": "note", "type": "string"},
+        {"name": "event_timestamp", "type": {"type": "long", "logicalType": "timestamp-millis"}},
+    ],
+}
+#: version 2: service_area_id promoted to long, note removed, an optional discount added
+V2 = {
+    "type": "record",
+    "name": "Order",
+    "namespace": "shop",
+    "fields": [
+        {"name": "order_number", "type": "string"},
+        {"name": "service_area_id", "type": "long"},
+        {"name": "event_timestamp", "type": {"type": "long", "logicalType": "timestamp-millis"}},
+        {"name": "discount", "type": ["null", "double"], "default": None},
+    ],
+}
+
+
+def _order(i: int, version: int) -> dict:
+    record = {
+        "order_number": f"order-{i}",
+        "service_area_id": i % 3,
+        "event_timestamp": START + dt.timedelta(seconds=i),
+    }
+    if version == 1:
+        record["note"] = f"v1-{i}"
+    else:
+        record["discount"] = i / 4 if i % 2 else None
+    return record
+
+
+def _serializers(registry, schemas: list[dict]) -> list[AvroSerializer]:
+    client = SchemaRegistryClient({"url": registry.url})
+    return [AvroSerializer(client, json.dumps(s), conf={"auto.register.schemas": True}) for s in schemas]
+
+
+def _avro_stream(broker, registry_topic: str, **extra) -> dict:
+    stream = kafka_stream(
+        broker,
+        registry_topic,
+        INPUT_DATATYPE="AVRO",
+        INPUT_SCHEMA_WIRE_FORMAT="confluent",
+        INPUT_SCHEMA_EVENT_TIMESTAMP_FIELD_NAME="event_timestamp",
+        SOURCE_KAFKA_ENDING_OFFSETS="latest",
+        **extra,
+    )
+    del stream["INPUT_SCHEMA_PROTO_CLASS"], stream["INPUT_SCHEMA_EVENT_TIMESTAMP_FIELD_INDEX"]
+    return stream
+
+
+SQL = "SELECT order_number, service_area_id, discount, rowtime FROM data_stream_0"
+
+
+def test_two_writer_versions_interleaved_are_read_into_the_latest_versions_columns(
+    spark, broker, schema_registry, topic, tmp_path
+):
+    source, out = topic("avro-orders"), topic("avro-out")
+    v1, v2 = _serializers(schema_registry, [V1, V2])
+    context = SerializationContext(source, MessageField.VALUE)
+    records = [(None, (v1 if i % 2 == 0 else v2)(_order(i, 1 if i % 2 == 0 else 2), context)) for i in range(40)]
+    produce(broker.bootstrap, source, records)
+    assert {r[1][1:5] for r in records} == {(1).to_bytes(4, "big"), (2).to_bytes(4, "big")}  # two writer ids
+    data = job(
+        None,
+        [_avro_stream(broker, source)],
+        SQL,
+        SCHEMA_REGISTRY_CONFLUENT_URL=schema_registry.url,
+        **json_sink(broker, out),
+    )
+    manager, query = run_job(spark, data, tmp_path / "cp")
+    assert query.exception() is None, query.exception()
+    rows = sorted((json.loads(m.value()) for m in output_rows(broker, manager, out, 40)), key=lambda r: r["rowtime"])
+    assert [r["order_number"] for r in rows] == [f"order-{i}" for i in range(40)]
+    assert [r["service_area_id"] for r in rows] == [i % 3 for i in range(40)]  # v1's ints read as v2's longs
+    assert [r["discount"] for r in rows] == [None if i % 2 == 0 else i / 4 for i in range(40)]
+    assert "note" not in rows[0]
+    assert rows[5]["rowtime"].startswith("2026-11-22T10:00:05")
+
+
+def test_plain_avro_reads_bare_datums_with_the_schema_from_a_file(spark, broker, topic, tmp_path):
+    source, out = topic("avro-plain"), topic("avro-plain-out")
+    parsed = fastavro.parse_schema(V2)
+
+    def datum(i: int) -> bytes:
+        buffer = io.BytesIO()
+        fastavro.schemaless_writer(buffer, parsed, _order(i, 2))
+        return buffer.getvalue()
+
+    produce(broker.bootstrap, source, ((None, datum(i)) for i in range(25)))
+    schema_file = tmp_path / "order.avsc"
+    schema_file.write_text(json.dumps(V2))
+    stream = _avro_stream(broker, source, INPUT_SCHEMA_WIRE_FORMAT="plain", INPUT_SCHEMA_AVRO_SCHEMA=str(schema_file))
+    data = job(None, [stream], SQL, **json_sink(broker, out))
+    manager, query = run_job(spark, data, tmp_path / "cp")
+    assert query.exception() is None, query.exception()
+    rows = [json.loads(m.value()) for m in output_rows(broker, manager, out, 25)]
+    assert sorted(r["order_number"] for r in rows) == sorted(f"order-{i}" for i in range(25))
+    assert sum(r["discount"] is not None for r in rows) == 12
+
+
+def _corrupted(schema_registry, source: str) -> tuple[list[tuple[None, bytes]], list[str]]:
+    """Ten good records and four bad ones: wrong magic byte, an id the registry lacks, a truncated payload, a
+    record shorter than the header; with the reasons the bad ones must get."""
+    (v2,) = _serializers(schema_registry, [V2])
+    context = SerializationContext(source, MessageField.VALUE)
+    good = [v2(_order(i, 2), context) for i in range(10)]
+    bad = [b"\x07" + good[0][1:], b"\x00\x00\x00\x03\xe7" + good[1][5:], good[2][:8], b"\x00\x00\x01"]
+    records = [(None, v) for v in good[:5] + bad + good[5:]]
+    return records, ["magic byte 7", "unknown schema id 999", "not an Avro datum of schema id 1", "3 bytes"]
+
+
+def test_corrupted_framing_is_dropped_and_counted(spark, broker, schema_registry, topic, tmp_path):
+    source, out = topic("avro-bad"), topic("avro-bad-out")
+    records, _ = _corrupted(schema_registry, source)
+    produce(broker.bootstrap, source, records)
+    stream = _avro_stream(broker, source, SOURCE_KAFKA_INVALID_RECORD_POLICY="drop")
+    data = job(None, [stream], SQL, SCHEMA_REGISTRY_CONFLUENT_URL=schema_registry.url, **json_sink(broker, out))
+    manager, query = run_job(spark, data, tmp_path / "cp")
+    assert query.exception() is None, query.exception()
+    rows = [json.loads(m.value()) for m in output_rows(broker, manager, out, 10)]
+    assert sorted(r["order_number"] for r in rows) == sorted(f"order-{i}" for i in range(10))
+    dropped = sum(
+        p["observedMetrics"]["invalid_records_data_stream_0"]["count"]
+        for p in query.recentProgress
+        if p.get("observedMetrics")
+    )
+    assert dropped == 4
+
+
+def test_corrupted_framing_goes_to_dead_letters_with_reasons_and_the_raw_bytes(
+    spark, broker, schema_registry, topic, tmp_path
+):
+    source, out = topic("avro-dl"), topic("avro-dl-out")
+    records, reasons = _corrupted(schema_registry, source)
+    produce(broker.bootstrap, source, records)
+    stream = _avro_stream(broker, source, SOURCE_KAFKA_INVALID_RECORD_POLICY="dead-letter")
+    data = job(
+        None,
+        [stream],
+        SQL,
+        SCHEMA_REGISTRY_CONFLUENT_URL=schema_registry.url,
+        DEAD_LETTER_PATH=str(tmp_path / "dl"),
+        **json_sink(broker, out),
+    )
+    manager, query = run_job(spark, data, tmp_path / "cp")
+    assert query.exception() is None, query.exception()
+    assert len(output_rows(broker, manager, out, 10)) == 10
+    letters = [json.loads(line) for f in sorted((tmp_path / "dl").glob("*.jsonl")) for line in f.read_text().split("\n") if line]
+    by_offset = {d["coordinates"]["offset"]: d for d in letters}
+    assert sorted(by_offset) == [5, 6, 7, 8]
+    for offset, reason in zip([5, 6, 7, 8], reasons, strict=True):
+        assert reason in by_offset[offset]["reason"], by_offset[offset]["reason"]
+        raw = records[offset][1]
+        assert by_offset[offset]["value_base64"] == __import__("base64").b64encode(raw).decode()
+
+
+def test_a_restart_with_the_registry_down_reads_with_the_schemas_the_checkpoint_pinned(
+    spark, broker, schema_registry, topic, tmp_path, caplog
+):
+    source, out = topic("avro-down"), topic("avro-down-out")
+    v1, v2 = _serializers(schema_registry, [V1, V2])
+    context = SerializationContext(source, MessageField.VALUE)
+    produce(broker.bootstrap, source, ((None, v1(_order(i, 1), context)) for i in range(10)))
+    stream = _avro_stream(broker, source)
+    del stream["SOURCE_KAFKA_ENDING_OFFSETS"]
+    data = job(None, [stream], SQL, SCHEMA_REGISTRY_CONFLUENT_URL=schema_registry.url, **json_sink(broker, out))
+    manager, query = run_job(spark, data, tmp_path / "cp")
+    assert query.exception() is None, query.exception()
+    produce(broker.bootstrap, source, ((None, v2(_order(i, 2), context)) for i in range(10, 30)))
+    schema_registry.down()
+    with caplog.at_level("WARNING", logger="dagger"):
+        manager, query = run_job(spark, data, tmp_path / "cp")
+    assert query.exception() is None, query.exception()
+    assert any("going on with the copy" in r.getMessage() for r in caplog.records)
+    rows = [json.loads(m.value()) for m in output_rows(broker, manager, out, 30)]
+    assert sorted(r["order_number"] for r in rows) == sorted(f"order-{i}" for i in range(30))
+
+
+def test_wrong_registry_credentials_end_validate_with_one_clear_line(tmp_path):
+    from types import SimpleNamespace
+
+    from testing.schema_registry import SchemaRegistry
+
+    broker = SimpleNamespace(bootstrap="127.0.0.1:9")  # validate reads no record
+
+    with SchemaRegistry(user_info="reader:secret") as registry:
+        registry.register("orders-value", json.dumps(V2))
+        stream = _avro_stream(broker, "orders")
+        data = job(
+            None,
+            [stream],
+            SQL,
+            SCHEMA_REGISTRY_CONFLUENT_URL=registry.url,
+            SCHEMA_REGISTRY_CONFLUENT_BASIC_AUTH_USER_INFO="reader:wrong",
+            SCHEMA_REGISTRY_CONFLUENT_RETRIES="0",
+            SINK_TYPE="log",
+        )
+        config = tmp_path / "job.json"
+        config.write_text(json.dumps(data))
+        result = dagger("validate", str(config))
+    assert result.returncode == 2, result.stderr
+    last = result.stderr.strip().splitlines()[-1]
+    assert "credentials were refused by the schema registry at" in last, result.stderr
+    assert "SCHEMA_REGISTRY_CONFLUENT_BASIC_AUTH_USER_INFO" in last
+    assert "wrong" not in result.stderr and "Traceback" not in result.stderr
