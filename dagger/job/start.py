@@ -15,6 +15,7 @@ from dagger.errors import DaggerConfigError
 from dagger.longbow.schema import LongbowKind, duration_ms
 
 if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
     from pyspark.sql.streaming import StreamingQuery
 
     from dagger.bounded import BoundedRun
@@ -76,7 +77,11 @@ def _start_micro_batches(ctx: JobContext, plan: Plan) -> StreamingQuery:
     config = ctx.config
     prepare_sinks(ctx, plan.sinks)
     encoded = encode_sinks(plan.sinks)
-    writer = plan.dataframe.writeStream.option("checkpointLocation", ctx.checkpoint).outputMode(plan.output_mode)
+    writer = (
+        with_sink_columns(plan.dataframe, plan.sinks)
+        .writeStream.option("checkpointLocation", ctx.checkpoint)
+        .outputMode(plan.output_mode)
+    )
     writer = writer.queryName(config.job_slug)
     if plan.output_mode == "append":
         writer = writer.format(SINK_FORMAT).option("sinks", encoded)
@@ -117,7 +122,7 @@ def _start_bounded(ctx: JobContext, plan: Plan) -> BoundedRun:
     write = write_micro_batch(encode_sinks(plan.sinks))
 
     def work() -> dict[str, Any]:
-        write(plan.dataframe, batch_id)
+        write(with_sink_columns(plan.dataframe, plan.sinks), batch_id)
         record_run(ctx.store, print_, batch_id)
         rows, observed = {}, {}
         for table, observation in counters.input_observations.items():
@@ -141,6 +146,14 @@ def _start_bounded(ctx: JobContext, plan: Plan) -> BoundedRun:
     for sink in plan.sinks:
         log.info("sink %s: a re-run over input already written %s", sink.display_name, sink.rerun)
     return BoundedRun(ctx.spark, config.job_slug, batch_id, work).start()
+
+
+def with_sink_columns(df: DataFrame, sinks: list[Sink]) -> DataFrame:
+    """``df`` with the columns the JVM computes for the sinks (:meth:`~dagger.plugins.sink.Sink.jvm_columns`)."""
+    extra = {}
+    for sink in sinks:
+        extra.update(sink.jvm_columns(df.columns))
+    return df.withColumns(extra) if extra else df
 
 
 def prepare_sinks(ctx: JobContext, sinks: list[Sink]) -> None:

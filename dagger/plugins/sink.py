@@ -68,6 +68,10 @@ class SinkSettings(BaseModel):
                 raise ValueError(f"{key} is required when SINK_TYPE is '{sink}'")
 
 
+#: the names of columns the JVM computes for one sink (:meth:`Sink.jvm_columns`) begin so
+JVM_COLUMN_PREFIX = "__dagger_sink_"
+
+
 class SinkWriter(ABC):
     """Executor-side writer of one Spark task's share of a micro-batch."""
 
@@ -150,6 +154,16 @@ class Sink(ABC):
         """Before the query starts, while Spark's session does: wait up to :attr:`first_contact_s` for the
         destination to answer for the first time, and raise :class:`~dagger.errors.SinkError` naming it and the
         cause when it does not (a job that cannot write ends in seconds)."""
+
+    def jvm_columns(self, names: list[str]) -> dict[str, Any]:
+        """Columns the JVM computes for this sink from the output columns ``names`` (name → Spark Column; named
+        with :meth:`jvm_column`), handed to this sink's writer only: encodings Spark does faster than Python,
+        such as Avro. Runs on the driver while the query is planned."""
+        return {}
+
+    def jvm_column(self, what: str) -> str:
+        """The name of this sink's JVM column ``what`` (unique per sink)."""
+        return f"{JVM_COLUMN_PREFIX}{self.label or self.name}_{what}"
 
     def prepare(self) -> None:  # noqa: B027 - optional hook
         """Driver-side set-up before the query starts (e.g. create the destination table), after :meth:`reach`."""

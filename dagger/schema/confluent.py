@@ -184,6 +184,17 @@ def fetch_subject(settings: ConfluentSettings, subject: str, where: str) -> Subj
     return SubjectSchemas(subject, schema_type, latest.schema_id, latest.version, schemas)
 
 
+def register(settings: ConfluentSettings, subject: str, schema: str, schema_type: str) -> int:
+    """Register ``schema`` under ``subject`` (the same schema again keeps its id); its id. A schema the subject's
+    compatibility refuses is a config error naming the subject."""
+    from confluent_kafka.schema_registry import Schema
+
+    with _answers(settings, f"registering a schema under subject {subject!r}"):
+        schema_id = client(settings).register_schema(subject, Schema(schema, schema_type))
+    log.info("subject %r: schema id %d registered at %s", subject, schema_id, settings.shown)
+    return schema_id
+
+
 _BY_ID: dict[tuple[ConfluentSettings, int], dict[str, Any]] = {}
 
 
@@ -250,6 +261,8 @@ class _answers:
                 raise DaggerConfigError(
                     f"{self.what}: credentials {given} by {at} (HTTP {status}: {message}); check {key}"
                 ) from None
+            if status == 409 or code in (409, 42201):
+                raise DaggerConfigError(f"{self.what}: {at} refused it ({message})") from None
             if code in (40401, 40402):
                 raise DaggerConfigError(
                     f"{self.what} is not in {at} ({message}); register it, or name the subject with "

@@ -145,7 +145,7 @@ def proto_message(stream: StreamConfig, descriptors: DescriptorSet) -> str | Non
     message of the subject's file, as a record's ``[0]`` index names it."""
     if stream.format.INPUT_SCHEMA_PROTO_CLASS or stream_subject(stream) is None:
         return stream.format.INPUT_SCHEMA_PROTO_CLASS
-    from dagger.serde.confluent import message_at
+    from dagger.serde.confluent_decode import message_at
 
     return message_at(registered(stream, descriptors, "PROTOBUF").file_descriptors()[-1], (0,))
 

@@ -34,7 +34,14 @@ def build_sinks(config: JobConfig, descriptors: DescriptorSet) -> list[Sink]:
     from dagger.dead_letter import DeadLetterSpec
 
     dead_letter = DeadLetterSpec.from_config(config)
-    return [
-        build_sink(entry, descriptors).bind(name, dead_letter, frozenset(entry.SINK_ERROR_TYPES_FOR_FAILURE))
-        for name, entry in config.sink_configs
-    ]
+    sinks = []
+    for name, entry in config.sink_configs:
+        sink = build_sink(entry, descriptors).bind(name, dead_letter, frozenset(entry.SINK_ERROR_TYPES_FOR_FAILURE))
+        if getattr(entry.settings, "needs_registry", False):  # the registry's keys are the job's
+            from dataclasses import asdict
+
+            from dagger.schema.confluent import ConfluentSettings
+
+            sink.registry = asdict(ConfluentSettings.from_config(config))
+        sinks.append(sink)
+    return sinks

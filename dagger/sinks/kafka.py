@@ -49,7 +49,33 @@ class KafkaSinkSettings(SinkSettings):
     SINK_KAFKA_STREAM: str | None = Field(
         None, description="Logical output cluster name (Dagger's telemetry tag; accepted and ignored)."
     )
-    SINK_KAFKA_DATA_TYPE: Literal["PROTO", "JSON"] = Field("PROTO", description="PROTO, or JSON (one object per row).")
+    SINK_KAFKA_DATA_TYPE: Literal["PROTO", "JSON", "AVRO"] = Field(
+        "PROTO", description="PROTO, JSON (one object per row), or beyond Dagger AVRO (encoded by Spark's `to_avro`)."
+    )
+    SINK_KAFKA_WIRE_FORMAT: Literal["plain", "confluent"] = Field(
+        "plain",
+        description="Beyond Dagger, with AVRO: `confluent` writes Confluent's wire format (magic byte 0, the 4-byte "
+        "schema id, the datum) with the schema in the registry at `SCHEMA_REGISTRY_CONFLUENT_URL`; `plain` writes "
+        "bare datums.",
+    )
+    SINK_KAFKA_SCHEMA_SUBJECT: str | None = Field(
+        None, description="The registry subject of the records written; by default `<SINK_KAFKA_TOPIC>-value`."
+    )
+    SINK_KAFKA_SCHEMA_AUTO_REGISTER: bool = Field(
+        False,
+        description="`false` (the default): the subject's latest schema is looked up when the job starts, and "
+        "`dagger validate` and the start check that the output fits it (names, types, nullability). `true`: a "
+        "schema derived from the output columns is registered at start (a nullable column becomes "
+        '`["null", T]` with default `null`), as a record named `SINK_KAFKA_AVRO_RECORD_NAME`.',
+    )
+    SINK_KAFKA_AVRO_RECORD_NAME: str = Field(
+        "dagger.Record", description="The derived Avro record's full name (`namespace.Name`)."
+    )
+    SINK_KAFKA_AVRO_SCHEMA: str | None = Field(
+        None,
+        description="With AVRO and `plain`: the records' Avro schema (JSON, or a path or URL of it), checked "
+        "against the output as a registered one is; derived from the output columns when unset.",
+    )
     SINK_KAFKA_JSON_SCHEMA: str | None = Field(
         None,
         description="With `SINK_KAFKA_DATA_TYPE=JSON`: the JSON Schema of the records written, as Dagger's "
@@ -71,12 +97,23 @@ class KafkaSinkSettings(SinkSettings):
     def large_messages(self) -> bool:
         return self.SINK_KAFKA_PRODUCE_LARGE_MESSAGE_ENABLE
 
+    @property
+    def needs_registry(self) -> bool:
+        return self.SINK_KAFKA_DATA_TYPE == "AVRO" and self.SINK_KAFKA_WIRE_FORMAT == "confluent"
+
     @model_validator(mode="after")
     def _required(self) -> KafkaSinkSettings:
         self.require("kafka", "SINK_KAFKA_BROKERS", "SINK_KAFKA_TOPIC")
         if self.SINK_KAFKA_DATA_TYPE == "PROTO":
             self.require("kafka", "SINK_KAFKA_PROTO_MESSAGE")
         return self
+
+
+def avro_sink_subject(config: KafkaSinkSettings) -> tuple[str, str]:
+    """``(subject, the key that names it)`` of an Avro sink in Confluent's wire format."""
+    if config.SINK_KAFKA_SCHEMA_SUBJECT:
+        return config.SINK_KAFKA_SCHEMA_SUBJECT, "SINK_KAFKA_SCHEMA_SUBJECT"
+    return f"{config.SINK_KAFKA_TOPIC}-value", "SINK_KAFKA_TOPIC (subject <topic>-value)"
 
 
 def _encoder(descriptor_set_b64: str, message: str, key: str) -> Any:
@@ -115,6 +152,13 @@ class _KafkaWriter(SinkWriter):
 
     def _encode(self, batch: pa.RecordBatch) -> tuple[pa.BinaryArray, pa.BinaryArray | None]:
         sink = self.sink
+        if sink.data_type == "AVRO":
+            values = batch.column(sink.jvm_column("value"))
+            if sink.subject is not None:
+                from dagger.serde.avro_encode import framed
+
+                values = framed(values, sink.schema_id)
+            return values, None
         if sink.data_type == "JSON":
             if sink.json_schema:
                 batch = _json_shape(sink.json_schema).shape(batch)
@@ -258,6 +302,14 @@ class KafkaSink(Sink):
     name = "kafka"
     rerun = "duplicates: its records are produced again (the Kafka sink is at-least-once; with SINK_KAFKA_PROTO_KEY and a compacted topic, readers keep one record per key)"
 
+    #: AVRO: the records' schema (JSON), its registry id (Confluent's format), how it is had, and the registry
+    avro_schema: str | None = None
+    schema_id: int | None = None
+    subject: str | None = None
+    auto_register: bool = False
+    record_name: str = "dagger.Record"
+    registry: dict[str, Any] | None = None  # a ConfluentSettings' fields, given by build_sinks
+
     def __init__(
         self,
         topic: str,
@@ -319,7 +371,39 @@ class KafkaSink(Sink):
                 _json_shape(json_schema)  # an unusable schema is a config error before start
             except JsonSchemaError as exc:
                 raise DaggerConfigError(str(exc)) from None
-        return cls(config.SINK_KAFKA_TOPIC, producer, blob, value, key, config.SINK_KAFKA_DATA_TYPE, json_schema)
+        sink = cls(config.SINK_KAFKA_TOPIC, producer, blob, value, key, config.SINK_KAFKA_DATA_TYPE, json_schema)
+        if config.SINK_KAFKA_DATA_TYPE == "AVRO":
+            sink._avro(config, descriptors)
+        return sink
+
+    def _avro(self, config: KafkaSinkSettings, descriptors: DescriptorSet | None) -> None:
+        """The records' Avro schema: looked up (pinned with the descriptor sets), given, or derived in check()."""
+        self.auto_register = config.SINK_KAFKA_SCHEMA_AUTO_REGISTER
+        self.record_name = config.SINK_KAFKA_AVRO_RECORD_NAME
+        if config.SINK_KAFKA_WIRE_FORMAT == "confluent":
+            self.subject = avro_sink_subject(config)[0]
+            if not self.auto_register:
+                schemas = (descriptors.subjects if descriptors is not None else {}).get(self.subject)
+                if schemas is None or schemas.schema_type != "AVRO":
+                    held = f"holds {schemas.schema_type} schemas" if schemas is not None else "was not read"
+                    raise DaggerConfigError(
+                        f"SINK_KAFKA_SCHEMA_SUBJECT: subject {self.subject!r} {held}; AVRO needs an Avro one"
+                    )
+                self.avro_schema, self.schema_id = schemas.avro_schema(), schemas.reader_id
+        elif config.SINK_KAFKA_AVRO_SCHEMA:
+            from dagger.serde.formats import load_text
+
+            self.avro_schema = load_text(config.SINK_KAFKA_AVRO_SCHEMA, "SINK_KAFKA_AVRO_SCHEMA")
+
+    def jvm_columns(self, names: list[str]) -> dict[str, Any]:
+        """AVRO: each row's datum, encoded in the JVM by Spark's ``to_avro``."""
+        if self.data_type != "AVRO":
+            return {}
+        from dagger.serde.avro_encode import avro_column
+        from dagger.serde.avro_types import avro_struct
+
+        fields = avro_struct(self.avro_schema, "SINK_KAFKA_AVRO_SCHEMA").fieldNames()
+        return {self.jvm_column("value"): avro_column(fields, self.avro_schema)}
 
     def describe(self) -> str:
         what = (
@@ -330,6 +414,17 @@ class KafkaSink(Sink):
         return f"kafka topic {self.topic} on {self.producer_config['bootstrap.servers']} as {what}"
 
     def check(self, schema: pa.Schema) -> list[str]:
+        if self.data_type == "AVRO":
+            from dagger.serde.avro_encode import derived_schema, fit_problems
+
+            if self.avro_schema is None or (self.auto_register and self.schema_id is None):
+                try:
+                    self.avro_schema = derived_schema(schema, self.record_name)
+                except ValueError as exc:
+                    return [f"SINK_KAFKA_DATA_TYPE=AVRO: {exc}"]
+                return []
+            where = f"subject {self.subject!r}" if self.subject else "SINK_KAFKA_AVRO_SCHEMA"
+            return fit_problems(self.avro_schema, schema, where)
         if self.data_type != "PROTO":
             picked = _json_shape(self.json_schema).columns(schema.names) if self.json_schema else []
             return [picked] if isinstance(picked, str) else []
@@ -351,6 +446,14 @@ class KafkaSink(Sink):
 
     def writer(self, partition_id: int, batch_id: int) -> SinkWriter:
         return _KafkaWriter(self, partition_id, batch_id)
+
+    def prepare(self) -> None:
+        """AVRO with auto-register: the derived schema is registered under the subject (its id is kept)."""
+        if self.data_type != "AVRO" or self.subject is None or not self.auto_register:
+            return
+        from dagger.schema.confluent import ConfluentSettings, register
+
+        self.schema_id = register(ConfluentSettings(**self.registry), self.subject, self.avro_schema, "AVRO")
 
     def reach(self) -> None:
         """At start, on the driver: the brokers must answer within :attr:`first_contact_s` and must not refuse the

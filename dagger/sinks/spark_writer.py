@@ -16,7 +16,7 @@ from pyspark import cloudpickle
 from pyspark.sql.datasource import DataSource, DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
 
-from dagger.plugins.sink import Sink
+from dagger.plugins.sink import JVM_COLUMN_PREFIX, Sink
 from dagger.serde.variant import typed_variants
 
 SINK_FORMAT = "dagger-sink"
@@ -50,13 +50,16 @@ class FanOutWriter(DataSourceStreamArrowWriter):
         if batch_id is None:
             batch_id = int(context.getLocalProperty("streaming.sql.batchId") or -1) if context else -1
         writers = []
+        picks: list[list[int]] | None = None
         try:
             for sink in self.sinks:
                 writers.append(sink.writer(partition_id, batch_id))
             for batch in iterator:
                 batch = typed_variants(batch)  # untyped lookup outputs: their values' own type, once for all
-                for writer in writers:
-                    writer.write(batch)
+                if picks is None:
+                    picks = [_own_columns(batch.schema.names, sink) for sink in self.sinks]
+                for writer, pick in zip(writers, picks, strict=True):
+                    writer.write(batch if pick is None else batch.select(pick))
         except BaseException:
             _abort_all(writers)  # one sink failed: the others deliver nothing either (the batch is retried)
             raise
@@ -77,6 +80,13 @@ class FanOutWriter(DataSourceStreamArrowWriter):
         """Spark gave up on the micro-batch: every sink hears of it (each must not raise)."""
         for sink in self.sinks:
             _quietly(sink.abort, batchId)
+
+
+def _own_columns(names: list[str], sink: Sink) -> list[int] | None:
+    """The columns ``sink`` is handed: the output's and its own JVM columns (None: all of them)."""
+    own = sink.jvm_column("")
+    pick = [i for i, n in enumerate(names) if not n.startswith(JVM_COLUMN_PREFIX) or n.startswith(own)]
+    return None if len(pick) == len(names) else pick
 
 
 def _quietly(call: Any, *args: Any) -> None:

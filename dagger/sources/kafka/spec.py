@@ -131,7 +131,7 @@ def _build_decoder(spec: KafkaSourceSpec):  # noqa: ANN202
     inner = _plain_decoder(spec)
     if spec.confluent is None:
         return inner
-    from dagger.serde.confluent import ConfluentDecoder
+    from dagger.serde.confluent_decode import ConfluentDecoder
 
     writers = {int(k): [base64.b64decode(f) for f in v] for k, v in (spec.confluent_writers or {}).items()}
     protobuf = spec.data_type == "PROTO"

@@ -14,7 +14,7 @@ from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 
-from testing.produce import produce
+from testing.produce import consume_all, produce
 from tests.conftest import START, dagger, job, json_sink, kafka_stream, output_rows, run_job
 
 pytestmark = pytest.mark.integration
@@ -174,7 +174,12 @@ def test_corrupted_framing_goes_to_dead_letters_with_reasons_and_the_raw_bytes(
     manager, query = run_job(spark, data, tmp_path / "cp")
     assert query.exception() is None, query.exception()
     assert len(output_rows(broker, manager, out, 10)) == 10
-    letters = [json.loads(line) for f in sorted((tmp_path / "dl").glob("*.jsonl")) for line in f.read_text().split("\n") if line]
+    letters = [
+        json.loads(line)
+        for f in sorted((tmp_path / "dl").glob("*.jsonl"))
+        for line in f.read_text().split("\n")
+        if line
+    ]
     by_offset = {d["coordinates"]["offset"]: d for d in letters}
     assert sorted(by_offset) == [5, 6, 7, 8]
     for offset, reason in zip([5, 6, 7, 8], reasons, strict=True):
@@ -232,3 +237,168 @@ def test_wrong_registry_credentials_end_validate_with_one_clear_line(tmp_path):
     assert "credentials were refused by the schema registry at" in last, result.stderr
     assert "SCHEMA_REGISTRY_CONFLUENT_BASIC_AUTH_USER_INFO" in last
     assert "wrong" not in result.stderr and "Traceback" not in result.stderr
+
+
+#: every Avro type the docs' mapping table names
+WIDE = {
+    "type": "record",
+    "name": "Wide",
+    "namespace": "t",
+    "fields": [
+        {"name": "b", "type": "boolean"},
+        {"name": "i", "type": "int"},
+        {"name": "l", "type": "long"},
+        {"name": "f", "type": "float"},
+        {"name": "d", "type": "double"},
+        {"name": "s", "type": "string"},
+        {"name": "by", "type": "bytes"},
+        {"name": "fx", "type": {"type": "fixed", "name": "Fx", "size": 4}},
+        {"name": "e", "type": {"type": "enum", "name": "E", "symbols": ["A", "B"]}},
+        {"name": "a", "type": {"type": "array", "items": ["null", "string"]}},
+        {"name": "m", "type": {"type": "map", "values": "long"}},
+        {"name": "r", "type": {"type": "record", "name": "R", "fields": [{"name": "x", "type": "int"}]}},
+        {"name": "again", "type": ["null", "R"]},
+        {"name": "opt", "type": ["null", "string"]},
+        {"name": "late", "type": ["string", "null"]},
+        {"name": "num", "type": ["int", "long"]},
+        {"name": "real", "type": ["null", "float", "double"]},
+        {"name": "u", "type": ["null", "string", "R"]},
+        {"name": "dec", "type": {"type": "bytes", "logicalType": "decimal", "precision": 10, "scale": 3}},
+        {
+            "name": "fdec",
+            "type": {"type": "fixed", "name": "Fd", "size": 8, "logicalType": "decimal", "precision": 12, "scale": 2},
+        },
+        {"name": "day", "type": {"type": "int", "logicalType": "date"}},
+        {"name": "ms", "type": {"type": "long", "logicalType": "timestamp-millis"}},
+        {"name": "us", "type": {"type": "long", "logicalType": "timestamp-micros"}},
+        {"name": "lms", "type": {"type": "long", "logicalType": "local-timestamp-millis"}},
+        {"name": "tm", "type": {"type": "int", "logicalType": "time-millis"}},
+        {"name": "tu", "type": {"type": "long", "logicalType": "time-micros"}},
+        {"name": "id", "type": {"type": "string", "logicalType": "uuid"}},
+    ],
+}
+
+
+def test_the_type_mapping_is_the_one_sparks_avro_reader_gives(spark):
+    from pyspark.sql import functions as F
+    from pyspark.sql.avro.functions import from_avro
+
+    from dagger.serde.avro_types import avro_struct
+
+    ours = avro_struct(json.dumps(WIDE), "here")
+    spark_type = spark.range(1).select(from_avro(F.lit(None).cast("binary"), json.dumps(WIDE)).alias("r")).schema
+    assert ours.simpleString() == spark_type["r"].dataType.simpleString()
+    assert [f.nullable for f in ours.fields] == [f.nullable for f in spark_type["r"].dataType.fields]
+
+
+def _deserialized(registry, broker, manager, out: str, expected: int) -> list[dict]:
+    """The sink's records read back by confluent-kafka's own AvroDeserializer (nothing of ours decodes them)."""
+    from confluent_kafka.schema_registry.avro import AvroDeserializer
+
+    read = AvroDeserializer(SchemaRegistryClient({"url": registry.url}))
+    context = SerializationContext(out, MessageField.VALUE)
+    return [read(m.value(), context) for m in output_rows(broker, manager, out, expected)]
+
+
+def _avro_sink(broker, out: str, **extra) -> dict:
+    return {
+        "SINK_TYPE": "kafka",
+        "SINK_KAFKA_BROKERS": broker.bootstrap,
+        "SINK_KAFKA_TOPIC": out,
+        "SINK_KAFKA_DATA_TYPE": "AVRO",
+        "SINK_KAFKA_WIRE_FORMAT": "confluent",
+        **extra,
+    }
+
+
+def test_the_avro_sink_registers_the_outputs_schema_and_confluents_deserializer_reads_it(
+    spark, broker, schema_registry, topic, tmp_path
+):
+    source, out = topic("avro-in"), topic("avro-reg-out")
+    (v2,) = _serializers(schema_registry, [V2])
+    context = SerializationContext(source, MessageField.VALUE)
+    produce(broker.bootstrap, source, ((None, v2(_order(i, 2), context)) for i in range(20)))
+    sink = _avro_sink(broker, out, SINK_KAFKA_SCHEMA_AUTO_REGISTER="true", SINK_KAFKA_AVRO_RECORD_NAME="shop.Out")
+    data = job(None, [_avro_stream(broker, source)], SQL, SCHEMA_REGISTRY_CONFLUENT_URL=schema_registry.url, **sink)
+    manager, query = run_job(spark, data, tmp_path / "cp")
+    assert query.exception() is None, query.exception()
+    rows = _deserialized(schema_registry, broker, manager, out, 20)
+    assert sorted(r["order_number"] for r in rows) == sorted(f"order-{i}" for i in range(20))
+    by_number = {r["order_number"]: r for r in rows}
+    assert by_number["order-3"]["discount"] == 0.75 and by_number["order-4"]["discount"] is None
+    assert by_number["order-5"]["rowtime"] == START + dt.timedelta(seconds=5)
+    registered = SchemaRegistryClient({"url": schema_registry.url}).get_latest_version(f"{out}-value")
+    assert json.loads(registered.schema.schema_str)["name"] == "Out"
+
+
+def test_the_avro_sink_writes_with_the_subjects_schema_and_refuses_output_that_does_not_fit(
+    spark, broker, schema_registry, topic, tmp_path
+):
+    source, out = topic("avro-in2"), topic("avro-lookup-out")
+    (v2,) = _serializers(schema_registry, [V2])
+    context = SerializationContext(source, MessageField.VALUE)
+    produce(broker.bootstrap, source, ((None, v2(_order(i, 2), context)) for i in range(12)))
+    target = {
+        "type": "record",
+        "name": "Summary",
+        "fields": [
+            {"name": "order_number", "type": "string"},
+            {"name": "service_area_id", "type": "long"},
+            {"name": "discount", "type": ["null", "double"], "default": None},
+        ],
+    }
+    schema_id = schema_registry.register(f"{out}-value", json.dumps(target))
+    sql = "SELECT order_number, service_area_id, discount FROM data_stream_0"
+    data = job(
+        None,
+        [_avro_stream(broker, source)],
+        sql,
+        SCHEMA_REGISTRY_CONFLUENT_URL=schema_registry.url,
+        **_avro_sink(broker, out),
+    )
+    manager, query = run_job(spark, data, tmp_path / "cp")
+    assert query.exception() is None, query.exception()
+    rows = _deserialized(schema_registry, broker, manager, out, 12)
+    assert sorted(r["order_number"] for r in rows) == sorted(f"order-{i}" for i in range(12))
+    raw = consume_all(broker.bootstrap, out, expected=12)
+    assert {m.value()[:5] for m in raw} == {b"\0" + schema_id.to_bytes(4, "big")}
+    # an int column where the schema says long, and a column the schema lacks: refused before start
+    from dagger.errors import DaggerConfigError
+    from dagger.job import Job, load_config
+
+    bad = {
+        **data,
+        "FLINK_SQL_QUERY": "SELECT order_number, CAST(service_area_id AS INT) AS service_area_id, discount, 1 AS extra FROM data_stream_0",
+    }
+    with pytest.raises(DaggerConfigError) as info:
+        Job(load_config(data=bad), checkpoint_dir=str(tmp_path / "cp2"), spark=spark).validate()
+    text = str(info.value)
+    assert "column 'service_area_id' is int, the schema's field is bigint" in text
+    assert "output column(s) extra are not in the schema" in text
+
+
+def test_the_example_config_reads_avro_windows_it_and_writes_avro_back(spark, broker, schema_registry, topic, tmp_path):
+    source, out = topic("shop-orders"), topic("shop-per-minute")
+    (v2,) = _serializers(schema_registry, [V2])
+    context = SerializationContext(source, MessageField.VALUE)
+    # three minutes of orders, one a second: the windows ending 10:01 and 10:02 close (the watermark trails by 10 s)
+    produce(broker.bootstrap, source, ((None, v2(_order(i, 2), context)) for i in range(180)))
+    env = {
+        "ORDERS_TOPIC": source,
+        "COUNTS_TOPIC": out,
+        "KAFKA_BOOTSTRAP": broker.bootstrap,
+        "SCHEMA_REGISTRY_URL": schema_registry.url,
+    }
+    result = dagger(
+        "run", "configs/avro_registry.json", "--available-now", "--checkpoint-dir", str(tmp_path / "cp"), env=env
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    from confluent_kafka.schema_registry.avro import AvroDeserializer
+
+    read = AvroDeserializer(SchemaRegistryClient({"url": schema_registry.url}))
+    rows = [
+        read(m.value(), SerializationContext(out, MessageField.VALUE))
+        for m in consume_all(broker.bootstrap, out, expected=6)
+    ]
+    got = sorted((r["service_area_id"], r["window_timestamp"].minute, r["order_count"]) for r in rows)
+    assert got == sorted((area, minute, 20) for area in range(3) for minute in (1, 2))

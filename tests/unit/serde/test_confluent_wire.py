@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 from confluent_kafka.schema_registry.json_schema import JSONSerializer
 
-from dagger.serde.confluent import ConfluentDecoder, message_at, payloads, read_frames
+from dagger.serde.confluent_decode import ConfluentDecoder, message_at, payloads, read_frames
 from dagger.serde.decode import ProtoDecoder
 from dagger.serde.json_decode import JsonDecoder
 from testing.confluent import ORDER, order, orders_classes, protobuf_serializer, registry_client, value_context
@@ -33,7 +33,7 @@ def test_message_indexes_read_as_confluent_writes_them():
     assert frames.bad == {}
     assert list(frames.ids) == [42] * 5
     assert [frames.path_table[p] for p in frames.paths] == [path for path, _ in GOLDEN]
-    for (_, path_at, start), positions in frames.groups().items():
+    for (_, _, start), positions in frames.groups().items():
         assert payloads(values, start, positions).to_pylist() == [b"payload"] * len(positions)
     # the long form of [0] (length 1, index 0) is [0] too
     long_form = read_frames(pa.array([b"\x00\x00\x00\x00\x2a\x02\x00x"], pa.binary()), protobuf=True)
@@ -94,13 +94,25 @@ def test_protobuf_records_of_a_nested_message_and_the_0_shortcut(registry):
     values = [orders[0], orders[1], stray, orders[2], b"\x05nope", *orders[3:]]
     result = decoder.decode(pa.array(values, pa.binary()))
     assert result.invalid == [2, 4]
-    assert result.reasons[0] == f"message index [0] of schema id {schema.schema_id} names shop.Header; this stream reads {ORDER}"
+    assert (
+        result.reasons[0]
+        == f"message index [0] of schema id {schema.schema_id} names shop.Header; this stream reads {ORDER}"
+    )
     assert result.reasons[1].startswith("magic byte 5")
     batch = result.batch
     assert batch.num_rows == 8
     names = ["order-0", "order-1", "", "order-2", "", "order-3", "order-4", "order-5"]
     assert batch.column("order_number").to_pylist() == names
-    assert batch.column("__internal_validation_field__").to_pylist() == [True, True, False, True, False, True, True, True]
+    assert batch.column("__internal_validation_field__").to_pylist() == [
+        True,
+        True,
+        False,
+        True,
+        False,
+        True,
+        True,
+        True,
+    ]
     rowtimes = batch.column("rowtime").to_pylist()
     assert rowtimes[3].second == 2 and rowtimes[2].year == 1970
 

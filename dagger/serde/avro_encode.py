@@ -1,0 +1,113 @@
+"""Rows → Avro for the Kafka sink (``SINK_KAFKA_DATA_TYPE=AVRO``), encoded by Spark's Avro writer (``to_avro``)
+in the JVM; the sink's Python writer only puts Confluent's header in front (:func:`framed`).
+
+* :func:`derived_schema`: the Avro record of the output columns (``SINK_KAFKA_SCHEMA_AUTO_REGISTER=true``), as a
+  registry keeps it best for evolution: a nullable column is ``["null", T]`` with default ``null``.
+* :func:`fit_problems`: whether the output fits a schema looked up in the registry (names, types, nullability),
+  said at ``dagger validate`` and at start, before a record is written.
+* :func:`avro_column`: the JVM column holding each row's datum.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pyarrow as pa
+
+
+def _avro_type(arrow: pa.DataType, name: str, namespace: str) -> Any:
+    if pa.types.is_boolean(arrow):
+        return "boolean"
+    if pa.types.is_integer(arrow):
+        return "long" if arrow.bit_width > 32 else "int"
+    if pa.types.is_float32(arrow):
+        return "float"
+    if pa.types.is_floating(arrow):
+        return "double"
+    if pa.types.is_string(arrow) or pa.types.is_large_string(arrow):
+        return "string"
+    if pa.types.is_binary(arrow) or pa.types.is_large_binary(arrow):
+        return "bytes"
+    if pa.types.is_decimal(arrow):
+        return {"type": "bytes", "logicalType": "decimal", "precision": arrow.precision, "scale": arrow.scale}
+    if pa.types.is_date(arrow):
+        return {"type": "int", "logicalType": "date"}
+    if pa.types.is_timestamp(arrow):
+        logical = "timestamp-micros" if arrow.tz else "local-timestamp-micros"
+        return {"type": "long", "logicalType": logical}
+    if pa.types.is_map(arrow):
+        return {"type": "map", "values": _field_type(arrow.item_field, f"{name}_value", namespace)}
+    if pa.types.is_list(arrow) or pa.types.is_large_list(arrow):
+        return {"type": "array", "items": _field_type(arrow.value_field, f"{name}_item", namespace)}
+    if pa.types.is_struct(arrow):
+        return _record([arrow.field(i) for i in range(arrow.num_fields)], name, namespace)
+    raise ValueError(f"column type {arrow} has no Avro form")
+
+
+def _field_type(field: pa.Field, name: str, namespace: str) -> Any:
+    avro = _avro_type(field.type, name, namespace)
+    return ["null", avro] if field.nullable else avro
+
+
+def _record(fields: list[pa.Field], name: str, namespace: str) -> dict:
+    out = []
+    for f in fields:
+        entry: dict[str, Any] = {"name": f.name, "type": _field_type(f, f.name, f"{namespace}.{name}")}
+        if f.nullable:
+            entry["default"] = None
+        out.append(entry)
+    return {"type": "record", "name": name, "namespace": namespace, "fields": out}
+
+
+def derived_schema(schema: pa.Schema, record_name: str) -> str:
+    """The Avro schema of rows of ``schema``, a record named ``record_name`` (``namespace.Name`` allowed)."""
+    namespace, _, name = record_name.rpartition(".")
+    return json.dumps(_record(list(schema), name, namespace or "dagger"))
+
+
+def fit_problems(avro_schema: str, schema: pa.Schema, where: str) -> list[str]:
+    """Why rows of ``schema`` cannot be written as records of ``avro_schema`` (empty when they can)."""
+    from pyspark.sql.pandas.types import from_arrow_type
+
+    from dagger.serde.avro_types import avro_struct
+
+    wanted = avro_struct(avro_schema, where)
+    problems = []
+    names = set(schema.names)
+    for field in wanted.fields:
+        if field.name not in names:
+            problems.append(f"{where}: the schema's field {field.name!r} has no output column of that name")
+            continue
+        column = schema.field(field.name)
+        have = from_arrow_type(column.type)
+        if have.simpleString() != field.dataType.simpleString():
+            problems.append(
+                f"{where}: column {field.name!r} is {have.simpleString()}, the schema's field is "
+                f"{field.dataType.simpleString()} (cast it in the SQL)"
+            )
+        elif column.nullable and not field.nullable:
+            problems.append(
+                f"{where}: column {field.name!r} may be null, the schema's field is not (COALESCE it in the SQL, or "
+                "register a schema whose field is a union with null)"
+            )
+    extra = [n for n in schema.names if n not in set(wanted.fieldNames())]
+    if extra:
+        problems.append(f"{where}: output column(s) {', '.join(extra)} are not in the schema")
+    return problems
+
+
+def avro_column(names: list[str], avro_schema: str) -> Any:
+    """The JVM column of each row's Avro datum (Spark's ``to_avro``)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.avro.functions import to_avro
+
+    return to_avro(F.struct(*[F.col(f"`{n}`") for n in names]), avro_schema)
+
+
+def framed(values: pa.BinaryArray, schema_id: int) -> pa.BinaryArray:
+    """``values`` behind Confluent's header (magic byte 0, the 4-byte schema id), column-wise."""
+    import pyarrow.compute as pc
+
+    header = pa.scalar(b"\0" + schema_id.to_bytes(4, "big"), pa.binary())
+    return pc.binary_join_element_wise(header, values, pa.scalar(b"", pa.binary()))
