@@ -141,7 +141,7 @@ def python_part(n: int) -> None:
             rows = read_with(reader, container([p[5:] for p in payloads], SCHEMA))
             best = min(best, time.perf_counter() - began)
         print(f"{reader}, one container block: {n / best / 1e6:.2f} M records/s ({len(rows)} rows)")
-    for name, batch in bad_batches().items():
+    for name in bad_batches():
         for reader in ("polars-avro", "polars", "duckdb"):
             code = (
                 "import sys; sys.path.insert(0, 'docs/investigations'); import avro_decoders as a; "
