@@ -3,8 +3,9 @@ in the JVM; the sink's Python writer only puts Confluent's header in front (:fun
 
 * :func:`derived_schema`: the Avro record of the output columns (``SINK_KAFKA_SCHEMA_AUTO_REGISTER=true``), as a
   registry keeps it best for evolution: a nullable column is ``["null", T]`` with default ``null``.
-* :func:`fit_problems`: whether the output fits a schema looked up in the registry (names, types, nullability),
-  said at ``dagger validate`` and at start, before a record is written.
+* :func:`fit_problems`: whether the output fits a schema looked up in the registry (names and types), said at
+  ``dagger validate`` and at start, before a record is written. A row holding a null where the schema's field is
+  not a union with null is rejected by the sink (dead letters), not the whole batch.
 * :func:`avro_column`: the JVM column holding each row's datum.
 """
 
@@ -86,23 +87,38 @@ def fit_problems(avro_schema: str, schema: pa.Schema, where: str) -> list[str]:
                 f"{where}: column {field.name!r} is {have.simpleString()}, the schema's field is "
                 f"{field.dataType.simpleString()} (cast it in the SQL)"
             )
-        elif column.nullable and not field.nullable:
-            problems.append(
-                f"{where}: column {field.name!r} may be null, the schema's field is not (COALESCE it in the SQL, or "
-                "register a schema whose field is a union with null)"
-            )
     extra = [n for n in schema.names if n not in set(wanted.fieldNames())]
     if extra:
         problems.append(f"{where}: output column(s) {', '.join(extra)} are not in the schema")
     return problems
 
 
-def avro_column(names: list[str], avro_schema: str) -> Any:
-    """The JVM column of each row's Avro datum (Spark's ``to_avro``)."""
+def avro_column(avro_schema: str) -> Any:
+    """The JVM column of each row's Avro datum (Spark's ``to_avro``); null for a row with a null where the schema's
+    field is not a union with null, which the sink then rejects (:func:`null_fields`)."""
     from pyspark.sql import functions as F
     from pyspark.sql.avro.functions import to_avro
 
-    return to_avro(F.struct(*[F.col(f"`{n}`") for n in names]), avro_schema)
+    from dagger.serde.avro_types import avro_struct
+
+    fields = avro_struct(avro_schema, "the Avro schema").fields
+    value = to_avro(F.struct(*[F.col(f"`{f.name}`") for f in fields]), avro_schema)
+    required = [F.col(f"`{f.name}`").isNotNull() for f in fields if not f.nullable]
+    if not required:
+        return value
+    fits = required[0]
+    for condition in required[1:]:
+        fits = fits & condition
+    return F.when(fits, value)
+
+
+def null_fields(avro_schema: str, batch: pa.RecordBatch, rows: list[int]) -> str:
+    """Why ``rows`` of ``batch`` have no datum: the non-null fields they hold a null for."""
+    from dagger.serde.avro_types import avro_struct
+
+    required = [f.name for f in avro_struct(avro_schema, "the Avro schema").fields if not f.nullable]
+    names = sorted({n for n in required for r in rows if batch.column(n)[r].as_py() is None})
+    return f"null in {', '.join(names)}, whose field in the Avro schema is not a union with null"
 
 
 def framed(values: pa.BinaryArray, schema_id: int) -> pa.BinaryArray:

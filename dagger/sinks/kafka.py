@@ -154,6 +154,11 @@ class _KafkaWriter(SinkWriter):
         sink = self.sink
         if sink.data_type == "AVRO":
             values = batch.column(sink.jvm_column("value"))
+            if values.null_count:
+                from dagger.serde.avro_encode import null_fields
+
+                rows = [int(i) for i in pc.indices_nonzero(pc.is_null(values)).to_pylist()]
+                raise RowsRefused("INVALID_MESSAGE_ERROR", null_fields(sink.avro_schema, batch, rows), rows)
             if sink.subject is not None:
                 from dagger.serde.avro_encode import framed
 
@@ -400,10 +405,8 @@ class KafkaSink(Sink):
         if self.data_type != "AVRO":
             return {}
         from dagger.serde.avro_encode import avro_column
-        from dagger.serde.avro_types import avro_struct
 
-        fields = avro_struct(self.avro_schema, "SINK_KAFKA_AVRO_SCHEMA").fieldNames()
-        return {self.jvm_column("value"): avro_column(fields, self.avro_schema)}
+        return {self.jvm_column("value"): avro_column(self.avro_schema)}
 
     def describe(self) -> str:
         what = (

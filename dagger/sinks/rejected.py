@@ -42,6 +42,11 @@ class RejectedRows:
         """Handle rejected ``rows`` (one reason and error type per row)."""
         if not len(reasons):
             return
+        from dagger.plugins.sink import JVM_COLUMN_PREFIX
+
+        own = [n for n in rows.schema.names if n.startswith(JVM_COLUMN_PREFIX)]
+        if own:  # the sink's encodings are not the row
+            rows = rows.drop_columns(own)
         name = self.sink.display_name
         for index, error_type in enumerate(error_types):
             if error_type in self.sink.fail_on or self.sink.dead_letter is None:

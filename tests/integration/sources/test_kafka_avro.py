@@ -106,7 +106,9 @@ def test_two_writer_versions_interleaved_are_read_into_the_latest_versions_colum
     assert rows[5]["rowtime"].startswith("2026-11-22T10:00:05")
 
 
-def test_plain_avro_reads_bare_datums_with_the_schema_from_a_file(spark, broker, topic, tmp_path):
+def test_plain_avro_reads_bare_datums_with_the_schema_from_a_file_and_writes_them_with_a_given_one(
+    spark, broker, topic, tmp_path
+):
     source, out = topic("avro-plain"), topic("avro-plain-out")
     parsed = fastavro.parse_schema(V2)
 
@@ -119,10 +121,25 @@ def test_plain_avro_reads_bare_datums_with_the_schema_from_a_file(spark, broker,
     schema_file = tmp_path / "order.avsc"
     schema_file.write_text(json.dumps(V2))
     stream = _avro_stream(broker, source, INPUT_SCHEMA_WIRE_FORMAT="plain", INPUT_SCHEMA_AVRO_SCHEMA=str(schema_file))
-    data = job(None, [stream], SQL, **json_sink(broker, out))
+    written = {
+        "type": "record",
+        "name": "Out",
+        "fields": [
+            {"name": "order_number", "type": "string"},
+            {"name": "service_area_id", "type": "long"},
+            {"name": "discount", "type": ["null", "double"]},
+            {"name": "rowtime", "type": {"type": "long", "logicalType": "timestamp-micros"}},
+        ],
+    }
+    sink = _avro_sink(broker, out, SINK_KAFKA_WIRE_FORMAT="plain", SINK_KAFKA_AVRO_SCHEMA=json.dumps(written))
+    sql = "SELECT order_number, service_area_id, discount, rowtime FROM data_stream_0"
+    data = job(None, [stream], sql, **sink)
     manager, query = run_job(spark, data, tmp_path / "cp")
     assert query.exception() is None, query.exception()
-    rows = [json.loads(m.value()) for m in output_rows(broker, manager, out, 25)]
+    read = fastavro.parse_schema(written)
+    rows = [
+        fastavro.schemaless_reader(io.BytesIO(m.value()), read, None) for m in output_rows(broker, manager, out, 25)
+    ]
     assert sorted(r["order_number"] for r in rows) == sorted(f"order-{i}" for i in range(25))
     assert sum(r["discount"] is not None for r in rows) == 12
 
@@ -347,20 +364,28 @@ def test_the_avro_sink_writes_with_the_subjects_schema_and_refuses_output_that_d
             {"name": "discount", "type": ["null", "double"], "default": None},
         ],
     }
-    schema_id = schema_registry.register(f"{out}-value", json.dumps(target))
-    sql = "SELECT order_number, service_area_id, discount FROM data_stream_0"
+    schema_id = schema_registry.register("shop-summary", json.dumps(target))
+    # order-3 loses its number: the schema's field is not nullable, so that row alone goes to the dead letters
+    sql = (
+        "SELECT CASE WHEN order_number = 'order-3' THEN NULL ELSE order_number END AS order_number, service_area_id, "
+        "discount FROM data_stream_0"
+    )
     data = job(
         None,
         [_avro_stream(broker, source)],
         sql,
         SCHEMA_REGISTRY_CONFLUENT_URL=schema_registry.url,
-        **_avro_sink(broker, out),
+        DEAD_LETTER_PATH=str(tmp_path / "dl"),
+        **_avro_sink(broker, out, SINK_KAFKA_SCHEMA_SUBJECT="shop-summary"),
     )
     manager, query = run_job(spark, data, tmp_path / "cp")
     assert query.exception() is None, query.exception()
-    rows = _deserialized(schema_registry, broker, manager, out, 12)
-    assert sorted(r["order_number"] for r in rows) == sorted(f"order-{i}" for i in range(12))
-    raw = consume_all(broker.bootstrap, out, expected=12)
+    rows = _deserialized(schema_registry, broker, manager, out, 11)
+    assert sorted(r["order_number"] for r in rows) == sorted(f"order-{i}" for i in range(12) if i != 3)
+    letters = [json.loads(x) for f in (tmp_path / "dl").glob("*.jsonl") for x in f.read_text().splitlines()]
+    assert len(letters) == 1 and letters[0]["row"]["service_area_id"] == 0
+    assert letters[0]["reason"] == "null in order_number, whose field in the Avro schema is not a union with null"
+    raw = consume_all(broker.bootstrap, out, expected=11)
     assert {m.value()[:5] for m in raw} == {b"\0" + schema_id.to_bytes(4, "big")}
     # an int column where the schema says long, and a column the schema lacks: refused before start
     from dagger.errors import DaggerConfigError

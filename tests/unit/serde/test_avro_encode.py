@@ -61,8 +61,6 @@ def test_output_that_does_not_fit_a_registered_schema_is_named_column_by_column(
     problems = fit_problems(json.dumps(registered), output, "subject 's'")
     assert problems == [
         "subject 's': column 'count' is bigint, the schema's field is int (cast it in the SQL)",
-        "subject 's': column 'share' may be null, the schema's field is not (COALESCE it in the SQL, or register a "
-        "schema whose field is a union with null)",
         "subject 's': the schema's field 'missing' has no output column of that name",
         "subject 's': output column(s) day are not in the schema",
     ]
