@@ -136,7 +136,7 @@ class AvroFrames:
         columns = [
             ids,
             payload.cast(pa.binary()) if payload.type != pa.binary() else payload,
-            pa.array([topic] * n, pa.string()) if n else pa.array([], pa.string()),
+            pa.repeat(pa.scalar(topic, pa.string()), n),
             pa.array(np.full(n, partition, dtype=np.int32)),
             pa.array(offsets, pa.int64()),
             *validity_and_rowtime(n, invalid, None),

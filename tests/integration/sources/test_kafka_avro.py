@@ -210,21 +210,38 @@ def test_a_restart_with_the_registry_down_reads_with_the_schemas_the_checkpoint_
 ):
     source, out = topic("avro-down"), topic("avro-down-out")
     v1, v2 = _serializers(schema_registry, [V1, V2])
+    schema_registry.register(f"{source}-value", json.dumps(V1))
+    schema_registry.register(f"{source}-value", json.dumps(V2))  # both versions known when the job first starts
     context = SerializationContext(source, MessageField.VALUE)
     produce(broker.bootstrap, source, ((None, v1(_order(i, 1), context)) for i in range(10)))
-    stream = _avro_stream(broker, source)
+    stream = _avro_stream(broker, source, SOURCE_KAFKA_INVALID_RECORD_POLICY="drop")
     del stream["SOURCE_KAFKA_ENDING_OFFSETS"]
-    data = job(None, [stream], SQL, SCHEMA_REGISTRY_CONFLUENT_URL=schema_registry.url, **json_sink(broker, out))
+    data = job(
+        None,
+        [stream],
+        SQL,
+        SCHEMA_REGISTRY_CONFLUENT_URL=schema_registry.url,
+        SCHEMA_REGISTRY_CONFLUENT_RETRIES="1",
+        **json_sink(broker, out),
+    )
     manager, query = run_job(spark, data, tmp_path / "cp")
     assert query.exception() is None, query.exception()
-    produce(broker.bootstrap, source, ((None, v2(_order(i, 2), context)) for i in range(10, 30)))
+    unknown = b"\x00\x00\x00\x03\xe7" + v2(_order(99, 2), context)[5:]  # an id the pinned copy does not have
+    produce(broker.bootstrap, source, [(None, v2(_order(i, 2), context)) for i in range(10, 30)] + [(None, unknown)])
     schema_registry.down()
     with caplog.at_level("WARNING", logger="dagger"):
         manager, query = run_job(spark, data, tmp_path / "cp")
     assert query.exception() is None, query.exception()
-    assert any("going on with the copy" in r.getMessage() for r in caplog.records)
+    said = [r.getMessage() for r in caplog.records if "going on with the copy" in r.getMessage()]
+    assert len(said) == 1 and "the schema registry at" in said[0], said
     rows = [json.loads(m.value()) for m in output_rows(broker, manager, out, 30)]
     assert sorted(r["order_number"] for r in rows) == sorted(f"order-{i}" for i in range(30))
+    dropped = sum(
+        p["observedMetrics"]["invalid_records_data_stream_0"]["count"]
+        for p in query.recentProgress
+        if p.get("observedMetrics")
+    )
+    assert dropped == 1
 
 
 def test_wrong_registry_credentials_end_validate_with_one_clear_line(tmp_path):
