@@ -22,6 +22,13 @@ def _orders_file() -> descriptor_pb2.FileDescriptorProto:
     )
     header = file.message_type.add(name="Header")
     header.field.add(name="source", number=1, type=F.TYPE_STRING, label=F.LABEL_OPTIONAL)
+    header.field.add(
+        name="sent_at",
+        number=2,
+        type=F.TYPE_MESSAGE,
+        type_name=".google.protobuf.Timestamp",
+        label=F.LABEL_OPTIONAL,
+    )
     envelope = file.message_type.add(name="Envelope")
     order = envelope.nested_type.add(name="Order")
     order.field.add(name="order_number", number=1, type=F.TYPE_STRING, label=F.LABEL_OPTIONAL)

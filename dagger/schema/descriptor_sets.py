@@ -232,6 +232,7 @@ class DescriptorSet:
                 fds = descriptor_pb2.FileDescriptorSet(
                     file=[descriptor_pb2.FileDescriptorProto.FromString(f) for f in files]
                 )
+                _add_well_known(fds)
             else:
                 fds = parse_descriptor_set(data, source)
             for file_proto in fds.file:
@@ -276,6 +277,16 @@ class DescriptorSet:
         for f in fds.file:
             walk(f.package, f.message_type)
         return sorted(names)
+
+
+def _add_well_known(fds: descriptor_pb2.FileDescriptorSet) -> None:
+    """Add the ``google/protobuf/*`` files that ``fds`` imports and lacks (Confluent's serializers do not register
+    the well-known types: every client has them), from the protobuf runtime."""
+    have = {f.name for f in fds.file}
+    for dependency in sorted({d for f in fds.file for d in f.dependency} - have):
+        if dependency.startswith("google/protobuf/"):
+            module = importlib.import_module(dependency.removesuffix(".proto").replace("/", ".") + "_pb2")
+            fds.file.insert(0, descriptor_pb2.FileDescriptorProto.FromString(module.DESCRIPTOR.serialized_pb))
 
 
 def build_pool(fds: descriptor_pb2.FileDescriptorSet) -> descriptor_pool.DescriptorPool:
