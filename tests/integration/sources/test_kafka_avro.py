@@ -64,16 +64,14 @@ def _serializers(registry, schemas: list[dict]) -> list[AvroSerializer]:
 
 
 def _avro_stream(broker, registry_topic: str, **extra) -> dict:
-    stream = kafka_stream(
-        broker,
-        registry_topic,
+    stream = kafka_stream(broker, registry_topic, SOURCE_KAFKA_ENDING_OFFSETS="latest")
+    del stream["INPUT_SCHEMA_PROTO_CLASS"], stream["INPUT_SCHEMA_EVENT_TIMESTAMP_FIELD_INDEX"]
+    stream.update(
         INPUT_DATATYPE="AVRO",
         INPUT_SCHEMA_WIRE_FORMAT="confluent",
         INPUT_SCHEMA_EVENT_TIMESTAMP_FIELD_NAME="event_timestamp",
-        SOURCE_KAFKA_ENDING_OFFSETS="latest",
-        **extra,
     )
-    del stream["INPUT_SCHEMA_PROTO_CLASS"], stream["INPUT_SCHEMA_EVENT_TIMESTAMP_FIELD_INDEX"]
+    stream.update(extra)
     return stream
 
 
