@@ -9,6 +9,8 @@ Parts (``BENCH_PARTS``, comma-separated; all by default):
   protobuf encode -> Kafka sink.
 * ``stateless_json``: the stateless job over the same records as JSON objects (protobuf out);
   ``stateless_json_out``: JSON in and JSON out (``SINK_KAFKA_DATA_TYPE=JSON``).
+* ``stateless_avro``: the stateless job over the same records as Avro in Confluent's wire format (schema in the
+  test registry, ``testing.schema_registry``), decoded by Spark's ``from_avro``; protobuf out.
 * ``stateless_spark``: the stateless workload on Spark's own Kafka connector: Spark's Kafka source, ptars decode
   in ``mapInArrow``, the SQL, ptars encode in ``mapInArrow``, Spark's Kafka sink (spark-protobuf, Spark's
   ``from_protobuf``/``to_protobuf``, is not served by Maven Central, so protobuf stays in Python workers).
@@ -93,7 +95,7 @@ LATENCY_PARTITIONS = int(os.environ.get("BENCH_LATENCY_PARTITIONS", "2"))  # of 
 WARMUP_SECONDS = float(os.environ.get("BENCH_WARMUP_SECONDS", "20"))
 PARTS = os.environ.get(
     "BENCH_PARTS",
-    "baseline,stateless,stateless_spark,stateless_json,stateless_json_out,stateless_json_spark,window,window_spark,"
+    "baseline,stateless,stateless_avro,stateless_spark,stateless_json,stateless_json_out,stateless_json_spark,window,window_spark,"
     "join,join_spark,bytewax,quix,flink,flink_window,latency,latency_spark,latency_realtime,latency_flink,"
     "latency_window,latency_window_spark,latency_join,latency_join_spark,longbow",
 ).split(",")
@@ -118,6 +120,7 @@ WINDOW_SQL = (
 JOBS = {
     "stateless": (STATELESS_SQL, "dagger.examples.BookingSummaryMessage"),
     "stateless_json": (STATELESS_SQL, "dagger.examples.BookingSummaryMessage"),
+    "stateless_avro": (STATELESS_SQL, "dagger.examples.BookingSummaryMessage"),
     "stateless_json_out": (STATELESS_SQL, "dagger.examples.BookingSummaryMessage"),
     "window": (WINDOW_SQL, "dagger.examples.BookingCountMessage"),
 }
@@ -157,6 +160,7 @@ REALTIME_SECONDS = float(os.environ.get("BENCH_REALTIME_SECONDS", "240"))
 THROUGHPUT = (
     "baseline",
     "stateless",
+    "stateless_avro",
     "stateless_spark",
     "stateless_json",
     "stateless_json_out",
@@ -316,6 +320,8 @@ class Bench:
         self.input = f"bench-in-{uuid.uuid4().hex[:6]}"
         self.input_json = f"bench-in-json-{uuid.uuid4().hex[:6]}"  # the same records as JSON objects
         self.input_join = f"bench-in-join-{uuid.uuid4().hex[:6]}"  # the join's input (JOIN_RECORDS)
+        self.input_avro = f"bench-in-avro-{uuid.uuid4().hex[:6]}"  # the same records as Confluent Avro
+        self.registry = None  # the test registry of the Avro part
         self.json_schema: dict | None = None
         self.spark = None
         self.results: dict = {}
@@ -373,6 +379,48 @@ class Bench:
             produce_generated(as_json, self.bootstrap, self.input_json, RECORDS)
             self.expected.update(stateless_json=kept, stateless_json_out=kept, stateless_json_spark=kept)
             print(f"[bench] the same {RECORDS:,} records as JSON in {self.input_json}", flush=True)
+        if "stateless_avro" in PARTS:
+            began = time.monotonic()
+            self.avro_input()
+            self.expected.update(stateless_avro=kept)
+            print(
+                f"[bench] the same {RECORDS:,} records as Confluent Avro in {self.input_avro}"
+                f" in {time.monotonic() - began:.1f} s",
+                flush=True,
+            )
+
+    def avro_input(self) -> None:
+        """The measured records again, as Avro in Confluent's wire format: generated as for the protobuf input (the
+        same seed), encoded by Spark's ``to_avro`` behind the header, written by Spark's Kafka sink; the schema is
+        the one the Avro sink derives from the records' columns, registered in the test registry."""
+        import pyarrow as pa
+        from pyspark.sql import functions as F
+        from pyspark.sql.avro.functions import to_avro
+
+        from dagger.generate import RecordGenerator
+        from dagger.serde.avro_encode import derived_schema
+        from testing.schema_registry import SchemaRegistry
+
+        self.registry = SchemaRegistry().start()
+        self.broker.create_topic(self.input_avro, CORES)
+        generator = RecordGenerator(self.booking(), seed=0, start=START, events_per_second=EVENTS_PER_SECOND)
+        spark = self.session()
+        schema = None
+        header = None
+        left = RECORDS
+        while left:
+            n = min(left, 200_000)
+            left -= n
+            batch = generator.arrow(n)
+            if schema is None:
+                schema = derived_schema(batch.schema, "bench.Booking")
+                schema_id = self.registry.register(f"{self.input_avro}-value", schema)
+                header = b"\0" + schema_id.to_bytes(4, "big")
+            df = spark.createDataFrame(pa.Table.from_batches([batch]))
+            value = F.concat(F.lit(header), to_avro(F.struct(*[F.col(f"`{c}`") for c in df.columns]), schema))
+            df.select(value.alias("value")).write.format("kafka").option(
+                "kafka.bootstrap.servers", self.bootstrap
+            ).option("topic", self.input_avro).save()
 
     # -- processes (baseline, peers) ----------------------------------------------------------------------
 
@@ -467,7 +515,18 @@ class Bench:
         out = self.topic(name)
         checkpoint = Path(tempfile.mkdtemp(prefix=f"bench-{name}-"))
         as_json = name.startswith("stateless_json")
-        data = self._job(out, sql, message, source or (self.input_json if as_json else None), as_json)
+        as_avro = name.startswith("stateless_avro")
+        own = self.input_json if as_json else self.input_avro if as_avro else None
+        data = self._job(out, sql, message, source or own, as_json)
+        if as_avro:
+            stream = data["STREAMS"][0]
+            del stream["INPUT_SCHEMA_PROTO_CLASS"], stream["INPUT_SCHEMA_EVENT_TIMESTAMP_FIELD_INDEX"]
+            stream.update(
+                INPUT_DATATYPE="AVRO",
+                INPUT_SCHEMA_WIRE_FORMAT="confluent",
+                INPUT_SCHEMA_EVENT_TIMESTAMP_FIELD_NAME="event_timestamp",
+            )
+            data["SCHEMA_REGISTRY_CONFLUENT_URL"] = self.registry.url
         if name.startswith("stateless_json_out"):
             del data["SINK_KAFKA_PROTO_MESSAGE"]
             data["SINK_KAFKA_DATA_TYPE"] = "JSON"
@@ -489,7 +548,7 @@ class Bench:
                 getattr(self, part)()
             return
         source = None  # by default over the measured input itself
-        if WARMUP_RECORDS and not part.startswith("stateless_json"):
+        if WARMUP_RECORDS and not part.startswith(("stateless_json", "stateless_avro")):
             source = self.topic("warm")
             generator = RecordGenerator(self.booking(), start=START, events_per_second=EVENTS_PER_SECOND)
             produce_generated(generator, self.bootstrap, source, WARMUP_RECORDS)
@@ -500,6 +559,9 @@ class Bench:
 
     def stateless(self) -> float:
         return self.dagger("stateless", *JOBS["stateless"])
+
+    def stateless_avro(self) -> float:
+        return self.dagger("stateless_avro", *JOBS["stateless_avro"])
 
     def stateless_json(self) -> float:
         return self.dagger("stateless_json", *JOBS["stateless_json"])
@@ -1118,6 +1180,8 @@ def main() -> None:
         failed = bench.run(results)
         if bench.spark is not None:
             bench.spark.stop()
+        if bench.registry is not None:
+            bench.registry.stop()
     report(results)
     if failed:
         sys.exit(f"bench parts failed: {', '.join(failed)}")
@@ -1148,6 +1212,12 @@ def report(results: dict) -> None:
     rate("baseline", "baseline: confluent-kafka copy loop, 2 processes")
     rate("stateless", "stateless job", "≥ 1.0× baseline")
     rate("stateless_spark", "stateless, Spark's Kafka source and sink, ptars in mapInArrow")
+    rate("stateless_avro", "stateless job over Confluent Avro input (the same records, from_avro)", "≥ 0.8× stateless")
+    if speed("stateless_avro") and speed("stateless"):
+        results["stateless_avro"]["vs_stateless"] = round(speed("stateless_avro") / speed("stateless"), 2)
+        rows.append(
+            f"| Confluent Avro input against protobuf input | {results['stateless_avro']['vs_stateless']:.2f}× | ≥ 0.8× |"
+        )
     rate("stateless_json", "stateless job over JSON input (the same records)")
     rate("stateless_json_out", "stateless job, JSON in and out")
     rate("stateless_json_spark", "stateless, JSON in and out, Spark's Kafka source and sink, from_json/to_json")

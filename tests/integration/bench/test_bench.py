@@ -24,7 +24,7 @@ CORE = "baseline,stateless,stateless_spark,stateless_json_spark,quix,latency,lat
     [
         pytest.param(CORE, marks=pytest.mark.long),  # minutes: make test-long (CI runs it)
         pytest.param(
-            "stateless_json,stateless_json_out,window,window_spark,join,join_spark,bytewax,latency_window,"
+            "stateless_json,stateless_json_out,stateless_avro,window,window_spark,join,join_spark,bytewax,latency_window,"
             "latency_realtime,latency_window_spark,latency_join,latency_join_spark",
             marks=pytest.mark.variant,
         ),
@@ -61,6 +61,7 @@ def test_a_tiny_run_of_every_part_reports_each_measurement(tmp_path, parts):
     table = (tmp_path / "streaming.md").read_text()
     if parts != CORE:
         assert "| stateless job over JSON input (the same records) |" in table
+        assert "| stateless job over Confluent Avro input (the same records, from_avro) |" in table
         window = results["latency_window"]
         assert window["measured_records"] > 0 and window["p50_ms"] <= window["p99_ms"]
         assert "| 10-s window job, after the window closes: latency p50 / p99" in table
