@@ -1,8 +1,9 @@
 """The input data type registry: every ``INPUT_DATATYPE`` a stream can name, with its settings model.
 
 An input data type says how a stream's records are encoded and where its table's columns and rowtime come from:
-``PROTO`` (a message of the descriptor sets, ``INPUT_SCHEMA_PROTO_CLASS``) or ``JSON`` (a JSON Schema,
-``INPUT_SCHEMA_JSON_SCHEMA``). Its settings model holds its ``INPUT_SCHEMA_*`` keys; a stream's keys are validated
+``PROTO`` (a message of the descriptor sets, ``INPUT_SCHEMA_PROTO_CLASS``), ``JSON`` (a JSON Schema,
+``INPUT_SCHEMA_JSON_SCHEMA``) or ``AVRO`` (``INPUT_SCHEMA_AVRO_SCHEMA``), each plain or in Confluent's wire format
+with a registry subject (``INPUT_SCHEMA_WIRE_FORMAT``). Its settings model holds its ``INPUT_SCHEMA_*`` keys; a stream's keys are validated
 against the model of its ``INPUT_DATATYPE`` as they are against its source's (:mod:`dagger.plugins.source`).
 The built-in types register in :mod:`dagger.serde.formats`; installed packages through the ``dagger.formats``
 entry-point group (:mod:`dagger.plugins.registry`). The constructor of an input data type is its settings model.

@@ -21,7 +21,8 @@ if TYPE_CHECKING:
 
 class KafkaSource(Source):
     """Topics matched by ``SOURCE_KAFKA_TOPIC_NAMES``, decoded as ``INPUT_SCHEMA_PROTO_CLASS`` (or, with
-    ``INPUT_DATATYPE=JSON``, as JSON objects of ``INPUT_SCHEMA_JSON_SCHEMA``)."""
+    ``INPUT_DATATYPE=JSON``, as JSON objects of ``INPUT_SCHEMA_JSON_SCHEMA``; with ``AVRO``, by Spark's Avro reader;
+    with ``INPUT_SCHEMA_WIRE_FORMAT=confluent``, behind Confluent's header with the registry's schemas)."""
 
     names = ("KAFKA_SOURCE", "KAFKA_CONSUMER")
     source_type = "UNBOUNDED"
