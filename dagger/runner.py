@@ -272,5 +272,6 @@ def root_message(exc: BaseException) -> str:
     for marker in ("InvalidRecordError:", "SinkError:", "SchemaRegistryError:", "DaggerError:"):
         if marker in text:
             tail = text.split(marker, 1)[1].strip().splitlines()[0]
+            tail = re.sub(r"\s*SQLSTATE: \w+\.?$", "", tail)  # raised in the JVM by raise_error()
             return f"{marker[:-1]}: {tail}"
     return text.strip().splitlines()[0] if text.strip() else type(exc).__name__

@@ -243,7 +243,7 @@ def avro_table(
     ok = valid & F.col(record).isNotNull()
     if policy == "fail":
         message = F.concat(
-            F.lit(f"stream '{table}': record at topic "),
+            F.lit(f"InvalidRecordError: stream '{table}': record at topic "),  # the runner's marker of our errors
             F.col(TOPIC),
             F.lit(" partition "),
             F.col(PARTITION).cast("string"),

@@ -442,3 +442,30 @@ def test_the_example_config_reads_avro_windows_it_and_writes_avro_back(spark, br
     ]
     got = sorted((r["service_area_id"], r["window_timestamp"].minute, r["order_count"]) for r in rows)
     assert got == sorted((area, minute, 20) for area in range(3) for minute in (1, 2))
+
+
+def test_an_undecodable_avro_payload_under_fail_ends_the_job_naming_topic_partition_and_offset(
+    spark, broker, schema_registry, topic, tmp_path
+):
+    from dagger.runner import root_message
+
+    source, out = topic("avro-fail"), topic("avro-fail-out")
+    (v2,) = _serializers(schema_registry, [V2])
+    context = SerializationContext(source, MessageField.VALUE)
+    good = [v2(_order(i, 2), context) for i in range(4)]
+    produce(broker.bootstrap, source, [(None, good[0]), (None, good[1]), (None, good[2][:7]), (None, good[3])])
+    data = job(
+        None,
+        [_avro_stream(broker, source)],
+        SQL,
+        SCHEMA_REGISTRY_CONFLUENT_URL=schema_registry.url,
+        **json_sink(broker, out),
+    )
+    _, query = run_job(spark, data, tmp_path / "cp")
+    assert query.exception() is not None
+    message = root_message(query.exception())
+    assert message == (
+        f"InvalidRecordError: stream 'data_stream_0': record at topic {source} partition 0 offset 2 cannot be decoded: "
+        "not an Avro datum of schema id 1. Set SOURCE_KAFKA_INVALID_RECORD_POLICY to 'drop' or 'dead-letter' to keep "
+        "the job running past undecodable records."
+    ), message
