@@ -265,8 +265,9 @@ class _answers:
                 raise DaggerConfigError(f"{self.what}: {at} refused it ({message})") from None
             if code in (40401, 40402):
                 raise DaggerConfigError(
-                    f"{self.what} is not in {at} ({message}); register it, or name the subject with "
-                    "INPUT_SCHEMA_SUBJECT (by default <topic>-value)"
+                    f"{self.what} is not in {at} ({message}); register it, or name the subject the records use "
+                    "(INPUT_SCHEMA_SUBJECT, SINK_KAFKA_SCHEMA_SUBJECT; by default <topic>-value; a sink may register "
+                    "its own with SINK_KAFKA_SCHEMA_AUTO_REGISTER=true)"
                 ) from None
             if code == 40403 or status == 404:
                 raise LookupError(f"{self.what} is not in {at} ({message})") from None
