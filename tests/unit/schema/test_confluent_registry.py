@@ -119,7 +119,8 @@ def test_each_failure_says_what_to_check():
         _register_orders(registry)
         settings = ConfluentSettings(url=registry.url, retries=0)
         with pytest.raises(
-            DaggerConfigError, match="subject 'nope-value' is not in the schema registry at .* INPUT_SCHEMA_SUBJECT"
+            DaggerConfigError,
+            match=r"subject .nope-value. is not in the schema registry at .* \(INPUT_SCHEMA_SUBJECT, SINK_KAFKA_SCHEMA_SUBJECT",
         ):
             fetch_subject(settings, "nope-value", "here")
         with pytest.raises(LookupError, match="schema id 999 is not in the schema registry"):
