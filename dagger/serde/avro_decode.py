@@ -49,6 +49,8 @@ PAYLOAD = "__dagger_payload"
 TOPIC = "__dagger_topic"
 PARTITION = "__dagger_partition"
 OFFSET = "__dagger_offset"
+#: true where the JVM decoded the payload (a field of the reader schema no writer has, default true)
+DECODED = "__dagger_decoded"
 
 
 def frames_schema(rowtime: str) -> StructType:
@@ -229,18 +231,21 @@ def avro_table(
     from dagger.serde.avro_types import avro_struct
     from dagger.serde.types import VALIDITY_COLUMN
 
+    # PERMISSIVE gives a payload that does not decode as a record whose fields are all null: the reader schema
+    # gains a field no writer has, whose default (true) marks the records that did decode
+    expected = json.loads(reader)
+    expected["fields"] = [*expected["fields"], {"name": DECODED, "type": "boolean", "default": True}]
+    options = {"mode": "PERMISSIVE", "avroSchema": json.dumps(expected)}
     decoded = None
     for schema_id, writer in sorted(writers.items()):
-        options = {"mode": "PERMISSIVE"}
-        if writer != reader:
-            options["avroSchema"] = reader
         value = from_avro(F.col(PAYLOAD), writer, options)
         when = F.col(SCHEMA_ID) == schema_id
         decoded = F.when(when, value) if decoded is None else decoded.when(when, value)
     record = "__dagger_record"
     valid = F.col(VALIDITY_COLUMN)
     df = df.withColumn(record, F.when(valid, decoded))
-    ok = valid & F.col(record).isNotNull()
+    df = df.withColumn(DECODED, F.coalesce(F.col(f"{record}.{DECODED}"), F.lit(False)))
+    ok = valid & F.col(DECODED)
     if policy == "fail":
         message = F.concat(
             F.lit(f"InvalidRecordError: stream '{table}': record at topic "),  # the runner's marker of our errors
@@ -256,7 +261,7 @@ def avro_table(
                 "undecodable records."
             ),
         )
-        ok = F.when(valid & F.col(record).isNull(), F.raise_error(message)).otherwise(ok)
+        ok = F.when(valid & ~F.col(DECODED), F.raise_error(message)).otherwise(ok)
     if dead_letter is not None:
         df = df.mapInArrow(_dead_letters(dead_letter, table, record, framed), df.schema)
         ok = F.col(VALIDITY_COLUMN)
@@ -288,7 +293,7 @@ def _dead_letters(spec: dict[str, Any], table: str, record: str, framed: bool) -
         writer = None
         for batch in batches:
             where = batch.schema.get_field_index(VALIDITY_COLUMN)
-            bad = pc.and_(batch.column(where), pc.is_null(batch.column(record)))
+            bad = pc.and_(batch.column(where), pc.invert(batch.column(DECODED)))
             if pc.any(bad).as_py():
                 rows = np.flatnonzero(bad.to_numpy(zero_copy_only=False))
                 picked = batch.take(pa.array(rows)).select([SCHEMA_ID, PAYLOAD, TOPIC, PARTITION, OFFSET]).to_pylist()

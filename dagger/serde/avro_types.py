@@ -17,7 +17,8 @@ any other union                             ``STRUCT<member0, member1, …>``: t
 ``date``                                    ``DATE``
 ``timestamp-millis``/``-micros``            ``TIMESTAMP``
 ``local-timestamp-millis``/``-micros``      ``TIMESTAMP_NTZ``
-``time-millis``/``time-micros``             ``INT`` / ``BIGINT`` (milli- or microseconds of the day)
+``time-millis``                             ``INT`` (milliseconds of the day)
+``time-micros``                             ``TIME(6)``
 ``uuid``                                    ``STRING``
 ==========================================  ==============================================================
 
@@ -47,6 +48,7 @@ from pyspark.sql.types import (
     StructType,
     TimestampNTZType,
     TimestampType,
+    TimeType,
 )
 
 
@@ -137,6 +139,8 @@ def _convert(schema: Any, named: dict[str, Any], namespace: str | None, where: s
             return TimestampType(), False
         if logical in ("local-timestamp-millis", "local-timestamp-micros") and kind == "long":
             return TimestampNTZType(), False
+        if logical == "time-micros" and kind == "long":
+            return TimeType(6), False
         return _PRIMITIVE[kind], kind == "null"
     if isinstance(kind, (dict, list)):
         return _convert(kind, named, namespace, where, stack)

@@ -64,7 +64,7 @@ def _serializers(registry, schemas: list[dict]) -> list[AvroSerializer]:
 
 
 def _avro_stream(broker, registry_topic: str, **extra) -> dict:
-    stream = kafka_stream(broker, registry_topic, SOURCE_KAFKA_ENDING_OFFSETS="latest")
+    stream = kafka_stream(broker, registry_topic)
     del stream["INPUT_SCHEMA_PROTO_CLASS"], stream["INPUT_SCHEMA_EVENT_TIMESTAMP_FIELD_INDEX"]
     stream.update(
         INPUT_DATATYPE="AVRO",
@@ -162,7 +162,7 @@ def test_corrupted_framing_is_dropped_and_counted(spark, broker, schema_registry
     manager, query = run_job(spark, data, tmp_path / "cp")
     assert query.exception() is None, query.exception()
     rows = [json.loads(m.value()) for m in output_rows(broker, manager, out, 10)]
-    assert sorted(r["order_number"] for r in rows) == sorted(f"order-{i}" for i in range(10))
+    assert sorted(str(r["order_number"]) for r in rows) == sorted(f"order-{i}" for i in range(10)), rows
     dropped = sum(
         p["observedMetrics"]["invalid_records_data_stream_0"]["count"]
         for p in query.recentProgress
@@ -213,7 +213,6 @@ def test_a_restart_with_the_registry_down_reads_with_the_schemas_the_checkpoint_
     context = SerializationContext(source, MessageField.VALUE)
     produce(broker.bootstrap, source, ((None, v1(_order(i, 1), context)) for i in range(10)))
     stream = _avro_stream(broker, source, SOURCE_KAFKA_INVALID_RECORD_POLICY="drop")
-    del stream["SOURCE_KAFKA_ENDING_OFFSETS"]
     data = job(
         None,
         [stream],
@@ -232,7 +231,8 @@ def test_a_restart_with_the_registry_down_reads_with_the_schemas_the_checkpoint_
     assert query.exception() is None, query.exception()
     said = [r.getMessage() for r in caplog.records if "going on with the copy" in r.getMessage()]
     assert len(said) == 1 and "the schema registry at" in said[0], said
-    rows = [json.loads(m.value()) for m in output_rows(broker, manager, out, 30)]
+    assert manager.counters.sinks["kafka"]["written"].value == 20  # this run's: the first run wrote 10
+    rows = [json.loads(m.value()) for m in consume_all(broker.bootstrap, out, expected=30)]
     assert sorted(r["order_number"] for r in rows) == sorted(f"order-{i}" for i in range(30))
     dropped = sum(
         p["observedMetrics"]["invalid_records_data_stream_0"]["count"]
@@ -403,16 +403,13 @@ def test_the_avro_sink_writes_with_the_subjects_schema_and_refuses_output_that_d
     raw = consume_all(broker.bootstrap, out, expected=11)
     assert {m.value()[:5] for m in raw} == {b"\0" + schema_id.to_bytes(4, "big")}
     # an int column where the schema says long, and a column the schema lacks: refused before start
-    from dagger.errors import DaggerConfigError
     from dagger.job import Job, load_config
 
     bad = {
         **data,
         "FLINK_SQL_QUERY": "SELECT order_number, CAST(service_area_id AS INT) AS service_area_id, discount, 1 AS extra FROM data_stream_0",
     }
-    with pytest.raises(DaggerConfigError) as info:
-        Job(load_config(data=bad), checkpoint_dir=str(tmp_path / "cp2"), spark=spark).validate()
-    text = str(info.value)
+    text = "\n".join(Job(load_config(data=bad), checkpoint_dir=str(tmp_path / "cp2"), spark=spark).validate().problems)
     assert "column 'service_area_id' is int, the schema's field is bigint" in text
     assert "output column(s) extra are not in the schema" in text
 
