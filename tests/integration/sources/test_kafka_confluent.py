@@ -18,9 +18,7 @@ pytestmark = pytest.mark.integration
 
 
 def _stream(broker, source: str, table: str, **extra) -> dict:
-    stream = kafka_stream(
-        broker, source, table=table, INPUT_SCHEMA_WIRE_FORMAT="confluent", SOURCE_KAFKA_ENDING_OFFSETS="latest"
-    )
+    stream = kafka_stream(broker, source, table=table, INPUT_SCHEMA_WIRE_FORMAT="confluent")
     del stream["INPUT_SCHEMA_PROTO_CLASS"], stream["INPUT_SCHEMA_EVENT_TIMESTAMP_FIELD_INDEX"]
     stream.update(extra)
     return stream
