@@ -125,10 +125,19 @@ def pruned_fields(ctx: JobContext, sql: str | None) -> dict[str, list[str]]:
         table = stream.INPUT_SCHEMA_TABLE
         if (
             not ctx.source(stream).decodes_named_fields
-            or stream.INPUT_DATATYPE != "PROTO"
+            or stream.INPUT_DATATYPE not in ("PROTO", "AVRO")
             or table_transformers(ctx.config, table)
         ):
             continue  # pre-processors may read any column; JSON records are read whole
+        if stream.INPUT_DATATYPE == "AVRO":  # the reader schema Spark's Avro reader gets skips the others
+            from dagger.serde.formats import record_struct, rowtime_field
+
+            names = record_struct(stream, current(ctx)).fieldNames()
+            keep = [n for n in names if used is not None and (n.lower() in used or n == rowtime_field(stream))]
+            if used is not None and len(keep) < len(names):
+                pruned[table] = keep
+                log.info("stream '%s' decodes %d of %d fields: %s", table, len(keep), len(names), ", ".join(keep))
+            continue
         from dagger.serde.formats import proto_message, rowtime_field_number
 
         descriptor = current(ctx).find_message(proto_message(stream, current(ctx)))
