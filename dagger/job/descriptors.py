@@ -51,9 +51,9 @@ def _subjects(ctx: JobContext) -> list[tuple[str, bytes]]:
     for _, entry in ctx.config.sink_configs:  # sinks that look their schema up (auto-register ones make it)
         settings = entry.settings
         if getattr(settings, "needs_registry", False) and not settings.SINK_KAFKA_SCHEMA_AUTO_REGISTER:
-            from dagger.sinks.kafka import avro_sink_subject
+            from dagger.sinks.kafka_registry import sink_subject
 
-            subject = avro_sink_subject(settings)
+            subject = sink_subject(settings)
             wanted.setdefault(subject[0], subject[1])
     if not wanted:
         return []

@@ -184,13 +184,13 @@ def fetch_subject(settings: ConfluentSettings, subject: str, where: str) -> Subj
     return SubjectSchemas(subject, schema_type, latest.schema_id, latest.version, schemas)
 
 
-def register(settings: ConfluentSettings, subject: str, schema: str, schema_type: str) -> int:
-    """Register ``schema`` under ``subject`` (the same schema again keeps its id); its id. A schema the subject's
-    compatibility refuses is a config error naming the subject."""
+def register(settings: ConfluentSettings, subject: str, schema: str, schema_type: str, references: Any = ()) -> int:
+    """Register ``schema`` under ``subject`` (the same schema again keeps its id); its id. ``references`` are
+    ``SchemaReference`` s. A schema the subject's compatibility refuses is a config error naming the subject."""
     from confluent_kafka.schema_registry import Schema
 
     with _answers(settings, f"registering a schema under subject {subject!r}"):
-        schema_id = client(settings).register_schema(subject, Schema(schema, schema_type))
+        schema_id = client(settings).register_schema(subject, Schema(schema, schema_type, list(references)))
     log.info("subject %r: schema id %d registered at %s", subject, schema_id, settings.shown)
     return schema_id
 

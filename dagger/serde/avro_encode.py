@@ -1,5 +1,5 @@
 """Rows → Avro for the Kafka sink (``SINK_KAFKA_DATA_TYPE=AVRO``), encoded by Spark's Avro writer (``to_avro``)
-in the JVM; the sink's Python writer only puts Confluent's header in front (:func:`framed`).
+in the JVM; the sink's Python writer only puts Confluent's header in front (:mod:`dagger.sinks.kafka_registry`).
 
 * :func:`derived_schema`: the Avro record of the output columns (``SINK_KAFKA_SCHEMA_AUTO_REGISTER=true``), as a
   registry keeps it best for evolution: a nullable column is ``["null", T]`` with default ``null``.
@@ -119,11 +119,3 @@ def null_fields(avro_schema: str, batch: pa.RecordBatch, rows: list[int]) -> str
     required = [f.name for f in avro_struct(avro_schema, "the Avro schema").fields if not f.nullable]
     names = sorted({n for n in required for r in rows if batch.column(n)[r].as_py() is None})
     return f"null in {', '.join(names)}, whose field in the Avro schema is not a union with null"
-
-
-def framed(values: pa.BinaryArray, schema_id: int) -> pa.BinaryArray:
-    """``values`` behind Confluent's header (magic byte 0, the 4-byte schema id), column-wise."""
-    import pyarrow.compute as pc
-
-    header = pa.scalar(b"\0" + schema_id.to_bytes(4, "big"), pa.binary())
-    return pc.binary_join_element_wise(header, values, pa.scalar(b"", pa.binary()))

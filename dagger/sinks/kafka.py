@@ -99,7 +99,7 @@ class KafkaSinkSettings(SinkSettings):
 
     @property
     def needs_registry(self) -> bool:
-        return self.SINK_KAFKA_DATA_TYPE == "AVRO" and self.SINK_KAFKA_WIRE_FORMAT == "confluent"
+        return self.SINK_KAFKA_WIRE_FORMAT == "confluent"
 
     @model_validator(mode="after")
     def _required(self) -> KafkaSinkSettings:
@@ -109,11 +109,11 @@ class KafkaSinkSettings(SinkSettings):
         return self
 
 
-def avro_sink_subject(config: KafkaSinkSettings) -> tuple[str, str]:
-    """``(subject, the key that names it)`` of an Avro sink in Confluent's wire format."""
-    if config.SINK_KAFKA_SCHEMA_SUBJECT:
-        return config.SINK_KAFKA_SCHEMA_SUBJECT, "SINK_KAFKA_SCHEMA_SUBJECT"
-    return f"{config.SINK_KAFKA_TOPIC}-value", "SINK_KAFKA_TOPIC (subject <topic>-value)"
+def _framed(values: pa.BinaryArray, header: bytes | None) -> pa.BinaryArray:
+    """``values`` behind Confluent's header (as they are without one), column-wise."""
+    if header is None:
+        return values
+    return pc.binary_join_element_wise(pa.scalar(header, pa.binary()), values, pa.scalar(b"", pa.binary()))
 
 
 def _encoder(descriptor_set_b64: str, message: str, key: str) -> Any:
@@ -159,15 +159,11 @@ class _KafkaWriter(SinkWriter):
 
                 rows = [int(i) for i in pc.indices_nonzero(pc.is_null(values)).to_pylist()]
                 raise RowsRefused("INVALID_MESSAGE_ERROR", null_fields(sink.avro_schema, batch, rows), rows)
-            if sink.subject is not None:
-                from dagger.serde.avro_encode import framed
-
-                values = framed(values, sink.schema_id)
-            return values, None
+            return _framed(values, sink.header), None
         if sink.data_type == "JSON":
             if sink.json_schema:
                 batch = _json_shape(sink.json_schema).shape(batch)
-            return pa.array(json_lines(batch), pa.binary()), None
+            return _framed(pa.array(json_lines(batch), pa.binary()), sink.header), None
         try:
             values = _encoder(sink.descriptor_set_b64, sink.value_message, "SINK_KAFKA_PROTO_MESSAGE").encode(batch)
             keys = (
@@ -177,7 +173,7 @@ class _KafkaWriter(SinkWriter):
             )
         except SinkError as exc:  # a value the message cannot take: find the rows, reject only them
             raise RowsRefused("INVALID_MESSAGE_ERROR", str(exc)) from None
-        return values, keys
+        return _framed(values, sink.header), keys
 
     def _produce(self, batch: pa.RecordBatch) -> None:
         from dagger.kafka.producer import ProduceError
@@ -307,9 +303,11 @@ class KafkaSink(Sink):
     name = "kafka"
     rerun = "duplicates: its records are produced again (the Kafka sink is at-least-once; with SINK_KAFKA_PROTO_KEY and a compacted topic, readers keep one record per key)"
 
-    #: AVRO: the records' schema (JSON), its registry id (Confluent's format), how it is had, and the registry
+    #: AVRO: the records' schema (JSON); Confluent's format: the schema's id, the header each record gets, the
+    #: subject, how the schema is had, and the registry
     avro_schema: str | None = None
     schema_id: int | None = None
+    header: bytes | None = None
     subject: str | None = None
     auto_register: bool = False
     record_name: str = "dagger.Record"
@@ -377,28 +375,40 @@ class KafkaSink(Sink):
             except JsonSchemaError as exc:
                 raise DaggerConfigError(str(exc)) from None
         sink = cls(config.SINK_KAFKA_TOPIC, producer, blob, value, key, config.SINK_KAFKA_DATA_TYPE, json_schema)
-        if config.SINK_KAFKA_DATA_TYPE == "AVRO":
-            sink._avro(config, descriptors)
+        sink._registry(config, descriptors)
         return sink
 
-    def _avro(self, config: KafkaSinkSettings, descriptors: DescriptorSet | None) -> None:
-        """The records' Avro schema: looked up (pinned with the descriptor sets), given, or derived in check()."""
+    def _registry(self, config: KafkaSinkSettings, descriptors: DescriptorSet | None) -> None:
+        """The records' schema: looked up (pinned with the descriptor sets), given, or derived in check() and
+        registered in prepare(); with Confluent's format, the header each record gets."""
+        from dagger.sinks.kafka_registry import header, looked_up, message_path, sink_subject
+
         self.auto_register = config.SINK_KAFKA_SCHEMA_AUTO_REGISTER
         self.record_name = config.SINK_KAFKA_AVRO_RECORD_NAME
-        if config.SINK_KAFKA_WIRE_FORMAT == "confluent":
-            self.subject = avro_sink_subject(config)[0]
-            if not self.auto_register:
-                schemas = (descriptors.subjects if descriptors is not None else {}).get(self.subject)
-                if schemas is None or schemas.schema_type != "AVRO":
-                    held = f"holds {schemas.schema_type} schemas" if schemas is not None else "was not read"
-                    raise DaggerConfigError(
-                        f"SINK_KAFKA_SCHEMA_SUBJECT: subject {self.subject!r} {held}; AVRO needs an Avro one"
-                    )
-                self.avro_schema, self.schema_id = schemas.avro_schema(), schemas.reader_id
-        elif config.SINK_KAFKA_AVRO_SCHEMA:
-            from dagger.serde.formats import load_text
+        if config.SINK_KAFKA_WIRE_FORMAT != "confluent":
+            if self.data_type == "AVRO" and config.SINK_KAFKA_AVRO_SCHEMA:
+                from dagger.serde.formats import load_text
 
-            self.avro_schema = load_text(config.SINK_KAFKA_AVRO_SCHEMA, "SINK_KAFKA_AVRO_SCHEMA")
+                self.avro_schema = load_text(config.SINK_KAFKA_AVRO_SCHEMA, "SINK_KAFKA_AVRO_SCHEMA")
+            return
+        self.subject = sink_subject(config)[0]
+        if self.auto_register:
+            return
+        schemas = looked_up(descriptors, self.subject, self.data_type)
+        self.schema_id = schemas.reader_id
+        path = None
+        if self.data_type == "AVRO":
+            self.avro_schema = schemas.avro_schema()
+        elif self.data_type == "JSON":
+            self.json_schema = self.json_schema or schemas.reader["schema"]
+        else:
+            path = message_path(schemas.file_descriptors()[-1], self.value_message)
+            if path is None:
+                raise DaggerConfigError(
+                    f"SINK_KAFKA_PROTO_MESSAGE: {self.value_message} is not a message of subject {self.subject!r}'s "
+                    f"schema (id {self.schema_id}); register its file there, or set SINK_KAFKA_SCHEMA_AUTO_REGISTER=true"
+                )
+        self.header = header(self.schema_id, path)
 
     def jvm_columns(self, names: list[str]) -> dict[str, Any]:
         """AVRO: each row's datum, encoded in the JVM by Spark's ``to_avro``."""
@@ -428,6 +438,10 @@ class KafkaSink(Sink):
                 return []
             where = f"subject {self.subject!r}" if self.subject else "SINK_KAFKA_AVRO_SCHEMA"
             return fit_problems(self.avro_schema, schema, where)
+        if self.data_type == "JSON" and self.subject is not None and self.auto_register and not self.json_schema:
+            from dagger.sinks.kafka_registry import json_schema_of
+
+            self.json_schema = json_schema_of(schema, self.record_name)
         if self.data_type != "PROTO":
             picked = _json_shape(self.json_schema).columns(schema.names) if self.json_schema else []
             return [picked] if isinstance(picked, str) else []
@@ -451,12 +465,28 @@ class KafkaSink(Sink):
         return _KafkaWriter(self, partition_id, batch_id)
 
     def prepare(self) -> None:
-        """AVRO with auto-register: the derived schema is registered under the subject (its id is kept)."""
-        if self.data_type != "AVRO" or self.subject is None or not self.auto_register:
+        """Auto-register: the records' schema is registered under the subject (its id goes in the header)."""
+        if self.subject is None or not self.auto_register:
             return
         from dagger.schema.confluent import ConfluentSettings, register
+        from dagger.sinks.kafka_registry import header, message_path, register_proto
 
-        self.schema_id = register(ConfluentSettings(**self.registry), self.subject, self.avro_schema, "AVRO")
+        settings = ConfluentSettings(**self.registry)
+        path = None
+        if self.data_type == "AVRO":
+            self.schema_id = register(settings, self.subject, self.avro_schema, "AVRO")
+        elif self.data_type == "JSON":
+            self.schema_id = register(settings, self.subject, self.json_schema, "JSON")
+        else:
+            from google.protobuf import descriptor_pb2
+
+            from dagger.schema.descriptor_sets import build_pool
+
+            fds = descriptor_pb2.FileDescriptorSet.FromString(base64.b64decode(self.descriptor_set_b64))
+            descriptor = build_pool(fds).FindMessageTypeByName(self.value_message)
+            self.schema_id = register_proto(settings, self.subject, descriptor)
+            path = message_path(descriptor.file.serialized_pb, self.value_message)
+        self.header = header(self.schema_id, path)
 
     def reach(self) -> None:
         """At start, on the driver: the brokers must answer within :attr:`first_contact_s` and must not refuse the

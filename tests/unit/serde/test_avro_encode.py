@@ -9,7 +9,7 @@ import json
 import fastavro
 import pyarrow as pa
 
-from dagger.serde.avro_encode import derived_schema, fit_problems, framed
+from dagger.serde.avro_encode import derived_schema, fit_problems
 
 OUTPUT = pa.schema(
     [
@@ -67,12 +67,18 @@ def test_output_that_does_not_fit_a_registered_schema_is_named_column_by_column(
 
 
 def test_the_header_goes_in_front_of_each_datum_and_confluents_layout_reads_back():
+    from dagger.sinks.kafka import _framed
+    from dagger.sinks.kafka_registry import header
+
     schema = fastavro.parse_schema({"type": "record", "name": "R", "fields": [{"name": "id", "type": "long"}]})
     datums = []
     for i in (1, 300, -5):
         buffer = io.BytesIO()
         fastavro.schemaless_writer(buffer, schema, {"id": i})
         datums.append(buffer.getvalue())
-    out = framed(pa.array(datums, pa.binary()), 70000).to_pylist()
+    out = _framed(pa.array(datums, pa.binary()), header(70000)).to_pylist()
     assert [v[:5] for v in out] == [b"\0\x00\x01\x11\x70"] * 3
     assert [fastavro.schemaless_reader(io.BytesIO(v[5:]), schema, None)["id"] for v in out] == [1, 300, -5]
+    # protobuf's message-index array, as confluent-kafka writes it (the table of docs/sources.md's research)
+    assert header(42, (0,))[5:] == b"\x00" and header(42, (1, 0))[5:] == b"\x04\x02\x00"
+    assert header(42, (0, 2))[5:] == b"\x04\x00\x04" and header(42, (70,))[5:] == b"\x02\x8c\x01"
