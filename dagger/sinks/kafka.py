@@ -54,19 +54,22 @@ class KafkaSinkSettings(SinkSettings):
     )
     SINK_KAFKA_WIRE_FORMAT: Literal["plain", "confluent"] = Field(
         "plain",
-        description="Beyond Dagger, with AVRO: `confluent` writes Confluent's wire format (magic byte 0, the 4-byte "
-        "schema id, the datum) with the schema in the registry at `SCHEMA_REGISTRY_CONFLUENT_URL`; `plain` writes "
-        "bare datums.",
+        description="Beyond Dagger: `confluent` writes Confluent's wire format (magic byte 0, the 4-byte schema id, "
+        "for protobuf the message-index path, then the record) with the schema in the registry at "
+        "`SCHEMA_REGISTRY_CONFLUENT_URL`, for all three data types; `plain` writes bare records.",
     )
     SINK_KAFKA_SCHEMA_SUBJECT: str | None = Field(
         None, description="The registry subject of the records written; by default `<SINK_KAFKA_TOPIC>-value`."
     )
     SINK_KAFKA_SCHEMA_AUTO_REGISTER: bool = Field(
         False,
-        description="`false` (the default): the subject's latest schema is looked up when the job starts, and "
-        "`dagger validate` and the start check that the output fits it (names, types, nullability). `true`: a "
-        "schema derived from the output columns is registered at start (a nullable column becomes "
-        '`["null", T]` with default `null`), as a record named `SINK_KAFKA_AVRO_RECORD_NAME`.',
+        description="`false` (the default): the subject's latest schema is looked up when the job starts (AVRO: "
+        "`dagger validate` and the start check that the output fits it, names and types; PROTO: it must hold "
+        "`SINK_KAFKA_PROTO_MESSAGE`; JSON: it shapes the objects as `SINK_KAFKA_JSON_SCHEMA` would). `true`: a "
+        "schema is registered at start: AVRO, derived from the output columns (a nullable column becomes "
+        '`["null", T]` with default `null`), a record named `SINK_KAFKA_AVRO_RECORD_NAME`; PROTO, the file of '
+        "`SINK_KAFKA_PROTO_MESSAGE` (its imports under their own subjects); JSON, `SINK_KAFKA_JSON_SCHEMA` or a "
+        "JSON Schema of the output columns.",
     )
     SINK_KAFKA_AVRO_RECORD_NAME: str = Field(
         "dagger.Record", description="The derived Avro record's full name (`namespace.Name`)."

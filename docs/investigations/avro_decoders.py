@@ -161,11 +161,10 @@ def python_part(n: int) -> None:
 
 
 def spark_part(n: int) -> None:
+    import pyspark
     from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
     from pyspark.sql.avro.functions import from_avro
-
-    import pyspark
 
     spark = (
         SparkSession.builder.master("local[1]")
