@@ -273,6 +273,15 @@ def output_rows(broker, manager, topic: str, expected: int, sink: str = "kafka")
     return rows
 
 
+def dropped(query, table: str = "data_stream_0") -> int:
+    """The invalid records a finished streaming query counted and dropped for ``table`` (its observed metric)."""
+    return sum(
+        p["observedMetrics"][f"invalid_records_{table}"]["count"]
+        for p in query.recentProgress
+        if p.get("observedMetrics")
+    )
+
+
 def varint(n: int) -> bytes:
     """``n`` as a protobuf varint (to build raw records by hand)."""
     out = bytearray()

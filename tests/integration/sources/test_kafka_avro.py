@@ -15,7 +15,7 @@ from confluent_kafka.schema_registry.avro import AvroSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 
 from testing.produce import consume_all, produce
-from tests.conftest import START, dagger, job, json_sink, kafka_stream, output_rows, run_job
+from tests.conftest import START, dagger, dropped, job, json_sink, kafka_stream, output_rows, run_job
 
 pytestmark = pytest.mark.integration
 
@@ -163,12 +163,7 @@ def test_corrupted_framing_is_dropped_and_counted(spark, broker, schema_registry
     assert query.exception() is None, query.exception()
     rows = [json.loads(m.value()) for m in output_rows(broker, manager, out, 10)]
     assert sorted(str(r["order_number"]) for r in rows) == sorted(f"order-{i}" for i in range(10)), rows
-    dropped = sum(
-        p["observedMetrics"]["invalid_records_data_stream_0"]["count"]
-        for p in query.recentProgress
-        if p.get("observedMetrics")
-    )
-    assert dropped == 4
+    assert dropped(query) == 4
 
 
 def test_corrupted_framing_goes_to_dead_letters_with_reasons_and_the_raw_bytes(
@@ -234,12 +229,7 @@ def test_a_restart_with_the_registry_down_reads_with_the_schemas_the_checkpoint_
     assert manager.counters.sinks["kafka"]["written"].value == 20  # this run's: the first run wrote 10
     rows = [json.loads(m.value()) for m in consume_all(broker.bootstrap, out, expected=30)]
     assert sorted(r["order_number"] for r in rows) == sorted(f"order-{i}" for i in range(30))
-    dropped = sum(
-        p["observedMetrics"]["invalid_records_data_stream_0"]["count"]
-        for p in query.recentProgress
-        if p.get("observedMetrics")
-    )
-    assert dropped == 1
+    assert dropped(query) == 1
 
 
 def test_wrong_registry_credentials_end_validate_with_one_clear_line(tmp_path):

@@ -11,7 +11,7 @@ from confluent_kafka import Consumer, TopicPartition
 
 from testing.produce import consume_all, produce
 from testing.samples import AREAS, bookings, customers, message_class
-from tests.conftest import START, job, kafka_sink, kafka_stream, run_job
+from tests.conftest import START, dropped, job, kafka_sink, kafka_stream, run_job
 
 pytestmark = pytest.mark.integration
 Count = message_class("dagger.examples.BookingCountMessage")
@@ -183,12 +183,7 @@ def test_invalid_record_policy_drop_counts_and_keeps_every_good_record(spark, br
     assert query.exception() is None
     rows = [Summary.FromString(m.value()).order_number for m in consume_all(broker.bootstrap, out, expected=8)]
     assert sorted(rows) == sorted(f"order-{i}" for i in range(8))
-    dropped = sum(
-        p["observedMetrics"]["invalid_records_data_stream_0"]["count"]
-        for p in query.recentProgress
-        if p.get("observedMetrics")
-    )
-    assert dropped == 1
+    assert dropped(query) == 1
 
 
 def test_invalid_record_policy_dead_letter_writes_raw_bytes_with_reason_and_coordinates(

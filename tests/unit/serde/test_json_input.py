@@ -15,7 +15,7 @@ from dagger.serde.json_decode import JsonDecoder
 from dagger.serde.json_schema import JsonSchemaError, json_struct
 from testing.produce import consume_all, produce
 from testing.samples import bookings, customers, message_class
-from tests.conftest import START, dagger, job, json_sink, kafka_stream, run_job
+from tests.conftest import START, dagger, dropped, job, json_sink, kafka_stream, run_job
 
 Booking = message_class("dagger.examples.BookingLogMessage")
 
@@ -209,12 +209,7 @@ def test_window_over_json_gives_what_the_same_records_give_as_protobuf_and_count
     assert len(as_proto) == 6
     assert as_json_rows == as_proto
     assert sum(r[3] for r in as_proto) == 240
-    dropped = sum(
-        p["observedMetrics"]["invalid_records_data_stream_0"]["count"]
-        for p in query.recentProgress
-        if p.get("observedMetrics")
-    )
-    assert dropped == len(bad)
+    assert dropped(query) == len(bad)
 
 
 @pytest.mark.integration
