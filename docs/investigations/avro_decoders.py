@@ -112,7 +112,9 @@ def read_with(reader: str, data: bytes, arrow: bool = False) -> object:
     with open(path, "wb") as f:
         f.write(data)
     connection = duckdb.connect()
-    connection.load_extension(f"{duckdb_extension_avro.__path__[0]}/extensions/v{duckdb.__version__}/avro.duckdb_extension")
+    connection.load_extension(
+        f"{duckdb_extension_avro.__path__[0]}/extensions/v{duckdb.__version__}/avro.duckdb_extension"
+    )
     result = connection.execute(f"SELECT * FROM read_avro('{path}')")
     return result.to_arrow_table() if arrow else result.fetchall()
 
