@@ -137,3 +137,32 @@ def test_each_failure_says_what_to_check():
 def test_passwords_in_urls_are_not_shown():
     settings = ConfluentSettings(url="https://user:pass@sr-1.example:8081, http://sr-2.example")
     assert settings.shown == "https://sr-1.example:8081,http://sr-2.example"
+
+
+def test_a_protobuf_subject_brings_the_files_it_imports():
+    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+
+    from testing.confluent import protobuf_serializer, value_context
+
+    F = descriptor_pb2.FieldDescriptorProto  # noqa: N806
+    money = descriptor_pb2.FileDescriptorProto(name="shop/money.proto", package="shop", syntax="proto3")
+    amount = money.message_type.add(name="Money")
+    amount.field.add(name="cents", number=1, type=F.TYPE_INT64, label=F.LABEL_OPTIONAL)
+    pay = descriptor_pb2.FileDescriptorProto(
+        name="shop/pay.proto", package="shop", syntax="proto3", dependency=["shop/money.proto"]
+    )
+    payment = pay.message_type.add(name="Payment")
+    payment.field.add(name="amount", number=1, type=F.TYPE_MESSAGE, type_name=".shop.Money", label=F.LABEL_OPTIONAL)
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(money)
+    pool.Add(pay)
+    Payment = message_factory.GetMessageClass(pool.FindMessageTypeByName("shop.Payment"))  # noqa: N806
+    with SchemaRegistry() as registry:
+        framed = protobuf_serializer(registry.url, Payment)(Payment(amount={"cents": 250}), value_context("pay"))
+        subject = fetch_subject(ConfluentSettings(url=registry.url, retries=0), "pay-value", "here")
+    assert subject.schema_type == "PROTOBUF" and list(subject.reader["references"]) == ["shop/money.proto"]
+    descriptors = DescriptorSet([subject.to_blob()])
+    message = descriptors.find_message("shop.Payment")
+    assert message.fields_by_name["amount"].message_type.full_name == "shop.Money"
+    decoded = message_factory.GetMessageClass(message).FromString(framed[6:])
+    assert decoded.amount.cents == 250
