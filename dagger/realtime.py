@@ -35,7 +35,13 @@ def stream_refusals(stream: StreamConfig) -> list[str]:
     if not isinstance(source_of(stream), KafkaSource):
         return [f"STREAMS[{table}]: real-time mode reads Kafka streams only (Spark's Kafka source)"]
     out = []
-    if stream.INPUT_DATATYPE != "JSON":
+    if stream.INPUT_DATATYPE == "AVRO" or getattr(stream.format, "INPUT_SCHEMA_WIRE_FORMAT", "plain") != "plain":
+        out.append(
+            f"STREAMS[{table}]: real-time mode reads plain JSON records only; this stream's "
+            f"{stream.INPUT_DATATYPE} records (wire format {stream.format.INPUT_SCHEMA_WIRE_FORMAT}) are read by "
+            "our Kafka reader, which runs in micro-batches"
+        )
+    elif stream.INPUT_DATATYPE != "JSON":
         out.append(
             f"STREAMS[{table}]: INPUT_DATATYPE={stream.INPUT_DATATYPE} is decoded by ptars in Python workers, and "
             "real-time mode runs no Python (Spark's JVM protobuf decoder, spark-protobuf, is not served by Maven "
