@@ -25,16 +25,18 @@ def current(ctx: JobContext) -> DescriptorSet:
         settings = StencilSettings.from_config(ctx.config)
         settings.deadline_s = ctx.config.SPARK_FIRST_CONTACT_TIMEOUT_MS / 1000  # at start: fail fast
         try:
-            fetched = SchemaRegistry(settings).get()
-            subjects = _subjects(ctx)
-            if subjects:
-                from dagger.schema.descriptor_sets import DescriptorSet
-
-                fetched = DescriptorSet(fetched.blobs + subjects, absent=fetched.absent)
-            ctx.descriptor_set = fetched
+            ctx.descriptor_set = _with_subjects(ctx, SchemaRegistry(settings).get())
         except DescriptorFetchError as exc:
             ctx.descriptor_set = _kept(ctx, exc)
     return ctx.descriptor_set
+
+
+def _with_subjects(ctx: JobContext, fetched: DescriptorSet) -> DescriptorSet:
+    """``fetched`` (the Stencil sets) with the registry subjects the job reads and writes, fetched now."""
+    from dagger.schema.descriptor_sets import DescriptorSet
+
+    subjects = _subjects(ctx)
+    return DescriptorSet(fetched.blobs + subjects, absent=fetched.absent) if subjects else fetched
 
 
 def _subjects(ctx: JobContext) -> list[tuple[str, bytes]]:
@@ -72,13 +74,10 @@ def refresh_seconds(ctx: JobContext) -> float | None:
 def fetch_fresh(ctx: JobContext) -> DescriptorSet | None:
     """The descriptor sets fetched again, when they differ from the ones the job runs with (None when they do not,
     or cannot be fetched: the job goes on with what it has, as Dagger's Stencil cache does)."""
-    from dagger.schema.descriptor_sets import DescriptorSet, SchemaRegistry, StencilSettings
+    from dagger.schema.descriptor_sets import SchemaRegistry, StencilSettings
 
     try:
-        fresh = SchemaRegistry(StencilSettings.from_config(ctx.config)).get()
-        subjects = _subjects(ctx)
-        if subjects:
-            fresh = DescriptorSet(fresh.blobs + subjects, absent=fresh.absent)
+        fresh = _with_subjects(ctx, SchemaRegistry(StencilSettings.from_config(ctx.config)).get())
     except DescriptorFetchError as exc:
         log.warning("descriptor refresh failed, going on with the sets the job runs with: %s", exc)
         return None

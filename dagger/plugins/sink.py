@@ -163,7 +163,7 @@ class Sink(ABC):
 
     def jvm_column(self, what: str) -> str:
         """The name of this sink's JVM column ``what`` (unique per sink)."""
-        return f"{JVM_COLUMN_PREFIX}{self.label or self.name}_{what}"
+        return f"{JVM_COLUMN_PREFIX}{self.label or self.name}::{what}"  # '::': no sink's name is another's prefix
 
     def prepare(self) -> None:  # noqa: B027 - optional hook
         """Driver-side set-up before the query starts (e.g. create the destination table), after :meth:`reach`."""

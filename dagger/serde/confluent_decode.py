@@ -58,7 +58,10 @@ class ConfluentDecoder:
             reasons.update({int(positions[i]): r for i, r in zip(result.invalid, result.reasons, strict=True)})
             parts.append(result.batch)
             order.append(positions)
-        rest = np.array(sorted(set(range(len(values))) - {int(i) for p in order for i in p}), dtype=np.int64)
+        covered = np.zeros(len(values), dtype=bool)
+        for positions in order:
+            covered[positions] = True
+        rest = np.flatnonzero(~covered)
         if len(rest):  # records that are not decoded: empty ones stand in for them (flagged invalid below)
             parts.append(self.inner.decode(pa.array([b""] * len(rest), pa.binary())).batch)
             order.append(rest)
