@@ -1,7 +1,11 @@
 """librdkafka's admin requests across a broker outage: ``alter_consumer_group_offsets`` with a request timeout while
 a TCP proxy cuts the broker, then restores it. Nothing of Dagger's product code is in the path: confluent-kafka,
 Apache Kafka and the tests' TCP proxy (``testing/``). Run from the repository's root:
-``.venv/bin/python docs/investigations/admin_request_timeout_abort.py [cycles]``."""
+``.venv/bin/python docs/investigations/admin_request_timeout_abort.py [cycles] [--bounded]``.
+
+By default each request has a 2-s request timeout of its own. With ``--bounded``, what the project does instead:
+each request gets librdkafka's longest request timeout (one hour), the wait for its answer is bounded from outside
+(2 s), and a client whose answer was late is dropped for a new one."""
 
 import sys
 import time
@@ -15,6 +19,9 @@ def main() -> None:
     from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, Producer, TopicPartition
     from confluent_kafka.admin import AdminClient
 
+    args = [a for a in sys.argv[1:] if a != "--bounded"]
+    bounded = "--bounded" in sys.argv
+
     from testing.broker import Broker, free_port
     from testing.tcp_proxy import TcpProxy
 
@@ -24,19 +31,24 @@ def main() -> None:
         p = Producer({"bootstrap.servers": broker.direct_bootstrap})
         [p.produce("t", b"x", partition=i % 2) for i in range(100)]
         p.flush()
-        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        clients = [AdminClient({"bootstrap.servers": broker.bootstrap})]
 
         def commit(n):
             req = ConsumerGroupTopicPartitions("g", [TopicPartition("t", 0, n), TopicPartition("t", 1, n)])
             try:
-                admin.alter_consumer_group_offsets([req], request_timeout=2)["g"].result(timeout=3)
+                if bounded:
+                    clients[0].alter_consumer_group_offsets([req], request_timeout=3600)["g"].result(timeout=2)
+                else:
+                    clients[0].alter_consumer_group_offsets([req], request_timeout=2)["g"].result(timeout=3)
                 return "ok"
             except KafkaException as e:
                 return e.args[0].str()[:60]
             except TimeoutError:
+                if bounded:  # drop the client, its request still waiting
+                    clients[0] = AdminClient({"bootstrap.servers": broker.bootstrap})
                 return "timeout"
 
-        for cycle in range(int(sys.argv[1]) if len(sys.argv) > 1 else 3):
+        for cycle in range(int(args[0]) if args else 3):
             print(cycle, "before", commit(1), flush=True)
             proxy.cut()
             t0 = time.monotonic()

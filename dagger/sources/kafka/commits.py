@@ -1,7 +1,9 @@
 """Committing a Kafka stream's processed offsets to its consumer group, so ``kafka-consumer-groups`` and lag
-exporters see the job. A commit goes through the admin API (``AlterConsumerGroupOffsets``), whose requests time
-out, because a consumer's own commit waits for the group's coordinator without end while the brokers are
-unreachable (docs/investigations/commit_while_unreachable.md). Runs on the driver.
+exporters see the job. A commit goes through the admin API (``AlterConsumerGroupOffsets``), whose answer can be
+waited for within a bound, because a consumer's own commit waits for the group's coordinator without end while the
+brokers are unreachable (docs/investigations/commit_while_unreachable.md). The bound is kept here, not by
+librdkafka's request timeout: an admin request whose own timeout fires while the brokers are cut can abort the
+process (docs/investigations/admin_request_timeout_abort.md). Runs on the driver.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ import json
 import logging
 import re
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from dagger.kafka.logs import quiet
 from dagger.sources.kafka.spec import (
@@ -19,15 +21,15 @@ from dagger.sources.kafka.spec import (
     split_offset_key,
 )
 
-if TYPE_CHECKING:
-    pass
-
-
 log = logging.getLogger(__name__)
 
 #: the longest a commit of offsets to a consumer group may take; a failed or late commit is logged, never fatal
 #: (the checkpoint holds the position; the next commit carries the group forward)
 COMMIT_TIMEOUT_SECONDS = 10.0
+#: the request timeout a commit gives librdkafka: its longest (one hour), so that its timer does not fire while the
+#: brokers are cut, which can abort the process (docs/investigations/admin_request_timeout_abort.md); the wait is
+#: bounded by ``commit_within`` instead, and the caller drops a client whose answer was late
+_REQUEST_TIMEOUT_SECONDS = 3600
 #: librdkafka's consumer-only settings, left out of the admin client that commits (it would warn about each)
 _CONSUMER_ONLY = re.compile(
     r"group\..*|auto\.offset\.reset|enable\.auto\..*|auto\.commit\..*|enable\.partition\.eof|isolation\.level"
@@ -59,7 +61,8 @@ def commit_within(
 ) -> bool:
     """Commit ``end`` to ``group`` through ``admin`` within ``seconds``, asking again while the brokers say to (a
     coordinator loading or moving, as after a broker's start or restart); whether it landed (a failure is logged
-    if ``report``)."""
+    if ``report``). After a failure, ``admin`` may still hold a request waiting for the brokers: drop it and take a
+    new client for the next commit."""
     from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, KafkaException, TopicPartition
 
     ask_again = {getattr(KafkaError, name) for name in _ASK_AGAIN}
@@ -70,8 +73,8 @@ def commit_within(
     while True:
         left = max(deadline - time.monotonic(), 0.5)
         try:
-            future = admin.alter_consumer_group_offsets([request], request_timeout=left)[group]
-            result = future.result(timeout=left + 1)
+            future = admin.alter_consumer_group_offsets([request], request_timeout=_REQUEST_TIMEOUT_SECONDS)[group]
+            result = future.result(timeout=left)
             errors = [(f"{tp.topic}[{tp.partition}]: ", tp.error) for tp in result.topic_partitions if tp.error]
         except KafkaException as exc:
             errors = [("", exc.args[0])]
