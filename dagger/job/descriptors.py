@@ -50,13 +50,9 @@ def _subjects(ctx: JobContext) -> list[tuple[str, bytes]]:
         subject = stream_subject(stream)
         if subject is not None:
             wanted.setdefault(subject[0], subject[1])
-    for _, entry in ctx.config.sink_configs:  # sinks that look their schema up (auto-register ones make it)
-        settings = entry.settings
-        if getattr(settings, "needs_registry", False) and not settings.SINK_KAFKA_SCHEMA_AUTO_REGISTER:
-            from dagger.sinks.kafka_registry import sink_subject
-
-            subject = sink_subject(settings)
-            wanted.setdefault(subject[0], subject[1])
+    for _, entry in ctx.config.sink_configs:  # sinks that look their schemas up (auto-register ones make them)
+        for subject, where in entry.settings.registry_subjects():
+            wanted.setdefault(subject, where)
     if not wanted:
         return []
     settings = ConfluentSettings.from_config(ctx.config)

@@ -61,6 +61,11 @@ class SinkSettings(BaseModel):
         Arrow batches sent to Python workers; see :mod:`dagger.session.tuning`)."""
         return False
 
+    def registry_subjects(self) -> list[tuple[str, str]]:
+        """The Confluent Schema Registry subjects this sink looks its schemas up in when the job starts (they are
+        fetched with the streams' and pinned in the checkpoint), each with the key that names it."""
+        return []
+
     def require(self, sink: str, *keys: str) -> None:
         """Raise the config error for the first of ``keys`` left empty (required by SINK_TYPE ``sink``)."""
         for key in keys:

@@ -67,8 +67,9 @@ def derived_schema(schema: pa.Schema, record_name: str) -> str:
     return json.dumps(_record(list(schema), name, namespace or "dagger"))
 
 
-def fit_problems(avro_schema: str, schema: pa.Schema, where: str) -> list[str]:
-    """Why rows of ``schema`` cannot be written as records of ``avro_schema`` (empty when they can)."""
+def fit_problems(avro_schema: str, schema: pa.Schema, where: str, others: set[str] = frozenset()) -> list[str]:
+    """Why rows of ``schema`` cannot be written as records of ``avro_schema`` (empty when they can); columns in
+    ``others`` (the record key's) may be left out of the schema."""
     from pyspark.sql.pandas.types import from_arrow_type
 
     from dagger.serde.avro_types import avro_struct
@@ -87,7 +88,7 @@ def fit_problems(avro_schema: str, schema: pa.Schema, where: str) -> list[str]:
                 f"{where}: column {field.name!r} is {have.simpleString()}, the schema's field is "
                 f"{field.dataType.simpleString()} (cast it in the SQL)"
             )
-    extra = [n for n in schema.names if n not in set(wanted.fieldNames())]
+    extra = [n for n in schema.names if n not in set(wanted.fieldNames()) and n not in others]
     if extra:
         problems.append(f"{where}: output column(s) {', '.join(extra)} are not in the schema")
     return problems

@@ -1,37 +1,32 @@
-"""``SINK_TYPE=kafka``: rows encoded as protobuf (or JSON) and produced in batches with librdkafka.
+"""``SINK_TYPE=kafka``: rows encoded as protobuf, JSON or Avro and produced in batches with librdkafka.
 
 * Value: ``SINK_KAFKA_PROTO_MESSAGE``, columns mapped to fields by name (see
-  :class:`~dagger.serde.encode.ProtoEncoder`); optional key: ``SINK_KAFKA_PROTO_KEY`` built from the same
-  row. ``SINK_KAFKA_DATA_TYPE=JSON`` writes one JSON object per row instead (no key).
+  :class:`~dagger.serde.encode.ProtoEncoder`), or a JSON object or an Avro record per row
+  (``SINK_KAFKA_DATA_TYPE``); optional key: ``SINK_KAFKA_PROTO_KEY`` built from the same row, or the
+  ``SINK_KAFKA_KEY_*`` keys' (:mod:`dagger.sinks.kafka_records` encodes each part).
 * Delivery is at-least-once, as Dagger's: every produced record is acknowledged before the micro-batch
   commits; a delivery error fails the micro-batch with the broker's reason, and a restart re-runs it
   (records of a failed batch may be written twice; a cleanly stopped job writes each record once).
 
-One module (~380 lines) because it is one sink: its keys, the record encoders (protobuf, JSON) and the writer
-that produces them.
+One module (~360 lines) because it is one sink: its keys (half the module, each with its description), the writer
+and the sink; the records' encoding is :mod:`dagger.sinks.kafka_records`'.
 """
 
 from __future__ import annotations
 
-import base64
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import pyarrow as pa
-import pyarrow.compute as pc
 from pydantic import Field, model_validator
 
 from dagger.config.model import Json
-from dagger.errors import DaggerConfigError, SinkError
+from dagger.errors import SinkError
 from dagger.plugins.sink import Sink, SinkSettings, SinkWriter
-from dagger.serde.json_schema import JsonSchemaError, json_struct
-from dagger.serde.variant import is_json_text
-from dagger.sinks.rejected import RejectedRows, RowsRefused, isolate
-from dagger.worker_cache import BuiltCache, content_key
+from dagger.sinks.kafka_records import RecordPart
+from dagger.sinks.rejected import RejectedRows, isolate
 
 if TYPE_CHECKING:
     from dagger.schema.descriptor_sets import DescriptorSet
-
-_ENCODERS = BuiltCache(32)
 
 
 class KafkaSinkSettings(SinkSettings):
@@ -88,6 +83,40 @@ class KafkaSinkSettings(SinkSettings):
         "or failing the batch when `INVALID_MESSAGE_ERROR` is in `SINK_ERROR_TYPES_FOR_FAILURE`). Properties are matched to output columns by name, or — as in Dagger — by "
         "position when the names differ and the counts are equal. Without it every output column is written.",
     )
+    SINK_KAFKA_KEY_COLUMNS: str | None = Field(
+        None,
+        description="Beyond Dagger, as Flink's `key.fields`: the output columns (comma-separated) each record's key "
+        "is made of, encoded as `SINK_KAFKA_KEY_DATA_TYPE` says; the value still holds every column. Needed for a "
+        "JSON or Avro key whose schema is derived; a looked-up or given key schema names its columns itself.",
+    )
+    SINK_KAFKA_KEY_DATA_TYPE: Literal["PROTO", "JSON", "AVRO"] | None = Field(
+        None,
+        description="The keys' data type; by default PROTO when `SINK_KAFKA_PROTO_KEY` names the key message, "
+        "otherwise the value's `SINK_KAFKA_DATA_TYPE` when `SINK_KAFKA_KEY_COLUMNS` is set. No key is written "
+        "when none of the three is set.",
+    )
+    SINK_KAFKA_KEY_WIRE_FORMAT: Literal["plain", "confluent"] | None = Field(
+        None, description="The keys' wire format, as `SINK_KAFKA_WIRE_FORMAT` (its value by default)."
+    )
+    SINK_KAFKA_KEY_SCHEMA_SUBJECT: str | None = Field(
+        None, description="The registry subject of the keys written; by default `<SINK_KAFKA_TOPIC>-key`."
+    )
+    SINK_KAFKA_KEY_SCHEMA_AUTO_REGISTER: bool | None = Field(
+        None,
+        description="As `SINK_KAFKA_SCHEMA_AUTO_REGISTER`, for the keys' schema (its value by default): `true` "
+        "registers one derived from `SINK_KAFKA_KEY_COLUMNS` (or the file of `SINK_KAFKA_PROTO_KEY`).",
+    )
+    SINK_KAFKA_KEY_AVRO_RECORD_NAME: str = Field(
+        "dagger.Key", description="The derived Avro key record's full name (`namespace.Name`)."
+    )
+    SINK_KAFKA_KEY_AVRO_SCHEMA: str | None = Field(
+        None,
+        description="With an AVRO key and `plain`: the keys' Avro schema (JSON, or a path or URL of it); its "
+        "fields name the key's columns.",
+    )
+    SINK_KAFKA_KEY_JSON_SCHEMA: str | None = Field(
+        None, description="With a JSON key: the keys' JSON Schema, as `SINK_KAFKA_JSON_SCHEMA` shapes the values."
+    )
     SINK_KAFKA_PRODUCE_LARGE_MESSAGE_ENABLE: bool = Field(
         False, description="Allow 20 MiB messages and compress with snappy."
     )
@@ -102,36 +131,54 @@ class KafkaSinkSettings(SinkSettings):
 
     @property
     def needs_registry(self) -> bool:
-        return self.SINK_KAFKA_WIRE_FORMAT == "confluent"
+        key_wire = self.SINK_KAFKA_KEY_WIRE_FORMAT or self.SINK_KAFKA_WIRE_FORMAT
+        return self.SINK_KAFKA_WIRE_FORMAT == "confluent" or (self.writes_keys and key_wire == "confluent")
 
     @model_validator(mode="after")
     def _required(self) -> KafkaSinkSettings:
         self.require("kafka", "SINK_KAFKA_BROKERS", "SINK_KAFKA_TOPIC")
         if self.SINK_KAFKA_DATA_TYPE == "PROTO":
             self.require("kafka", "SINK_KAFKA_PROTO_MESSAGE")
+        named = {self.SINK_KAFKA_PROTO_KEY, self.SINK_CONNECTOR_SCHEMA_PROTO_KEY_CLASS} - {None, ""}
+        if len(named) > 1:
+            raise ValueError(
+                f"SINK_KAFKA_PROTO_KEY ({self.SINK_KAFKA_PROTO_KEY}) and SINK_CONNECTOR_SCHEMA_PROTO_KEY_CLASS "
+                f"({self.SINK_CONNECTOR_SCHEMA_PROTO_KEY_CLASS}) name different key messages; keep one"
+            )
         return self
 
+    def registry_subjects(self) -> list[tuple[str, str]]:
+        """The registry subjects the sink looks its schemas up in when the job starts, each with the key that
+        names it (none with auto-register or the plain format)."""
+        out = []
+        for part, wire, auto in (
+            ("value", self.SINK_KAFKA_WIRE_FORMAT, self.SINK_KAFKA_SCHEMA_AUTO_REGISTER),
+            (
+                "key",
+                self.SINK_KAFKA_KEY_WIRE_FORMAT or self.SINK_KAFKA_WIRE_FORMAT,
+                self.SINK_KAFKA_KEY_SCHEMA_AUTO_REGISTER,
+            ),
+        ):
+            auto = self.SINK_KAFKA_SCHEMA_AUTO_REGISTER if auto is None else auto
+            if wire != "confluent" or auto or (part == "key" and not self.writes_keys):
+                continue
+            key = "SINK_KAFKA_SCHEMA_SUBJECT" if part == "value" else "SINK_KAFKA_KEY_SCHEMA_SUBJECT"
+            given = getattr(self, key)
+            out.append(
+                (given, key)
+                if given
+                else (f"{self.SINK_KAFKA_TOPIC}-{part}", f"SINK_KAFKA_TOPIC (subject <topic>-{part})")
+            )
+        return out
 
-def _framed(values: pa.BinaryArray, header: bytes | None) -> pa.BinaryArray:
-    """``values`` behind Confluent's header (as they are without one), column-wise."""
-    if header is None:
-        return values
-    return pc.binary_join_element_wise(pa.scalar(header, pa.binary()), values, pa.scalar(b"", pa.binary()))
-
-
-def _encoder(descriptor_set_b64: str, message: str, key: str) -> Any:
-    """One encoder per (descriptor set, message) per Python worker."""
-
-    def build() -> Any:
-        from google.protobuf import descriptor_pb2
-
-        from dagger.schema.descriptor_sets import build_pool
-        from dagger.serde.encode import ProtoEncoder
-
-        fds = descriptor_pb2.FileDescriptorSet.FromString(base64.b64decode(descriptor_set_b64))
-        return ProtoEncoder(build_pool(fds).FindMessageTypeByName(message), key)
-
-    return _ENCODERS.get(content_key(message, key, descriptor_set_b64), build)
+    @property
+    def writes_keys(self) -> bool:
+        return bool(
+            self.SINK_KAFKA_PROTO_KEY
+            or self.SINK_CONNECTOR_SCHEMA_PROTO_KEY_CLASS
+            or self.SINK_KAFKA_KEY_COLUMNS
+            or self.SINK_KAFKA_KEY_DATA_TYPE
+        )
 
 
 class _KafkaWriter(SinkWriter):
@@ -155,28 +202,9 @@ class _KafkaWriter(SinkWriter):
 
     def _encode(self, batch: pa.RecordBatch) -> tuple[pa.BinaryArray, pa.BinaryArray | None]:
         sink = self.sink
-        if sink.data_type == "AVRO":
-            values = batch.column(sink.jvm_column("value"))
-            if values.null_count:
-                from dagger.serde.avro_encode import null_fields
-
-                rows = [int(i) for i in pc.indices_nonzero(pc.is_null(values)).to_pylist()]
-                raise RowsRefused("INVALID_MESSAGE_ERROR", null_fields(sink.avro_schema, batch, rows), rows)
-            return _framed(values, sink.header), None
-        if sink.data_type == "JSON":
-            if sink.json_schema:
-                batch = _json_shape(sink.json_schema).shape(batch)
-            return _framed(pa.array(json_lines(batch), pa.binary()), sink.header), None
-        try:
-            values = _encoder(sink.descriptor_set_b64, sink.value_message, "SINK_KAFKA_PROTO_MESSAGE").encode(batch)
-            keys = (
-                _encoder(sink.descriptor_set_b64, sink.key_message, "SINK_KAFKA_PROTO_KEY").encode(batch)
-                if sink.key_message
-                else None
-            )
-        except SinkError as exc:  # a value the message cannot take: find the rows, reject only them
-            raise RowsRefused("INVALID_MESSAGE_ERROR", str(exc)) from None
-        return _framed(values, sink.header), keys
+        values = sink.value.encode(batch, sink.jvm_column("value"))
+        keys = sink.key.encode(batch, sink.jvm_column("key")) if sink.key is not None else None
+        return values, keys
 
     def _produce(self, batch: pa.RecordBatch) -> None:
         from dagger.kafka.producer import ProduceError
@@ -207,132 +235,26 @@ class _KafkaWriter(SinkWriter):
         return self.count
 
 
-def _json_shape(schema: str) -> JsonShape:
-    """One :class:`JsonShape` per ``SINK_KAFKA_JSON_SCHEMA`` per Python worker."""
-    return _ENCODERS.get(content_key("json-schema", schema), lambda: JsonShape(schema))
-
-
-class JsonShape:
-    """Output rows shaped by ``SINK_KAFKA_JSON_SCHEMA``: its top-level properties, in order, with their types."""
-
-    def __init__(self, schema: str):
-        from pyspark.sql.pandas.types import to_arrow_schema
-
-        self.schema = to_arrow_schema(json_struct(schema, "SINK_KAFKA_JSON_SCHEMA"), timezone="UTC")
-
-    def columns(self, names: list[str]) -> list[int] | str:
-        """The output column (index) of each property, or why the output cannot be shaped."""
-        if all(p in names for p in self.schema.names):
-            return [names.index(p) for p in self.schema.names]
-        if len(names) == len(self.schema.names):
-            return list(range(len(names)))  # as Dagger: the i-th column is the i-th property
-        missing = [p for p in self.schema.names if p not in names]
-        return (
-            f"SINK_KAFKA_JSON_SCHEMA: properties {', '.join(missing)} match no output column "
-            f"({', '.join(names)}), and the schema has {len(self.schema.names)} properties for {len(names)} "
-            "columns (with as many, they are matched by position)"
-        )
-
-    def shape(self, batch: pa.RecordBatch) -> pa.RecordBatch:
-        """``batch`` as the schema's objects; a value that does not convert refuses the batch (the writer then
-        finds and rejects its rows)."""
-        picked = self.columns(batch.schema.names)
-        if isinstance(picked, str):
-            raise SinkError(picked)
-        columns = []
-        for target, index in zip(self.schema, picked, strict=True):
-            column = batch.column(index)
-            try:
-                columns.append(column if column.type == target.type else column.cast(target.type))
-            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-                raise RowsRefused(
-                    "INVALID_MESSAGE_ERROR",
-                    f"column {batch.schema.names[index]} ({column.type}) cannot be written as {target.name} "
-                    f"({target.type}) of SINK_KAFKA_JSON_SCHEMA: {exc}",
-                ) from None
-        return pa.RecordBatch.from_arrays(columns, schema=self.schema)
-
-
-def json_lines(batch: pa.RecordBatch) -> list[bytes]:
-    """One compact JSON object per row, numbers at full precision.
-
-    Doubles are written in their shortest form that reads back to the same double (orjson), floats in the
-    shortest form that reads back to the same float (``1.1``, not ``1.100000023841858``), whole decimals as
-    integers and other decimals exactly; timestamps as ISO-8601 UTC with microseconds (``...T03:04:05.123456Z``),
-    binary as text, maps as ``[key, value]`` pairs.
-    """
-    import orjson
-
-    columns = {}
-    for field, column in zip(batch.schema, batch.columns, strict=True):
-        if is_json_text(field):  # an untyped lookup output of objects or mixed types: its JSON as is
-            columns[field.name] = [None if v is None else orjson.Fragment(v) for v in column.to_pylist()]
-        else:
-            columns[field.name] = _json_ready(column).to_pylist()
-    names = list(columns)
-    values = [columns[n] for n in names]
-    dumps, default, utc = orjson.dumps, _json_default, orjson.OPT_UTC_Z  # nested timestamps: ...Z as well
-    return [dumps(dict(zip(names, row, strict=True)), default=default, option=utc) for row in zip(*values, strict=True)]
-
-
-def _json_ready(column: pa.Array) -> pa.Array:
-    """Columns whose Python values orjson would print differently from what the sink promises, converted."""
-    t = column.type
-    if pa.types.is_float32(t):  # the float's own shortest digits, as a double
-        return pc.cast(pc.cast(column, pa.string()), pa.float64())
-    if pa.types.is_timestamp(t):
-        utc = column.cast(pa.timestamp("us", tz="UTC"))
-        return pc.strftime(utc, format="%Y-%m-%dT%H:%M:%SZ")  # %S carries the microseconds
-    return column
-
-
-def _json_default(value: Any) -> Any:
-    import decimal
-
-    import orjson
-
-    if isinstance(value, decimal.Decimal):
-        return int(value) if value == value.to_integral_value() else orjson.Fragment(str(value))
-    if isinstance(value, bytes):
-        return value.decode("utf-8", "replace")
-    if isinstance(value, tuple):
-        return list(value)
-    raise TypeError(f"cannot write {type(value).__name__} as JSON")
-
-
 class KafkaSink(Sink):
-    """Protobuf (or JSON) records to ``SINK_KAFKA_TOPIC``."""
+    """Protobuf, JSON or Avro records to ``SINK_KAFKA_TOPIC``."""
 
     name = "kafka"
-    rerun = "duplicates: its records are produced again (the Kafka sink is at-least-once; with SINK_KAFKA_PROTO_KEY and a compacted topic, readers keep one record per key)"
+    rerun = "duplicates: its records are produced again (the Kafka sink is at-least-once; with a record key and a compacted topic, readers keep one record per key)"
 
-    #: AVRO: the records' schema (JSON); Confluent's format: the schema's id, the header each record gets, the
-    #: subject, how the schema is had, and the registry
-    avro_schema: str | None = None
-    schema_id: int | None = None
-    header: bytes | None = None
-    subject: str | None = None
-    auto_register: bool = False
-    record_name: str = "dagger.Record"
     registry: dict[str, Any] | None = None  # a ConfluentSettings' fields, given by build_sinks
 
     def __init__(
         self,
         topic: str,
         producer_config: dict[str, str | bool],
-        descriptor_set_b64: str = "",
-        value_message: str | None = None,
-        key_message: str | None = None,
+        value: RecordPart | None = None,
+        key: RecordPart | None = None,
         data_type: str = "PROTO",
-        json_schema: str | None = None,
     ):
         self.topic = topic
-        self.json_schema = json_schema
         self.producer_config = producer_config
-        self.descriptor_set_b64 = descriptor_set_b64
-        self.value_message = value_message
-        self.key_message = key_message
-        self.data_type = data_type
+        self.value = value if value is not None else RecordPart("value", data_type, False)
+        self.key = key
 
     @classmethod
     def from_settings(cls, config: KafkaSinkSettings, descriptors: DescriptorSet | None) -> KafkaSink:
@@ -349,147 +271,37 @@ class KafkaSink(Sink):
         producer.update({k: str(v) for k, v in config.SINK_KAFKA_PRODUCER_CONFIG.items()})
         # confluent-kafka reads this one key itself, as a bool
         producer["delivery.report.only.error"] = producer["delivery.report.only.error"].lower() == "true"
-        value = key = None
-        blob = ""
-        if config.SINK_KAFKA_DATA_TYPE == "PROTO":
-            descriptors.find_message(config.SINK_KAFKA_PROTO_MESSAGE, "SINK_KAFKA_PROTO_MESSAGE")
-            value = config.SINK_KAFKA_PROTO_MESSAGE
-            named = [
-                (name, value)
-                for name, value in (
-                    ("SINK_KAFKA_PROTO_KEY", config.SINK_KAFKA_PROTO_KEY),
-                    ("SINK_CONNECTOR_SCHEMA_PROTO_KEY_CLASS", config.SINK_CONNECTOR_SCHEMA_PROTO_KEY_CLASS),
-                )
-                if value
-            ]
-            if len({value for _, value in named}) > 1:
-                raise DaggerConfigError(
-                    f"SINK_KAFKA_PROTO_KEY ({named[0][1]}) and SINK_CONNECTOR_SCHEMA_PROTO_KEY_CLASS ({named[1][1]}) "
-                    "name different key messages; keep one"
-                )
-            if named:
-                descriptors.find_message(named[0][1], named[0][0])
-                key = named[0][1]
-            blob = base64.b64encode(descriptors.serialized).decode()
-        json_schema = config.SINK_KAFKA_JSON_SCHEMA if config.SINK_KAFKA_DATA_TYPE == "JSON" else None
-        if json_schema:
-            try:
-                _json_shape(json_schema)  # an unusable schema is a config error before start
-            except JsonSchemaError as exc:
-                raise DaggerConfigError(str(exc)) from None
-        sink = cls(config.SINK_KAFKA_TOPIC, producer, blob, value, key, config.SINK_KAFKA_DATA_TYPE, json_schema)
-        sink._registry(config, descriptors)
-        return sink
+        value = RecordPart.of(config, "value", descriptors)
+        key = RecordPart.of(config, "key", descriptors)
+        return cls(config.SINK_KAFKA_TOPIC, producer, value, key)
 
-    def _registry(self, config: KafkaSinkSettings, descriptors: DescriptorSet | None) -> None:
-        """The records' schema: looked up (pinned with the descriptor sets), given, or derived in check() and
-        registered in prepare(); with Confluent's format, the header each record gets."""
-        from dagger.sinks.kafka_registry import header, looked_up, message_path, sink_subject
-
-        self.auto_register = config.SINK_KAFKA_SCHEMA_AUTO_REGISTER
-        self.record_name = config.SINK_KAFKA_AVRO_RECORD_NAME
-        if config.SINK_KAFKA_WIRE_FORMAT != "confluent":
-            if self.data_type == "AVRO" and config.SINK_KAFKA_AVRO_SCHEMA:
-                from dagger.serde.formats import load_text
-
-                self.avro_schema = load_text(config.SINK_KAFKA_AVRO_SCHEMA, "SINK_KAFKA_AVRO_SCHEMA")
-            return
-        self.subject = sink_subject(config)[0]
-        if self.auto_register:
-            return
-        schemas = looked_up(descriptors, self.subject, self.data_type)
-        self.schema_id = schemas.reader_id
-        path = None
-        if self.data_type == "AVRO":
-            self.avro_schema = schemas.avro_schema()
-        elif self.data_type == "JSON":
-            self.json_schema = self.json_schema or schemas.reader["schema"]
-        else:
-            path = message_path(schemas.file_descriptors()[-1], self.value_message)
-            if path is None:
-                raise DaggerConfigError(
-                    f"SINK_KAFKA_PROTO_MESSAGE: {self.value_message} is not a message of subject {self.subject!r}'s "
-                    f"schema (id {self.schema_id}); register its file there, or set SINK_KAFKA_SCHEMA_AUTO_REGISTER=true"
-                )
-        self.header = header(self.schema_id, path)
+    @property
+    def parts(self) -> list[RecordPart]:
+        return [self.value] if self.key is None else [self.value, self.key]
 
     def jvm_columns(self, names: list[str]) -> dict[str, Any]:
-        """AVRO: each row's datum, encoded in the JVM by Spark's ``to_avro``."""
-        if self.data_type != "AVRO":
-            return {}
-        from dagger.serde.avro_encode import avro_column
-
-        return {self.jvm_column("value"): avro_column(self.avro_schema)}
+        """AVRO values or keys: each row's datum, encoded in the JVM by Spark's ``to_avro``."""
+        columns = {self.jvm_column(part.part): part.jvm_column() for part in self.parts}
+        return {name: column for name, column in columns.items() if column is not None}
 
     def describe(self) -> str:
-        what = (
-            f"{self.value_message}" + (f" (key {self.key_message})" if self.key_message else "")
-            if self.data_type == "PROTO"
-            else "JSON"
+        key = f" (key {self.key.describe()})" if self.key is not None else ""
+        return (
+            f"kafka topic {self.topic} on {self.producer_config['bootstrap.servers']} as {self.value.describe()}{key}"
         )
-        return f"kafka topic {self.topic} on {self.producer_config['bootstrap.servers']} as {what}"
 
     def check(self, schema: pa.Schema) -> list[str]:
-        if self.data_type == "AVRO":
-            from dagger.serde.avro_encode import derived_schema, fit_problems
-
-            if self.avro_schema is None or (self.auto_register and self.schema_id is None):
-                try:
-                    self.avro_schema = derived_schema(schema, self.record_name)
-                except ValueError as exc:
-                    return [f"SINK_KAFKA_DATA_TYPE=AVRO: {exc}"]
-                return []
-            where = f"subject {self.subject!r}" if self.subject else "SINK_KAFKA_AVRO_SCHEMA"
-            return fit_problems(self.avro_schema, schema, where)
-        if self.data_type == "JSON" and self.subject is not None and self.auto_register and not self.json_schema:
-            from dagger.sinks.kafka_registry import json_schema_of
-
-            self.json_schema = json_schema_of(schema, self.record_name)
-        if self.data_type != "PROTO":
-            picked = _json_shape(self.json_schema).columns(schema.names) if self.json_schema else []
-            return [picked] if isinstance(picked, str) else []
-        problems = []
-        for message, key in (
-            (self.value_message, "SINK_KAFKA_PROTO_MESSAGE"),
-            (self.key_message, "SINK_KAFKA_PROTO_KEY"),
-        ):
-            if not message:
-                continue
-            encoder = _encoder(self.descriptor_set_b64, message, key)
-            problems.extend(encoder.check(schema))
-            if not encoder.mapped_columns(schema.names):
-                problems.append(
-                    f"{key}: no output column ({', '.join(schema.names)}) matches a field of {message}; "
-                    "every record would be empty"
-                )
-        return problems
+        problems = self.key.check(schema) if self.key is not None else []
+        key_columns = self.key.columns or () if self.key is not None else ()
+        return self.value.check(schema, key_columns) + problems
 
     def writer(self, partition_id: int, batch_id: int) -> SinkWriter:
         return _KafkaWriter(self, partition_id, batch_id)
 
     def prepare(self) -> None:
-        """Auto-register: the records' schema is registered under the subject (its id goes in the header)."""
-        if self.subject is None or not self.auto_register:
-            return
-        from dagger.schema.confluent import ConfluentSettings, register
-        from dagger.sinks.kafka_registry import header, message_path, register_proto
-
-        settings = ConfluentSettings(**self.registry)
-        path = None
-        if self.data_type == "AVRO":
-            self.schema_id = register(settings, self.subject, self.avro_schema, "AVRO")
-        elif self.data_type == "JSON":
-            self.schema_id = register(settings, self.subject, self.json_schema, "JSON")
-        else:
-            from google.protobuf import descriptor_pb2
-
-            from dagger.schema.descriptor_sets import build_pool
-
-            fds = descriptor_pb2.FileDescriptorSet.FromString(base64.b64decode(self.descriptor_set_b64))
-            descriptor = build_pool(fds).FindMessageTypeByName(self.value_message)
-            self.schema_id = register_proto(settings, self.subject, descriptor)
-            path = message_path(descriptor.file.serialized_pb, self.value_message)
-        self.header = header(self.schema_id, path)
+        """Auto-register: each part's schema is registered under its subject (its id goes in the header)."""
+        for part in self.parts:
+            part.prepare(self.registry or {})
 
     def reach(self) -> None:
         """At start, on the driver: the brokers must answer within :attr:`first_contact_s` and must not refuse the

@@ -22,23 +22,13 @@ if TYPE_CHECKING:
 SCHEMA_TYPES = {"AVRO": "AVRO", "PROTO": "PROTOBUF", "JSON": "JSON"}
 
 
-def sink_subject(settings: Any) -> tuple[str, str]:
-    """``(subject, the key that names it)`` of a sink in Confluent's wire format."""
-    if settings.SINK_KAFKA_SCHEMA_SUBJECT:
-        return settings.SINK_KAFKA_SCHEMA_SUBJECT, "SINK_KAFKA_SCHEMA_SUBJECT"
-    return f"{settings.SINK_KAFKA_TOPIC}-value", "SINK_KAFKA_TOPIC (subject <topic>-value)"
-
-
-def looked_up(descriptors: DescriptorSet | None, subject: str, data_type: str) -> Any:
+def looked_up(descriptors: DescriptorSet | None, subject: str, data_type: str, key: str) -> Any:
     """The subject's schemas the job read at start (:class:`~dagger.schema.confluent.SubjectSchemas`)."""
     schemas = (descriptors.subjects if descriptors is not None else {}).get(subject)
     wanted = SCHEMA_TYPES[data_type]
     if schemas is None or schemas.schema_type != wanted:
         held = f"holds {schemas.schema_type} schemas" if schemas is not None else "was not read"
-        raise DaggerConfigError(
-            f"SINK_KAFKA_SCHEMA_SUBJECT: subject {subject!r} {held}; SINK_KAFKA_DATA_TYPE={data_type} needs a "
-            f"{wanted} one"
-        )
+        raise DaggerConfigError(f"{key}: subject {subject!r} {held}; data type {data_type} needs a {wanted} one")
     return schemas
 
 

@@ -67,7 +67,7 @@ def test_output_that_does_not_fit_a_registered_schema_is_named_column_by_column(
 
 
 def test_the_header_goes_in_front_of_each_datum_and_confluents_layout_reads_back():
-    from dagger.sinks.kafka import _framed
+    from dagger.sinks.kafka_records import framed
     from dagger.sinks.kafka_registry import header
 
     schema = fastavro.parse_schema({"type": "record", "name": "R", "fields": [{"name": "id", "type": "long"}]})
@@ -76,7 +76,7 @@ def test_the_header_goes_in_front_of_each_datum_and_confluents_layout_reads_back
         buffer = io.BytesIO()
         fastavro.schemaless_writer(buffer, schema, {"id": i})
         datums.append(buffer.getvalue())
-    out = _framed(pa.array(datums, pa.binary()), header(70000)).to_pylist()
+    out = framed(pa.array(datums, pa.binary()), header(70000)).to_pylist()
     assert [v[:5] for v in out] == [b"\0\x00\x01\x11\x70"] * 3
     assert [fastavro.schemaless_reader(io.BytesIO(v[5:]), schema, None)["id"] for v in out] == [1, 300, -5]
     # protobuf's message-index array, as confluent-kafka writes it (the table of docs/sources.md's research)
