@@ -116,7 +116,11 @@ class RecordPart:
     def _resolve(self, descriptors: DescriptorSet | None, avro_schema: str | None) -> None:
         if self.data_type == "PROTO":
             if not self.message:
-                raise DaggerConfigError(f"{self.named('data_type')}=PROTO needs {self.named('message')}")
+                also = " (the value's SINK_KAFKA_DATA_TYPE unless set)" if self.part == "key" else ""
+                raise DaggerConfigError(
+                    f"{self.named('data_type')}=PROTO{also} needs {self.named('message')}, the {self.part} message; "
+                    f"or set {self.named('data_type')} to JSON or AVRO"
+                )
             descriptors.find_message(self.message, self.named("message"))
             self.descriptor_set_b64 = base64.b64encode(descriptors.serialized).decode()
         if self.json_schema:

@@ -175,6 +175,19 @@ def test_keys_that_cannot_be_made_are_refused_before_start_naming_the_key_to_set
     assert "SINK_KAFKA_KEY_COLUMNS: customer_id not among the output columns (order_number, service_area_id)" in (
         problems(sql, SINK_KAFKA_KEY_COLUMNS="customer_id")
     )
+    from dagger.errors import DaggerConfigError
+
+    with pytest.raises(DaggerConfigError) as refused:  # a protobuf value's key is protobuf unless said otherwise
+        problems(
+            sql,
+            SINK_KAFKA_DATA_TYPE="PROTO",
+            SINK_KAFKA_PROTO_MESSAGE="dagger.examples.BookingLogMessage",
+            SINK_KAFKA_KEY_COLUMNS="order_number",
+        )
+    assert str(refused.value) == (
+        "SINK_KAFKA_KEY_DATA_TYPE=PROTO (the value's SINK_KAFKA_DATA_TYPE unless set) needs SINK_KAFKA_PROTO_KEY, the "
+        "key message; or set SINK_KAFKA_KEY_DATA_TYPE to JSON or AVRO"
+    )
     given = {"type": "record", "name": "K", "fields": [{"name": "order_number", "type": "long"}]}
     assert "SINK_KAFKA_KEY_AVRO_SCHEMA: column 'order_number' is string, the schema's field is bigint" in problems(
         sql, SINK_KAFKA_KEY_DATA_TYPE="AVRO", SINK_KAFKA_KEY_AVRO_SCHEMA=json.dumps(given)
