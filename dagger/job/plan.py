@@ -116,8 +116,9 @@ def plan(ctx: JobContext) -> Plan:
         result.output_mode = "update (real-time mode)"
     # VARIANT columns (untyped lookup outputs) take their values' type per batch: checked when written
     arrow_schema = without_variants(to_arrow_schema(df.schema, timezone="UTC"))
-    for sink in result.sinks:
-        result.problems.extend(sink.check(arrow_schema))
+    from dagger.sinks import sink_problems
+
+    result.problems.extend(sink_problems(result.sinks, arrow_schema))
     return result
 
 

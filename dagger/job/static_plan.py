@@ -94,14 +94,14 @@ def plan_without_spark(ctx: JobContext) -> tuple[Plan | None, str]:
 
     from dagger.job.plan import Plan
     from dagger.serde.variant import without_variants
+    from dagger.sinks import sink_problems
     from dagger.sql.state import unbounded_state
 
     result = Plan(config.sql, rewrite.sql, tables, schema, output_mode=mode, notes=rewrite.notes)
     result.unbounded_state = unbounded_state(rewrite.sql, rowtime)
     result.sinks = sinks
     arrow_schema = without_variants(to_arrow_schema(schema, timezone="UTC"))
-    for sink in sinks:
-        result.problems.extend(sink.check(arrow_schema))
+    result.problems.extend(sink_problems(sinks, arrow_schema))
     return result, ""
 
 

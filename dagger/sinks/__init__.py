@@ -14,6 +14,8 @@ from dagger.sinks.kafka import KafkaSink, KafkaSinkSettings
 from dagger.sinks.log import LogSink, LogSinkSettings
 
 if TYPE_CHECKING:
+    import pyarrow as pa
+
     from dagger.config.model import JobConfig, SinkConfig
     from dagger.plugins.sink import Sink
     from dagger.schema.descriptor_sets import DescriptorSet
@@ -27,6 +29,16 @@ register_sink("bigquery", BigQuerySinkSettings, BigQuerySink.from_settings)
 def build_sink(entry: SinkConfig, descriptors: DescriptorSet | None) -> Sink:
     """The sink one bound ``SINKS`` entry (or the single-sink keys) describes."""
     return SINKS.plugins()[entry.SINK_TYPE].build(entry.settings, descriptors)
+
+
+def sink_problems(sinks: list[Sink], schema: pa.Schema) -> list[str]:
+    """Why the output (``schema``) cannot be written to each of ``sinks``; with several sinks, each problem names
+    its sink (the keys in a message are every sink's)."""
+    problems = []
+    for sink in sinks:
+        prefix = f"sink '{sink.display_name}': " if len(sinks) > 1 else ""
+        problems.extend(prefix + problem for problem in sink.check(schema))
+    return problems
 
 
 def build_sinks(config: JobConfig, descriptors: DescriptorSet) -> list[Sink]:
