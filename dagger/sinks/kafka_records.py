@@ -259,7 +259,8 @@ class RecordPart:
                 from dagger.serde.avro_encode import null_fields
 
                 rows = [int(i) for i in pc.indices_nonzero(pc.is_null(values)).to_pylist()]
-                raise RowsRefused("INVALID_MESSAGE_ERROR", null_fields(self.avro_schema, batch, rows), rows)
+                reason = null_fields(self.avro_schema, batch, rows)
+                raise RowsRefused("INVALID_MESSAGE_ERROR", reason if self.part == "value" else f"key: {reason}", rows)
             return framed(values, self.header)
         names = [n for n in batch.schema.names if not n.startswith(JVM_COLUMN_PREFIX)]
         taken = list(self.columns) if self.columns is not None else names

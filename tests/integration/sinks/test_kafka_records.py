@@ -91,17 +91,33 @@ def test_a_looked_up_avro_key_schema_names_the_key_columns_beside_bare_json_valu
         SINK_KAFKA_KEY_SCHEMA_SUBJECT="order-keys",
         SINK_KAFKA_KEY_SCHEMA_AUTO_REGISTER="false",
     )
-    data = job(None, [stream], SQL, SCHEMA_REGISTRY_CONFLUENT_URL=schema_registry.url, **sink)
+    # order-3 loses its number: its key cannot be made (the key's field is not nullable), so that row alone goes to
+    # the dead letters
+    sql = (
+        "SELECT CASE WHEN order_number = 'order-3' THEN NULL ELSE order_number END AS order_number, service_area_id, "
+        "rowtime FROM orders"
+    )
+    data = job(
+        None,
+        [stream],
+        sql,
+        SCHEMA_REGISTRY_CONFLUENT_URL=schema_registry.url,
+        DEAD_LETTER_PATH=str(tmp_path / "dl"),
+        **sink,
+    )
     manager, query = run_job(spark, data, tmp_path / "cp")
     assert query.exception() is None, query.exception()
     read = AvroDeserializer(registry_client(schema_registry.url))
-    records = output_rows(broker, manager, out, 9)
+    records = output_rows(broker, manager, out, 8)
     assert {m.key()[:5] for m in records} == {b"\0" + key_id.to_bytes(4, "big")}
     keys = [read(m.key(), _key_context(out)) for m in records]
     values = [json.loads(m.value()) for m in records]  # bare JSON: no header, and no column but the output's
-    assert sorted(k["order_number"] for k in keys) == sorted(f"order-{i}" for i in range(9))
+    assert sorted(k["order_number"] for k in keys) == sorted(f"order-{i}" for i in range(9) if i != 3)
     assert all(set(v) == {"order_number", "service_area_id", "rowtime"} for v in values)
     assert [k["order_number"] for k in keys] == [v["order_number"] for v in values]
+    letters = [json.loads(x) for f in (tmp_path / "dl").glob("*.jsonl") for x in f.read_text().splitlines()]
+    assert len(letters) == 1 and letters[0]["row"]["service_area_id"] == 0
+    assert letters[0]["reason"] == "key: null in order_number, whose field in the Avro schema is not a union with null"
 
 
 def test_a_protobuf_key_message_is_registered_and_confluents_deserializer_reads_keys_and_values(
