@@ -152,6 +152,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         reached = self._reached
         limit = (self.spec.unreachable_timeout_ms if reached else self.spec.first_contact_ms) / 1000
         since = time.monotonic()
+        failed_once = False
         while True:
             left = limit - (time.monotonic() - since)
             try:
@@ -176,6 +177,12 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                         f"(SOURCE_KAFKA_UNREACHABLE_TIMEOUT_MS): {reason}. Nothing was lost: a restart resumes from "
                         "the checkpoint"
                     ) from None
+                if not self._waiting and not failed_once:
+                    # a connection the outage broke fails once, at its first use after the brokers are back: ask
+                    # again before saying they do not answer
+                    failed_once = True
+                    time.sleep(0.5)
+                    continue
                 if not self._waiting:
                     self._waiting = True
                     log.warning(
