@@ -131,8 +131,7 @@ class KafkaSinkSettings(SinkSettings):
 
     @property
     def needs_registry(self) -> bool:
-        key_wire = self.SINK_KAFKA_KEY_WIRE_FORMAT or self.SINK_KAFKA_WIRE_FORMAT
-        return self.SINK_KAFKA_WIRE_FORMAT == "confluent" or (self.writes_keys and key_wire == "confluent")
+        return self.registry("value")[0] or (self.writes_keys and self.registry("key")[0])
 
     @model_validator(mode="after")
     def _required(self) -> KafkaSinkSettings:
@@ -147,28 +146,37 @@ class KafkaSinkSettings(SinkSettings):
             )
         return self
 
+    def registry(self, part: str) -> tuple[bool, bool, str, str]:
+        """``(confluent, auto_register, subject, the key naming the subject)`` of ``part`` (value or key), the
+        key's defaults taken from the value's."""
+        if part == "value":
+            wire, auto, given = (
+                self.SINK_KAFKA_WIRE_FORMAT,
+                self.SINK_KAFKA_SCHEMA_AUTO_REGISTER,
+                "SINK_KAFKA_SCHEMA_SUBJECT",
+            )
+        else:
+            wire = self.SINK_KAFKA_KEY_WIRE_FORMAT or self.SINK_KAFKA_WIRE_FORMAT
+            auto = self.SINK_KAFKA_KEY_SCHEMA_AUTO_REGISTER
+            auto = self.SINK_KAFKA_SCHEMA_AUTO_REGISTER if auto is None else auto
+            given = "SINK_KAFKA_KEY_SCHEMA_SUBJECT"
+        if getattr(self, given):
+            return wire == "confluent", auto, getattr(self, given), given
+        return (
+            wire == "confluent",
+            auto,
+            f"{self.SINK_KAFKA_TOPIC}-{part}",
+            f"SINK_KAFKA_TOPIC (subject <topic>-{part})",
+        )
+
     def registry_subjects(self) -> list[tuple[str, str]]:
         """The registry subjects the sink looks its schemas up in when the job starts, each with the key that
         names it (none with auto-register or the plain format)."""
         out = []
-        for part, wire, auto in (
-            ("value", self.SINK_KAFKA_WIRE_FORMAT, self.SINK_KAFKA_SCHEMA_AUTO_REGISTER),
-            (
-                "key",
-                self.SINK_KAFKA_KEY_WIRE_FORMAT or self.SINK_KAFKA_WIRE_FORMAT,
-                self.SINK_KAFKA_KEY_SCHEMA_AUTO_REGISTER,
-            ),
-        ):
-            auto = self.SINK_KAFKA_SCHEMA_AUTO_REGISTER if auto is None else auto
-            if wire != "confluent" or auto or (part == "key" and not self.writes_keys):
-                continue
-            key = "SINK_KAFKA_SCHEMA_SUBJECT" if part == "value" else "SINK_KAFKA_KEY_SCHEMA_SUBJECT"
-            given = getattr(self, key)
-            out.append(
-                (given, key)
-                if given
-                else (f"{self.SINK_KAFKA_TOPIC}-{part}", f"SINK_KAFKA_TOPIC (subject <topic>-{part})")
-            )
+        for part in ("value", "key") if self.writes_keys else ("value",):
+            confluent, auto, subject, where = self.registry(part)
+            if confluent and not auto:
+                out.append((subject, where))
         return out
 
     @property

@@ -87,29 +87,25 @@ class RecordPart:
         keys = KEYS[part]
         message = getattr(settings, keys["message"])
         if part == "key":
+            if not settings.writes_keys:
+                return None
             message = message or settings.SINK_CONNECTOR_SCHEMA_PROTO_KEY_CLASS
             columns = [c.strip() for c in (settings.SINK_KAFKA_KEY_COLUMNS or "").split(",") if c.strip()]
             data_type = settings.SINK_KAFKA_KEY_DATA_TYPE or ("PROTO" if message else settings.SINK_KAFKA_DATA_TYPE)
-            if not (message or columns or settings.SINK_KAFKA_KEY_DATA_TYPE):
-                return None
-            wire = settings.SINK_KAFKA_KEY_WIRE_FORMAT or settings.SINK_KAFKA_WIRE_FORMAT
-            auto = settings.SINK_KAFKA_KEY_SCHEMA_AUTO_REGISTER
-            auto = settings.SINK_KAFKA_SCHEMA_AUTO_REGISTER if auto is None else auto
         else:
             columns, data_type = [], settings.SINK_KAFKA_DATA_TYPE
-            wire, auto = settings.SINK_KAFKA_WIRE_FORMAT, settings.SINK_KAFKA_SCHEMA_AUTO_REGISTER
+        confluent, auto, subject, _ = settings.registry(part)
         out = cls(
             part,
             data_type,
-            wire == "confluent",
+            confluent,
+            subject=subject if confluent else None,
             record_name=getattr(settings, keys["record_name"]),
             auto_register=auto,
             message=message if data_type == "PROTO" else None,
             columns=tuple(columns) or None,
             json_schema=getattr(settings, keys["json_schema"]) if data_type == "JSON" else None,
         )
-        if out.confluent:
-            out.subject = getattr(settings, keys["subject"]) or f"{settings.SINK_KAFKA_TOPIC}-{part}"
         out._resolve(descriptors, getattr(settings, keys["avro_schema"]))
         return out
 
