@@ -1,5 +1,5 @@
-"""Avro records (``INPUT_DATATYPE=AVRO``), decoded by Spark's own Avro reader in the JVM. One module (about 320
-lines, over the 300 aimed at: the two halves of one hand-over, whose columns the one writes and the other reads).
+"""Avro records (``INPUT_DATATYPE=AVRO``), decoded in the JVM. One module (about 370 lines, over the 300 aimed
+at: the two halves of one hand-over, whose columns the one writes and the other reads).
 
 Two halves, one per side of the Arrow hand-over:
 
@@ -10,10 +10,13 @@ Two halves, one per side of the Arrow hand-over:
   the job did not know when it started, but the registry does, ends the micro-batch with an error that says to
   restart (the next start reads every version of the subject): a schema registered while the job runs is never
   read as invalid.
-* **In the JVM**, :func:`decode_columns` turns the payloads into the table's columns with ``from_avro``, one
-  call per writer schema the job knows, each resolved against the reader schema by Avro's rules (a field added
-  with a default, a field removed, ``int`` promoted to ``long``…). A payload that does not decode makes the row
-  invalid (``fail``: the micro-batch ends naming topic, partition and offset).
+* **In the JVM**, :func:`avro_table` turns the payloads into the table's columns with Dagger's decoder
+  (``dagger/jvm/AvroRows.java``), which reads each writer schema the job knows resolved against the reader
+  schema by Avro's rules (a field added with a default, a field removed, ``int`` promoted to ``long``…) straight
+  into Spark's rows: 2.8× Spark's ``from_avro`` on nested records, which builds Avro's records first and then
+  Spark's slowly (``docs/investigations/spark_nested_rows.md``). ``from_avro`` decodes when Dagger's JVM classes
+  are not on the class path. A payload that does not decode makes the row invalid (``fail``: the micro-batch ends
+  naming topic, partition and offset).
 
 Why the JVM: Spark's reader decodes each record within its own bytes. The columnar Python readers measured
 (``docs/investigations/avro_decoders.md``) read a batch as one Avro container block, where one record with a
@@ -24,8 +27,10 @@ and polars return wrong rows without an error, and fastavro decodes 10× slower 
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import io
 import json
+import logging
 from typing import Any
 
 import numpy as np
@@ -43,6 +48,8 @@ from pyspark.sql.types import (
 )
 
 from dagger.serde.decode import DecodeResult, validity_and_rowtime
+
+log = logging.getLogger("dagger")
 
 #: the columns the Python reader hands the JVM for an Avro stream (then replaced by the table's)
 SCHEMA_ID = "__dagger_schema_id"
@@ -227,13 +234,11 @@ def avro_table(
     ``dead-letter``) the rows whose payload did not decode pass through Python once, column-wise, to be written
     there with their reason and coordinates (``framed``: their raw value had Confluent's header)."""
     from pyspark.sql import functions as F
-    from pyspark.sql.avro.functions import from_avro
 
     from dagger.serde.avro_types import avro_struct
     from dagger.serde.types import VALIDITY_COLUMN
 
-    # PERMISSIVE gives a payload that does not decode as a record whose fields are all null: the reader schema
-    # gains a field no writer has, whose default (true) marks the records that did decode
+    # the reader schema gains a field no writer has, whose default (true) marks the records that did decode
     expected = json.loads(reader)
     if fields is not None:  # only the fields the query reads are decoded; the others are skipped over
         kept = {
@@ -248,12 +253,15 @@ def avro_table(
         except Exception:  # noqa: BLE001, S110 - a kept field names a type a pruned one defined: decode them all
             pass
     expected["fields"] = [*expected["fields"], {"name": DECODED, "type": "boolean", "default": True}]
-    options = {"mode": "PERMISSIVE", "avroSchema": json.dumps(expected)}
-    decoded = None
-    for schema_id, writer in sorted(writers.items()):
-        value = from_avro(F.col(PAYLOAD), writer, options)
-        when = F.col(SCHEMA_ID) == schema_id
-        decoded = F.when(when, value) if decoded is None else decoded.when(when, value)
+    rows = jvm_rows(df.sparkSession)
+    if rows is not None:
+        from pyspark.sql.classic.column import Column
+
+        dtype = avro_struct(expected, table)
+        ids, payloads = F.col(SCHEMA_ID)._jc, F.col(PAYLOAD)._jc
+        decoded = Column(rows.column(ids, payloads, json.dumps(expected), dtype.json(), writers))
+    else:
+        decoded = _from_avro(writers, expected)
     record = "__dagger_record"
     valid = F.col(VALIDITY_COLUMN)
     df = df.withColumn(record, F.when(valid, decoded))
@@ -288,6 +296,43 @@ def avro_table(
         names = [n for n in names if n in fields or n == rowtime_field]
     columns = [F.col(f"{record}.{name}").alias(name) for name in names]
     return df.select(*columns, ok.alias(VALIDITY_COLUMN), stamp.alias(rowtime))
+
+
+def jvm_rows(spark: Any) -> Any:
+    """Dagger's Avro decoder in the JVM (``dagger/jvm/AvroRows.java``), or None when Dagger's JVM classes are not
+    on the session's class path (a spark-submit without ``--jars`` of the helper): ``from_avro`` decodes then."""
+    from py4j.java_gateway import JavaClass
+
+    found = spark._jvm.dagger.avro.AvroRows
+    if isinstance(found, JavaClass):
+        return found
+    _say_from_avro()
+    return None
+
+
+@functools.cache
+def _say_from_avro() -> None:
+    """One line per process, not one per stream."""
+    log.warning(
+        "Avro input: Dagger's JVM classes (dagger-jvm-*.jar) are not on the class path, so Spark's from_avro "
+        "decodes, about 3x slower on nested records; `python -m dagger.session.jars helper` prints the jar for "
+        "spark-submit --jars"
+    )
+
+
+def _from_avro(writers: dict[int, str], expected: dict) -> Any:
+    """Spark's own decoder: one ``from_avro`` per writer schema, chosen by the record's id (PERMISSIVE gives a
+    payload that does not decode as a record whose fields are all null, the decoded flag false)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.avro.functions import from_avro
+
+    options = {"mode": "PERMISSIVE", "avroSchema": json.dumps(expected)}
+    decoded = None
+    for schema_id, writer in sorted(writers.items()):
+        value = from_avro(F.col(PAYLOAD), writer, options)
+        when = F.col(SCHEMA_ID) == schema_id
+        decoded = F.when(when, value) if decoded is None else decoded.when(when, value)
+    return decoded
 
 
 def _dead_letters(spec: dict[str, Any], table: str, record: str, framed: bool) -> Any:
