@@ -11,13 +11,19 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 
+import org.apache.avro.AvroTypeException;
 import org.apache.avro.LogicalType;
 import org.apache.avro.LogicalTypes;
+import org.apache.avro.Resolver;
 import org.apache.avro.Schema;
+import org.apache.avro.generic.GenericData;
+import org.apache.avro.generic.GenericDatumReader;
+import org.apache.avro.generic.GenericDatumWriter;
 import org.apache.avro.io.BinaryDecoder;
+import org.apache.avro.io.BinaryEncoder;
 import org.apache.avro.io.Decoder;
 import org.apache.avro.io.DecoderFactory;
-import org.apache.avro.io.ResolvingDecoder;
+import org.apache.avro.io.EncoderFactory;
 import org.apache.avro.util.Utf8;
 import org.apache.spark.sql.Column;
 import org.apache.spark.sql.catalyst.InternalRow;
@@ -31,6 +37,7 @@ import org.apache.spark.sql.catalyst.util.GenericArrayData;
 import org.apache.spark.sql.classic.ExpressionUtils;
 import org.apache.spark.sql.types.ArrayType;
 import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.Decimal;
 import org.apache.spark.sql.types.DecimalType;
 import org.apache.spark.sql.types.DoubleType;
@@ -47,7 +54,8 @@ import org.apache.spark.unsafe.types.UTF8String;
  * header); its value is the record as the reader schema's row, whose last field (the decoded flag) is true, or
  * null when the id is not one of the writers given or the payload does not decode (too short, a bad union
  * index, a negative length...). Each writer is resolved against the reader by Avro's own rules ({@link
- * ResolvingDecoder}: fields added with defaults, fields removed, promotions, enum and union branches mapped).
+ * Resolver}: fields added with defaults, fields removed, promotions, enum and union branches mapped), once per
+ * task; each datum is then read by a plain {@link BinaryDecoder}, with no grammar to walk per value.
  *
  * <p>Why not Spark's {@code from_avro}: it decodes a datum into Avro's {@code GenericRecord} first, then copies
  * that into Spark's rows, making a {@code SpecificInternalRow} for every nested record, whose constructor reads the
@@ -142,11 +150,7 @@ public final class AvroRows extends Expression implements CodegenFallback, Seria
       Map<Integer, Reader> built = new HashMap<>();
       for (Map.Entry<Integer, String> e : spec.writers.entrySet()) {
         Schema writer = new Schema.Parser().parse(e.getValue());
-        try {
-          built.put(e.getKey(), new Reader(writer, reader, dataType));
-        } catch (IOException ex) {
-          throw new IllegalArgumentException("writer schema " + e.getKey() + ": " + ex.getMessage(), ex);
-        }
+        built.put(e.getKey(), new Reader(writer, reader, dataType));
       }
       readers = built;
     }
@@ -168,6 +172,16 @@ public final class AvroRows extends Expression implements CodegenFallback, Seria
   @Override
   public scala.collection.immutable.Seq<Expression> children() {
     return children;
+  }
+
+  /**
+   * Not deterministic to the optimizer, though it is: an expression that is not is evaluated where it stands. A
+   * filter on a decoded field would otherwise be pushed below the projection that decodes, and every record be
+   * decoded twice, once for the filter and once for the row (as {@code from_avro}'s records are).
+   */
+  @Override
+  public boolean deterministic() {
+    return false;
   }
 
   @Override
@@ -220,24 +234,18 @@ public final class AvroRows extends Expression implements CodegenFallback, Seria
     return Objects.hash(id, payload, spec);
   }
 
-  /** One writer schema's reading: resolved against the reader when they differ, straight when they do not. */
+  /** One writer schema's reading: Avro's {@link Resolver} decides once, here, what each value the writer wrote
+   * becomes in the reader's row (read, promoted, skipped, mapped to another enum symbol or union branch) and which
+   * of the reader's fields take their default; the bytes are then read by a plain {@link BinaryDecoder}. */
   private static final class Reader {
-    private final ResolvingDecoder resolving;
     private final Read read;
 
-    Reader(Schema writer, Schema reader, StructType type) throws IOException {
-      this.resolving = writer.equals(reader) ? null : DecoderFactory.get().resolvingDecoder(writer, reader, null);
-      this.read = build(reader, type, resolving != null, true);
+    Reader(Schema writer, Schema reader, StructType type) {
+      this.read = build(Resolver.resolve(writer, reader), type);
     }
 
     Object read(BinaryDecoder in) throws IOException {
-      if (resolving == null) {
-        return read.read(in);
-      }
-      resolving.configure(in);
-      Object row = read.read(resolving);
-      resolving.drain(); // the writer's fields after the reader's last are skipped here
-      return row;
+      return read.read(in);
     }
   }
 
@@ -246,155 +254,252 @@ public final class AvroRows extends Expression implements CodegenFallback, Seria
     Object read(Decoder in) throws IOException;
   }
 
-  private static Read build(Schema schema, DataType type, boolean resolving, boolean top) {
-    LogicalType logical = schema.getLogicalType();
-    switch (schema.getType()) {
+  private static Read build(Resolver.Action action, DataType type) {
+    switch (action.type) {
       case RECORD:
-        return record(schema, (StructType) type, resolving, top);
-      case ARRAY: {
-        Read item = build(schema.getElementType(), ((ArrayType) type).elementType(), resolving, false);
-        return in -> {
-          List<Object> items = new ArrayList<>();
-          for (long n = in.readArrayStart(); n != 0; n = in.arrayNext()) {
-            for (long i = 0; i < n; i++) {
-              items.add(item.read(in));
-            }
-          }
-          return new GenericArrayData(items.toArray());
-        };
+        return record((Resolver.RecordAdjust) action, (StructType) type);
+      case CONTAINER: {
+        Resolver.Action items = ((Resolver.Container) action).elementAction;
+        if (action.reader.getType() == Schema.Type.ARRAY) {
+          return array(build(items, ((ArrayType) type).elementType()));
+        }
+        return map(build(items, ((MapType) type).valueType()));
       }
-      case MAP: {
-        Read value = build(schema.getValueType(), ((MapType) type).valueType(), resolving, false);
-        return in -> {
-          List<Object> keys = new ArrayList<>();
-          List<Object> values = new ArrayList<>();
-          for (long n = in.readMapStart(); n != 0; n = in.mapNext()) {
-            for (long i = 0; i < n; i++) {
-              keys.add(string(in.readString(null)));
-              values.add(value.read(in));
-            }
-          }
-          return new ArrayBasedMapData(new GenericArrayData(keys.toArray()), new GenericArrayData(values.toArray()));
-        };
-      }
-      case UNION:
-        return union(schema, type, resolving);
       case ENUM: {
+        int[] adjustments = ((Resolver.EnumAdjust) action).adjustments;
         UTF8String[] symbols =
-            schema.getEnumSymbols().stream().map(UTF8String::fromString).toArray(UTF8String[]::new);
-        return in -> symbols[in.readEnum()];
-      }
-      case FIXED: {
-        int size = schema.getFixedSize();
-        if (logical instanceof LogicalTypes.Decimal d) {
-          return in -> {
-            byte[] b = new byte[size];
-            in.readFixed(b, 0, size);
-            return decimal(b, d);
-          };
-        }
+            action.reader.getEnumSymbols().stream().map(UTF8String::fromString).toArray(UTF8String[]::new);
         return in -> {
-          byte[] b = new byte[size];
-          in.readFixed(b, 0, size);
-          return b;
+          int symbol = adjustments[in.readEnum()];
+          if (symbol < 0) {
+            throw new AvroTypeException("an enum symbol the reader schema does not have, and no default");
+          }
+          return symbols[symbol];
         };
       }
-      case BYTES:
-        if (logical instanceof LogicalTypes.Decimal d) {
-          return in -> decimal(bytes(in.readBytes(null)), d);
+      case WRITER_UNION: {
+        Resolver.WriterUnion union = (Resolver.WriterUnion) action;
+        Read[] branches = new Read[union.actions.length];
+        for (int i = 0; i < branches.length; i++) { // the same union: branch i is the reader's branch i
+          branches[i] = union.unionEquiv ? branch(action.reader, i, type, union.actions[i]) : build(union.actions[i], type);
         }
-        return in -> bytes(in.readBytes(null));
-      case STRING:
-        return in -> string(in.readString(null));
-      case INT:
-        return in -> in.readInt();
-      case LONG:
-        if (logical instanceof LogicalTypes.TimestampMillis || logical instanceof LogicalTypes.LocalTimestampMillis) {
-          return in -> Math.multiplyExact(in.readLong(), 1000L);
-        }
-        if (logical instanceof LogicalTypes.TimeMicros) {
-          return in -> Math.multiplyExact(in.readLong(), 1000L); // TIME's value is nanoseconds of the day
-        }
-        return in -> in.readLong();
-      case FLOAT:
-        return in -> in.readFloat();
-      case DOUBLE:
-        return in -> in.readDouble();
-      case BOOLEAN:
-        return in -> in.readBoolean();
-      case NULL:
+        return in -> branches[in.readIndex()].read(in);
+      }
+      case READER_UNION: {
+        Resolver.ReaderUnion union = (Resolver.ReaderUnion) action;
+        return branch(action.reader, union.firstMatch, type, union.actualAction);
+      }
+      case SKIP: {
+        Schema writer = action.writer;
         return in -> {
-          in.readNull();
+          GenericDatumReader.skip(writer, in);
           return null;
         };
-      default:
-        throw new IllegalArgumentException("an Avro type Dagger does not read: " + schema);
+      }
+      case DO_NOTHING:
+      case PROMOTE:
+        return primitive(action.writer.getType(), action.reader);
+      case ERROR:
+      default: {
+        String why = action.toString();
+        return in -> {
+          throw new AvroTypeException(why);
+        };
+      }
     }
   }
 
-  private static Read record(Schema schema, StructType type, boolean resolving, boolean top) {
-    List<Schema.Field> fields = schema.getFields();
-    Schema.Field[] order = fields.toArray(new Schema.Field[0]);
-    Read[] reads = new Read[order.length];
-    for (int i = 0; i < order.length; i++) {
-      reads[i] = build(order[i].schema(), type.fields()[i].dataType(), resolving, false);
+  /** The reader's union, branch {@code at}: nullable, widened (int and long, float and double), or one member. */
+  private static Read branch(Schema union, int at, DataType type, Resolver.Action action) {
+    List<Schema> branches = union.getTypes();
+    Schema.Type kind = branches.get(at).getType();
+    if (kind == Schema.Type.NULL) {
+      return build(action, type);
     }
-    int width = type.fields().length; // the top row's last field is the decoded flag
-    return in -> {
-      Schema.Field[] got = resolving ? ((ResolvingDecoder) in).readFieldOrder() : order;
-      GenericInternalRow row = new GenericInternalRow(width);
-      for (Schema.Field f : got) {
-        int pos = f.pos();
-        row.update(pos, reads[pos].read(in));
+    int member = 0;
+    int members = 0;
+    for (int i = 0; i < branches.size(); i++) {
+      if (branches.get(i).getType() != Schema.Type.NULL) {
+        member += i < at ? 1 : 0;
+        members++;
       }
-      if (top) {
-        row.setBoolean(width - 1, true);
+    }
+    if (members == 1) {
+      return build(action, type);
+    }
+    if (type instanceof LongType && kind == Schema.Type.INT) {
+      Read read = build(action, DataTypes.IntegerType);
+      return in -> (long) (Integer) read.read(in);
+    }
+    if (type instanceof DoubleType && kind == Schema.Type.FLOAT) {
+      Read read = build(action, DataTypes.FloatType);
+      return in -> (double) (Float) read.read(in);
+    }
+    if (type instanceof LongType || type instanceof DoubleType) {
+      return build(action, type);
+    }
+    StructType struct = (StructType) type;
+    int width = struct.fields().length;
+    int index = member;
+    Read read = build(action, struct.fields()[index].dataType());
+    return in -> {
+      GenericInternalRow row = new GenericInternalRow(width);
+      row.update(index, read.read(in));
+      return row;
+    };
+  }
+
+  private static Read record(Resolver.RecordAdjust action, StructType type) {
+    Resolver.Action[] fields = action.fieldActions; // the writer's fields, in its order
+    Read[] reads = new Read[fields.length];
+    int[] positions = new int[fields.length]; // where each lands in the reader's row; -1: skipped
+    int next = 0;
+    for (int i = 0; i < fields.length; i++) {
+      if (fields[i].type == Resolver.Action.Type.SKIP) {
+        positions[i] = -1;
+      } else {
+        positions[i] = action.readerOrder[next++].pos();
+      }
+      reads[i] = build(fields[i], positions[i] < 0 ? null : type.fields()[positions[i]].dataType());
+    }
+    int defaulted = action.readerOrder.length - action.firstDefault; // the reader's fields no writer field feeds
+    int[] defaultAt = new int[defaulted];
+    Object[] defaults = new Object[defaulted];
+    for (int k = 0; k < defaulted; k++) {
+      Schema.Field field = action.readerOrder[action.firstDefault + k];
+      defaultAt[k] = field.pos();
+      defaults[k] = defaultValue(field, action.defaults[k], type.fields()[field.pos()].dataType());
+    }
+    int width = type.fields().length;
+    return in -> {
+      GenericInternalRow row = new GenericInternalRow(width);
+      for (int i = 0; i < reads.length; i++) {
+        Object value = reads[i].read(in);
+        if (positions[i] >= 0) {
+          row.update(positions[i], value);
+        }
+      }
+      for (int k = 0; k < defaultAt.length; k++) {
+        row.update(defaultAt[k], defaults[k]);
       }
       return row;
     };
   }
 
-  private static Read union(Schema schema, DataType type, boolean resolving) {
-    List<Schema> branches = schema.getTypes();
-    Read[] reads = new Read[branches.size()];
-    int members = 0;
-    for (Schema b : branches) {
-      members += b.getType() == Schema.Type.NULL ? 0 : 1;
+  /** A reader field's default as Spark's value: Avro's own value of it, written and read back as any datum. */
+  private static Object defaultValue(Schema.Field field, Object value, DataType type) {
+    try {
+      java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream();
+      BinaryEncoder encoder = EncoderFactory.get().directBinaryEncoder(out, null);
+      new GenericDatumWriter<Object>(field.schema(), GenericData.get()).write(value, encoder);
+      encoder.flush();
+      BinaryDecoder in = DecoderFactory.get().binaryDecoder(out.toByteArray(), null);
+      return build(Resolver.resolve(field.schema(), field.schema()), type).read(in);
+    } catch (IOException e) {
+      throw new IllegalArgumentException("the default of field " + field.name() + ": " + e.getMessage(), e);
     }
-    if (members == 1 || type instanceof LongType || type instanceof DoubleType) { // nullable, or widened
-      for (int i = 0; i < reads.length; i++) {
-        Schema b = branches.get(i);
-        Read r = build(b, members == 1 ? type : b.getType() == Schema.Type.INT || b.getType() == Schema.Type.LONG
-            ? org.apache.spark.sql.types.DataTypes.LongType : org.apache.spark.sql.types.DataTypes.DoubleType,
-            resolving, false);
-        if (type instanceof LongType && b.getType() == Schema.Type.INT) {
-          reads[i] = in -> (long) (Integer) r.read(in);
-        } else if (type instanceof DoubleType && b.getType() == Schema.Type.FLOAT) {
-          reads[i] = in -> (double) (Float) r.read(in);
-        } else {
-          reads[i] = r;
+  }
+
+  private static Read array(Read item) {
+    return in -> {
+      List<Object> items = new ArrayList<>();
+      for (long n = in.readArrayStart(); n != 0; n = in.arrayNext()) {
+        for (long i = 0; i < n; i++) {
+          items.add(item.read(in));
         }
       }
-    } else { // a struct of the members: the branch taken is set
-      StructType struct = (StructType) type;
-      int member = 0;
-      for (int i = 0; i < reads.length; i++) {
-        Schema b = branches.get(i);
-        if (b.getType() == Schema.Type.NULL) {
-          reads[i] = build(b, null, resolving, false);
-          continue;
+      return new GenericArrayData(items.toArray());
+    };
+  }
+
+  private static Read map(Read value) {
+    return in -> {
+      List<Object> keys = new ArrayList<>();
+      List<Object> values = new ArrayList<>();
+      for (long n = in.readMapStart(); n != 0; n = in.mapNext()) {
+        for (long i = 0; i < n; i++) {
+          keys.add(string(in.readString(null)));
+          values.add(value.read(in));
         }
-        int at = member++;
-        Read r = build(b, struct.fields()[at].dataType(), resolving, false);
-        int width = struct.fields().length;
-        reads[i] = in -> {
-          GenericInternalRow row = new GenericInternalRow(width);
-          row.update(at, r.read(in));
-          return row;
+      }
+      return new ArrayBasedMapData(new GenericArrayData(keys.toArray()), new GenericArrayData(values.toArray()));
+    };
+  }
+
+  /** A value of the writer's primitive type {@code written}, as the reader's type (the same, or promoted to it),
+   * with the reader's logical type. */
+  private static Read primitive(Schema.Type written, Schema reader) {
+    LogicalType logical = reader.getLogicalType();
+    switch (reader.getType()) {
+      case NULL:
+        return in -> {
+          in.readNull();
+          return null;
         };
+      case BOOLEAN:
+        return in -> in.readBoolean();
+      case INT:
+        return in -> in.readInt(); // date and time-millis too: days, milliseconds of the day
+      case LONG: {
+        boolean fromInt = written == Schema.Type.INT;
+        if (logical instanceof LogicalTypes.TimestampMillis
+            || logical instanceof LogicalTypes.LocalTimestampMillis
+            || logical instanceof LogicalTypes.TimeMicros) { // Spark's microseconds; TIME's nanoseconds
+          return in -> Math.multiplyExact(fromInt ? in.readInt() : in.readLong(), 1000L);
+        }
+        return fromInt ? in -> (long) in.readInt() : in -> in.readLong();
       }
+      case FLOAT:
+        switch (written) {
+          case INT:
+            return in -> (float) in.readInt();
+          case LONG:
+            return in -> (float) in.readLong();
+          default:
+            return in -> in.readFloat();
+        }
+      case DOUBLE:
+        switch (written) {
+          case INT:
+            return in -> (double) in.readInt();
+          case LONG:
+            return in -> (double) in.readLong();
+          case FLOAT:
+            return in -> (double) in.readFloat();
+          default:
+            return in -> in.readDouble();
+        }
+      case STRING:
+        if (written == Schema.Type.BYTES) {
+          return in -> UTF8String.fromBytes(bytes(in.readBytes(null)));
+        }
+        return in -> string(in.readString(null));
+      case BYTES: {
+        Read raw = written == Schema.Type.STRING ? in -> utf8(in.readString(null)) : in -> bytes(in.readBytes(null));
+        if (logical instanceof LogicalTypes.Decimal d) {
+          return in -> decimal((byte[]) raw.read(in), d);
+        }
+        return raw;
+      }
+      case FIXED: {
+        int size = reader.getFixedSize();
+        Read raw = in -> {
+          byte[] b = new byte[size];
+          in.readFixed(b, 0, size);
+          return b;
+        };
+        if (logical instanceof LogicalTypes.Decimal d) {
+          return in -> decimal((byte[]) raw.read(in), d);
+        }
+        return raw;
+      }
+      default:
+        throw new IllegalArgumentException("not a primitive Avro type: " + reader);
     }
-    return in -> reads[in.readIndex()].read(in);
+  }
+
+  private static byte[] utf8(Utf8 s) {
+    return java.util.Arrays.copyOf(s.getBytes(), s.getByteLength());
   }
 
   private static UTF8String string(Utf8 s) {
