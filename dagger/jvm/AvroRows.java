@@ -4,7 +4,6 @@ import java.io.IOException;
 import java.io.Serializable;
 import java.math.BigDecimal;
 import java.math.BigInteger;
-import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -17,14 +16,9 @@ import org.apache.avro.LogicalTypes;
 import org.apache.avro.Resolver;
 import org.apache.avro.Schema;
 import org.apache.avro.generic.GenericData;
-import org.apache.avro.generic.GenericDatumReader;
 import org.apache.avro.generic.GenericDatumWriter;
-import org.apache.avro.io.BinaryDecoder;
 import org.apache.avro.io.BinaryEncoder;
-import org.apache.avro.io.Decoder;
-import org.apache.avro.io.DecoderFactory;
 import org.apache.avro.io.EncoderFactory;
-import org.apache.avro.util.Utf8;
 import org.apache.spark.sql.Column;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.expressions.Expression;
@@ -39,7 +33,6 @@ import org.apache.spark.sql.types.ArrayType;
 import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.Decimal;
-import org.apache.spark.sql.types.DecimalType;
 import org.apache.spark.sql.types.DoubleType;
 import org.apache.spark.sql.types.LongType;
 import org.apache.spark.sql.types.MapType;
@@ -55,7 +48,7 @@ import org.apache.spark.unsafe.types.UTF8String;
  * null when the id is not one of the writers given or the payload does not decode (too short, a bad union
  * index, a negative length...). Each writer is resolved against the reader by Avro's own rules ({@link
  * Resolver}: fields added with defaults, fields removed, promotions, enum and union branches mapped), once per
- * task; each datum is then read by a plain {@link BinaryDecoder}, with no grammar to walk per value.
+ * task; each datum is then read straight from its bytes ({@link Cursor}), with no grammar to walk per value.
  *
  * <p>Why not Spark's {@code from_avro}: it decodes a datum into Avro's {@code GenericRecord} first, then copies
  * that into Spark's rows, making a {@code SpecificInternalRow} for every nested record, whose constructor reads the
@@ -103,7 +96,9 @@ public final class AvroRows extends Expression implements CodegenFallback, Seria
   private final StructType dataType;
   private final scala.collection.immutable.Seq<Expression> children;
   private transient Map<Integer, Reader> readers;
-  private transient BinaryDecoder bytes;
+  private transient int lastId;
+  private transient Reader last;
+  private transient Cursor cursor;
 
   public AvroRows(Expression id, Expression payload, Spec spec) {
     this.id = id;
@@ -132,13 +127,18 @@ public final class AvroRows extends Expression implements CodegenFallback, Seria
 
   /** Runs on the executors, once per record: the row, or null. */
   public Object decode(int schemaId, byte[] datum) {
-    Reader reader = readers().get(schemaId);
-    if (reader == null) {
-      return null;
+    if (last == null || schemaId != lastId) {
+      last = readers().get(schemaId);
+      lastId = schemaId;
+      if (last == null) {
+        return null;
+      }
+      cursor = cursor == null ? new Cursor() : cursor;
     }
-    bytes = DecoderFactory.get().binaryDecoder(datum, bytes);
+    cursor.buf = datum;
+    cursor.pos = 0;
     try {
-      return reader.read(bytes);
+      return last.read.read(cursor);
     } catch (IOException | RuntimeException e) { // a datum that is not one of this schema's
       return null;
     }
@@ -236,22 +236,18 @@ public final class AvroRows extends Expression implements CodegenFallback, Seria
 
   /** One writer schema's reading: Avro's {@link Resolver} decides once, here, what each value the writer wrote
    * becomes in the reader's row (read, promoted, skipped, mapped to another enum symbol or union branch) and which
-   * of the reader's fields take their default; the bytes are then read by a plain {@link BinaryDecoder}. */
+   * of the reader's fields take their default. */
   private static final class Reader {
-    private final Read read;
+    final Read read;
 
     Reader(Schema writer, Schema reader, StructType type) {
       this.read = build(Resolver.resolve(writer, reader), type);
-    }
-
-    Object read(BinaryDecoder in) throws IOException {
-      return read.read(in);
     }
   }
 
   /** How one Avro value becomes its Spark value. */
   private interface Read {
-    Object read(Decoder in) throws IOException;
+    Object read(Cursor in) throws IOException;
   }
 
   private static Read build(Resolver.Action action, DataType type) {
@@ -270,7 +266,7 @@ public final class AvroRows extends Expression implements CodegenFallback, Seria
         UTF8String[] symbols =
             action.reader.getEnumSymbols().stream().map(UTF8String::fromString).toArray(UTF8String[]::new);
         return in -> {
-          int symbol = adjustments[in.readEnum()];
+          int symbol = adjustments[in.readInt()];
           if (symbol < 0) {
             throw new AvroTypeException("an enum symbol the reader schema does not have, and no default");
           }
@@ -283,16 +279,16 @@ public final class AvroRows extends Expression implements CodegenFallback, Seria
         for (int i = 0; i < branches.length; i++) { // the same union: branch i is the reader's branch i
           branches[i] = union.unionEquiv ? branch(action.reader, i, type, union.actions[i]) : build(union.actions[i], type);
         }
-        return in -> branches[in.readIndex()].read(in);
+        return in -> branches[in.readInt()].read(in);
       }
       case READER_UNION: {
         Resolver.ReaderUnion union = (Resolver.ReaderUnion) action;
         return branch(action.reader, union.firstMatch, type, union.actualAction);
       }
       case SKIP: {
-        Schema writer = action.writer;
+        Skip skip = skipper(action.writer);
         return in -> {
-          GenericDatumReader.skip(writer, in);
+          skip.skip(in);
           return null;
         };
       }
@@ -393,7 +389,8 @@ public final class AvroRows extends Expression implements CodegenFallback, Seria
       BinaryEncoder encoder = EncoderFactory.get().directBinaryEncoder(out, null);
       new GenericDatumWriter<Object>(field.schema(), GenericData.get()).write(value, encoder);
       encoder.flush();
-      BinaryDecoder in = DecoderFactory.get().binaryDecoder(out.toByteArray(), null);
+      Cursor in = new Cursor();
+      in.buf = out.toByteArray();
       return build(Resolver.resolve(field.schema(), field.schema()), type).read(in);
     } catch (IOException e) {
       throw new IllegalArgumentException("the default of field " + field.name() + ": " + e.getMessage(), e);
@@ -403,7 +400,7 @@ public final class AvroRows extends Expression implements CodegenFallback, Seria
   private static Read array(Read item) {
     return in -> {
       List<Object> items = new ArrayList<>();
-      for (long n = in.readArrayStart(); n != 0; n = in.arrayNext()) {
+      for (long n = in.readBlock(); n != 0; n = in.readBlock()) {
         for (long i = 0; i < n; i++) {
           items.add(item.read(in));
         }
@@ -416,9 +413,9 @@ public final class AvroRows extends Expression implements CodegenFallback, Seria
     return in -> {
       List<Object> keys = new ArrayList<>();
       List<Object> values = new ArrayList<>();
-      for (long n = in.readMapStart(); n != 0; n = in.mapNext()) {
+      for (long n = in.readBlock(); n != 0; n = in.readBlock()) {
         for (long i = 0; i < n; i++) {
-          keys.add(string(in.readString(null)));
+          keys.add(in.readString());
           values.add(value.read(in));
         }
       }
@@ -432,10 +429,7 @@ public final class AvroRows extends Expression implements CodegenFallback, Seria
     LogicalType logical = reader.getLogicalType();
     switch (reader.getType()) {
       case NULL:
-        return in -> {
-          in.readNull();
-          return null;
-        };
+        return in -> null;
       case BOOLEAN:
         return in -> in.readBoolean();
       case INT:
@@ -471,11 +465,11 @@ public final class AvroRows extends Expression implements CodegenFallback, Seria
         }
       case STRING:
         if (written == Schema.Type.BYTES) {
-          return in -> UTF8String.fromBytes(bytes(in.readBytes(null)));
+          return in -> UTF8String.fromBytes(in.readBytes());
         }
-        return in -> string(in.readString(null));
+        return in -> in.readString();
       case BYTES: {
-        Read raw = written == Schema.Type.STRING ? in -> utf8(in.readString(null)) : in -> bytes(in.readBytes(null));
+        Read raw = in -> in.readBytes(); // a string's bytes too
         if (logical instanceof LogicalTypes.Decimal d) {
           return in -> decimal((byte[]) raw.read(in), d);
         }
@@ -485,7 +479,7 @@ public final class AvroRows extends Expression implements CodegenFallback, Seria
         int size = reader.getFixedSize();
         Read raw = in -> {
           byte[] b = new byte[size];
-          in.readFixed(b, 0, size);
+          in.readFixed(b);
           return b;
         };
         if (logical instanceof LogicalTypes.Decimal d) {
@@ -498,18 +492,163 @@ public final class AvroRows extends Expression implements CodegenFallback, Seria
     }
   }
 
-  private static byte[] utf8(Utf8 s) {
-    return java.util.Arrays.copyOf(s.getBytes(), s.getByteLength());
+  /** Skips one value of a writer's schema: the fields of the writer's records that the reader does not read. */
+  private interface Skip {
+    void skip(Cursor in) throws IOException;
   }
 
-  private static UTF8String string(Utf8 s) {
-    return UTF8String.fromBytes(s.getBytes(), 0, s.getByteLength());
+  private static Skip skipper(Schema schema) {
+    switch (schema.getType()) {
+      case NULL:
+        return in -> {};
+      case BOOLEAN:
+        return in -> in.skip(1);
+      case INT:
+      case LONG:
+      case ENUM:
+        return in -> in.readLong();
+      case FLOAT:
+        return in -> in.skip(4);
+      case DOUBLE:
+        return in -> in.skip(8);
+      case STRING:
+      case BYTES:
+        return in -> in.skip(in.readLength());
+      case FIXED: {
+        int size = schema.getFixedSize();
+        return in -> in.skip(size);
+      }
+      case RECORD: {
+        Skip[] fields = schema.getFields().stream().map(f -> skipper(f.schema())).toArray(Skip[]::new);
+        return in -> {
+          for (Skip f : fields) {
+            f.skip(in);
+          }
+        };
+      }
+      case UNION: {
+        Skip[] branches = schema.getTypes().stream().map(AvroRows::skipper).toArray(Skip[]::new);
+        return in -> branches[in.readInt()].skip(in);
+      }
+      case ARRAY:
+      case MAP: {
+        boolean map = schema.getType() == Schema.Type.MAP;
+        Skip item = skipper(map ? schema.getValueType() : schema.getElementType());
+        return in -> {
+          for (long n = in.readLong(); n != 0; n = in.readLong()) {
+            if (n < 0) { // a block with its size in bytes: skipped whole
+              in.skip(in.readLength());
+              continue;
+            }
+            for (long i = 0; i < n; i++) {
+              if (map) {
+                in.skip(in.readLength());
+              }
+              item.skip(in);
+            }
+          }
+        };
+      }
+      default:
+        throw new IllegalArgumentException("an Avro type Dagger does not read: " + schema);
+    }
   }
 
-  private static byte[] bytes(ByteBuffer b) {
-    byte[] out = new byte[b.remaining()];
-    b.get(out);
-    return out;
+  /**
+   * Avro's binary encoding read from one datum's bytes, as Avro's {@code BinaryDecoder} reads it, without its
+   * buffering (the datum is whole in memory) and with strings that share the datum's bytes (a datum's array is
+   * Spark's own copy of the payload, which nothing else writes to). Reading past the end throws.
+   */
+  private static final class Cursor {
+    byte[] buf;
+    int pos;
+
+    long readLong() {
+      long n = 0;
+      int shift = 0;
+      while (true) {
+        int b = buf[pos++] & 0xff;
+        n |= (long) (b & 0x7f) << shift;
+        if (b < 0x80) {
+          return (n >>> 1) ^ -(n & 1);
+        }
+        shift += 7;
+        if (shift > 63) {
+          throw new AvroTypeException("Invalid long encoding");
+        }
+      }
+    }
+
+    int readInt() {
+      long n = readLong();
+      if (n != (int) n) {
+        throw new AvroTypeException("Invalid int encoding");
+      }
+      return (int) n;
+    }
+
+    boolean readBoolean() {
+      return (buf[pos++] & 0xff) == 1;
+    }
+
+    float readFloat() {
+      int bits = (buf[pos] & 0xff) | (buf[pos + 1] & 0xff) << 8 | (buf[pos + 2] & 0xff) << 16 | (buf[pos + 3] & 0xff) << 24;
+      pos += 4;
+      return Float.intBitsToFloat(bits);
+    }
+
+    double readDouble() {
+      long bits = 0;
+      for (int i = 7; i >= 0; i--) {
+        bits = bits << 8 | (buf[pos + i] & 0xff);
+      }
+      pos += 8;
+      return Double.longBitsToDouble(bits);
+    }
+
+    int readLength() {
+      long n = readLong();
+      if (n < 0 || n > buf.length - pos) {
+        throw new AvroTypeException("a length of " + n + " bytes where " + (buf.length - pos) + " are left");
+      }
+      return (int) n;
+    }
+
+    UTF8String readString() {
+      int n = readLength();
+      UTF8String s = UTF8String.fromBytes(buf, pos, n);
+      pos += n;
+      return s;
+    }
+
+    byte[] readBytes() {
+      int n = readLength();
+      byte[] out = java.util.Arrays.copyOfRange(buf, pos, pos + n);
+      pos += n;
+      return out;
+    }
+
+    void readFixed(byte[] out) {
+      System.arraycopy(buf, pos, out, 0, out.length);
+      pos += out.length;
+    }
+
+    void skip(int n) {
+      if (n > buf.length - pos) {
+        throw new AvroTypeException("the datum ends before its values do");
+      }
+      pos += n;
+    }
+
+    /** An array's or map's next block: its count of items (0: the end), its size in bytes read past. */
+    long readBlock() {
+      long n = readLong();
+      if (n < 0) {
+        readLong();
+        n = -n;
+      }
+      return n;
+    }
   }
 
   private static Decimal decimal(byte[] b, LogicalTypes.Decimal d) {

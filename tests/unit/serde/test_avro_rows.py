@@ -160,3 +160,22 @@ def test_the_types_are_the_mapping_the_docs_publish(decoded):
     ours = schema["ours"].dataType
     assert ours == avro_struct({**READER, "fields": [*READER["fields"], {"name": DECODED, "type": "boolean"}]}, "t")
     assert ours.simpleString().replace("false", "") == schema["spark"].dataType.simpleString().replace("false", "")
+
+
+def test_the_fields_a_query_does_not_read_are_skipped_over_every_type(spark):
+    """The job decodes only the fields its SQL reads: every other one of the writer's is skipped, of every type."""
+    from pyspark.sql.classic.column import Column
+
+    kept = {"id", "color", "loc", "nothing"}  # around them: strings, unions, arrays, maps, fixed, records...
+    reader = {**READER, "fields": [f for f in READER["fields"] if f["name"] in kept]}
+    expected = {**reader, "fields": [*reader["fields"], {"name": DECODED, "type": "boolean", "default": True}]}
+    writers = {1: json.dumps(WRITER)}
+    df = spark.createDataFrame([(1, _datum(WRITER, _record(i))) for i in range(N)], f"{SCHEMA_ID} int, {PAYLOAD} binary")
+    ours = Column(
+        jvm_rows(spark).column(
+            F.col(SCHEMA_ID)._jc, F.col(PAYLOAD)._jc, json.dumps(expected), avro_struct(expected, "t").json(), writers
+        )
+    )
+    rows = df.select(ours.alias("ours"), _from_avro(writers, expected).alias("spark")).collect()
+    assert [r["ours"] for r in rows] == [r["spark"] for r in rows]
+    assert [r["ours"]["id"] for r in rows] == list(range(N)) and rows[7]["ours"]["color"] == "GREEN"
