@@ -129,7 +129,7 @@ def pruned_fields(ctx: JobContext, sql: str | None) -> dict[str, list[str]]:
             or table_transformers(ctx.config, table)
         ):
             continue  # pre-processors may read any column; JSON records are read whole
-        if stream.INPUT_DATATYPE == "AVRO":  # the reader schema Spark's Avro reader gets skips the others
+        if stream.INPUT_DATATYPE == "AVRO":  # the decoder's reader schema skips the others
             from dagger.serde.formats import record_struct, rowtime_field
 
             names = record_struct(stream, current(ctx)).fieldNames()

@@ -265,8 +265,6 @@ def avro_table(
     record = "__dagger_record"
     valid = F.col(VALIDITY_COLUMN)
     df = df.withColumn(record, F.when(valid, decoded))
-    df = df.withColumn(DECODED, F.coalesce(F.col(f"{record}.{DECODED}"), F.lit(False)))
-    ok = valid & F.col(DECODED)
     if policy == "fail":
         message = F.concat(
             F.lit(f"InvalidRecordError: stream '{table}': record at topic "),  # the runner's marker of our errors
@@ -282,7 +280,12 @@ def avro_table(
                 "undecodable records."
             ),
         )
-        ok = F.when(valid & ~F.col(DECODED), F.raise_error(message)).otherwise(ok)
+        # the record itself raises, so that every use of its fields does: a filter of the query on a decoded field
+        # runs before the validity flag below is read (Spark pushes it down) and would drop the record unseen
+        failed = valid & F.col(f"{record}.{DECODED}").isNull()
+        df = df.withColumn(record, F.when(failed, F.raise_error(message)).otherwise(F.col(record)))
+    df = df.withColumn(DECODED, F.coalesce(F.col(f"{record}.{DECODED}"), F.lit(False)))
+    ok = valid & F.col(DECODED)
     if dead_letter is not None:
         df = df.mapInArrow(_dead_letters(dead_letter, table, record, framed), df.schema)
         ok = F.col(VALIDITY_COLUMN)

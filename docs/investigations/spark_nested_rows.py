@@ -1,7 +1,7 @@
 """Spark 4.2's ``from_avro`` over the same bytes read as a flat record and as one whose eight doubles sit in a
 nested record; the nested ones again with ``spark.sql.types.framework.enabled=false`` set (the value its default
 gives outside Spark's own tests), with the task's SQL conf pinned for the task's thread (``PinTaskConf.java``, a
-filter before the decoding), and with both. Nothing of Dagger's in the path: PySpark, spark-avro from Maven
+filter before the decoding), with both, and by Dagger's decoder (``dagger/jvm/AvroRows.java``, the fix). Nothing of Dagger's in the path: PySpark, spark-avro from Maven
 Central, fastavro to write the payloads, and the JDK's ``javac`` for the pinning class. Run from the repository's
 root: ``.venv/bin/python docs/investigations/spark_nested_rows.py [records]``."""
 
@@ -44,11 +44,13 @@ def payloads(n: int) -> list[tuple[bytes]]:
 
 
 def pinning_jar() -> str:
-    """``PinTaskConf.java`` compiled against the installed PySpark's jars."""
+    """``PinTaskConf.java`` and Dagger's decoder (``dagger/jvm/AvroRows.java``, the fix) compiled against the
+    installed PySpark's jars."""
     out = Path(tempfile.mkdtemp())
     jars = Path(pyspark.__file__).parent / "jars" / "*"
-    source = Path(__file__).with_name("PinTaskConf.java")
-    subprocess.run(["javac", "--release", "17", "-nowarn", "-cp", str(jars), "-d", str(out), str(source)], check=True)
+    sources = [Path(__file__).with_name("PinTaskConf.java"), Path(__file__).parents[2] / "dagger/jvm/AvroRows.java"]
+    command = ["javac", "--release", "17", "-nowarn", "-cp", str(jars), "-d", str(out), *map(str, sources)]
+    subprocess.run(command, check=True)
     subprocess.run(["jar", "cf", str(out / "pin.jar"), "-C", str(out), "dagger"], check=True)
     return str(out / "pin.jar")
 
@@ -71,12 +73,34 @@ def main() -> None:
     def decoded(frame, schema):
         return frame.select(from_avro(F.col("payload"), json.dumps(schema)).alias("r")).select("r.*")
 
+    def dagger_decoded(frame, schema):
+        """The fix: Dagger's decoder, given the writer schema, the reader (the same, plus the decoded flag) and the
+        row's Spark type (the nested record's fields NOT NULL, as the schema says)."""
+        from pyspark.sql.classic.column import Column
+        from pyspark.sql.types import DoubleType, LongType, StructField, StructType
+
+        inner = StructType([StructField(f["name"], DoubleType(), False) for f in INNER])
+        row = StructType(
+            [
+                StructField("id", LongType(), False),
+                StructField("location", inner, False),
+                StructField("ok", BooleanType(), False),
+            ]
+        )
+        reader = {**schema, "fields": [*schema["fields"], {"name": "ok", "type": "boolean", "default": True}]}
+        writers = {1: json.dumps(schema)}
+        rows = spark._jvm.dagger.avro.AvroRows.column(
+            F.lit(1)._jc, F.col("payload")._jc, json.dumps(reader), row.json(), writers
+        )
+        return frame.select(Column(rows).alias("r")).select("r.id", "r.location")
+
     rounds = {  # name: (query, whether the flag is set)
         "flat": (decoded(df, FLAT), False),
         "nested": (decoded(df, NESTED), False),
         "nested, flag set": (decoded(df, NESTED), True),
         "nested, pinned": (decoded(pinned, NESTED), False),
         "nested, pinned, flag set": (decoded(pinned, NESTED), True),
+        "nested, Dagger's decoder": (dagger_decoded(df, NESTED), False),
     }
     rates: dict[str, list[float]] = {name: [] for name in rounds}
     for round_ in range(6):  # alternated; the first round warms the JIT up and is not counted

@@ -431,8 +431,9 @@ def test_the_example_config_reads_avro_windows_it_and_writes_avro_back(spark, br
     assert got == sorted((area, minute, 20) for area in range(3) for minute in (1, 2))
 
 
+@pytest.mark.parametrize("where", ["", " WHERE service_area_id >= 0"], ids=["all", "filtered on a decoded field"])
 def test_an_undecodable_avro_payload_under_fail_ends_the_job_naming_topic_partition_and_offset(
-    spark, broker, schema_registry, topic, tmp_path
+    spark, broker, schema_registry, topic, tmp_path, where
 ):
     from dagger.runner import root_message
 
@@ -444,7 +445,7 @@ def test_an_undecodable_avro_payload_under_fail_ends_the_job_naming_topic_partit
     data = job(
         None,
         [_avro_stream(broker, source)],
-        SQL,
+        SQL + where,
         SCHEMA_REGISTRY_CONFLUENT_URL=schema_registry.url,
         **json_sink(broker, out),
     )

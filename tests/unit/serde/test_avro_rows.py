@@ -18,7 +18,11 @@ from pyspark.sql import functions as F
 from dagger.serde.avro_decode import DECODED, PAYLOAD, SCHEMA_ID, _from_avro, jvm_rows
 from dagger.serde.avro_types import avro_struct
 
-LOCATION = {"type": "record", "name": "Loc", "fields": [{"name": "lat", "type": "double"}, {"name": "lon", "type": "double"}]}
+LOCATION = {
+    "type": "record",
+    "name": "Loc",
+    "fields": [{"name": "lat", "type": "double"}, {"name": "lon", "type": "double"}],
+}
 WRITER = {
     "type": "record",
     "name": "R",
@@ -33,7 +37,10 @@ WRITER = {
         {"name": "raw", "type": "bytes"},
         {"name": "fx", "type": {"type": "fixed", "name": "F4", "size": 4}},
         {"name": "dec", "type": {"type": "bytes", "logicalType": "decimal", "precision": 10, "scale": 2}},
-        {"name": "decf", "type": {"type": "fixed", "name": "F8", "size": 8, "logicalType": "decimal", "precision": 18, "scale": 3}},
+        {
+            "name": "decf",
+            "type": {"type": "fixed", "name": "F8", "size": 8, "logicalType": "decimal", "precision": 18, "scale": 3},
+        },
         {"name": "day", "type": {"type": "int", "logicalType": "date"}},
         {"name": "tms", "type": {"type": "long", "logicalType": "timestamp-millis"}},
         {"name": "tus", "type": {"type": "long", "logicalType": "timestamp-micros"}},
@@ -47,7 +54,15 @@ WRITER = {
         {"name": "attrs", "type": {"type": "map", "values": "long"}},
         {"name": "loc", "type": ["null", LOCATION], "default": None},
         {"name": "locs", "type": {"type": "array", "items": "Loc"}},
-        {"name": "either", "type": ["null", "string", "long", {"type": "record", "name": "Pt", "fields": [{"name": "x", "type": "int"}]}]},
+        {
+            "name": "either",
+            "type": [
+                "null",
+                "string",
+                "long",
+                {"type": "record", "name": "Pt", "fields": [{"name": "x", "type": "int"}]},
+            ],
+        },
         {"name": "num", "type": ["int", "long"]},
         {"name": "real", "type": ["null", "float", "double"]},
         {"name": "gone", "type": "string"},
@@ -170,7 +185,9 @@ def test_the_fields_a_query_does_not_read_are_skipped_over_every_type(spark):
     reader = {**READER, "fields": [f for f in READER["fields"] if f["name"] in kept]}
     expected = {**reader, "fields": [*reader["fields"], {"name": DECODED, "type": "boolean", "default": True}]}
     writers = {1: json.dumps(WRITER)}
-    df = spark.createDataFrame([(1, _datum(WRITER, _record(i))) for i in range(N)], f"{SCHEMA_ID} int, {PAYLOAD} binary")
+    df = spark.createDataFrame(
+        [(1, _datum(WRITER, _record(i))) for i in range(N)], f"{SCHEMA_ID} int, {PAYLOAD} binary"
+    )
     ours = Column(
         jvm_rows(spark).column(
             F.col(SCHEMA_ID)._jc, F.col(PAYLOAD)._jc, json.dumps(expected), avro_struct(expected, "t").json(), writers
