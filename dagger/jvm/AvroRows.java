@@ -64,11 +64,13 @@ public final class AvroRows extends Expression implements CodegenFallback, Seria
   /** The schemas: what the expression is, apart from its children. */
   public static final class Spec implements Serializable {
     private static final long serialVersionUID = 1L;
+    final int header;
     final String reader;
     final String type;
     final HashMap<Integer, String> writers;
 
-    Spec(String reader, String type, HashMap<Integer, String> writers) {
+    Spec(int header, String reader, String type, HashMap<Integer, String> writers) {
+      this.header = header;
       this.reader = reader;
       this.type = type;
       this.writers = writers;
@@ -76,12 +78,16 @@ public final class AvroRows extends Expression implements CodegenFallback, Seria
 
     @Override
     public boolean equals(Object other) {
-      return other instanceof Spec s && reader.equals(s.reader) && type.equals(s.type) && writers.equals(s.writers);
+      return other instanceof Spec s
+          && header == s.header
+          && reader.equals(s.reader)
+          && type.equals(s.type)
+          && writers.equals(s.writers);
     }
 
     @Override
     public int hashCode() {
-      return Objects.hash(reader, type, writers);
+      return Objects.hash(header, reader, type, writers);
     }
 
     @Override
@@ -109,18 +115,18 @@ public final class AvroRows extends Expression implements CodegenFallback, Seria
   }
 
   /**
-   * The column of rows decoded from {@code payload} by the writer schema {@code id} names. {@code writers} maps
-   * ids to writer schemas' JSON; {@code type} is the row's Spark type as JSON (the reader's fields, then a
+   * The column of rows decoded from {@code payload}, past its first {@code header} bytes (Confluent's framing, read
+   * by the Python reader), by the writer schema {@code id} names. {@code writers} maps ids to writer schemas' JSON; {@code type} is the row's Spark type as JSON (the reader's fields, then a
    * boolean). Runs on the driver; every writer is parsed and resolved here once, so a schema Avro refuses fails
    * the planning, not a task.
    */
-  public static Column column(Column id, Column payload, String reader, String type, Map<?, ?> writers) {
+  public static Column column(Column id, Column payload, int header, String reader, String type, Map<?, ?> writers) {
     HashMap<Integer, String> ids = new HashMap<>();
     for (Map.Entry<?, ?> e : writers.entrySet()) {
       ids.put(Integer.valueOf(e.getKey().toString()), e.getValue().toString());
     }
-    AvroRows rows =
-        new AvroRows(ExpressionUtils.expression(id), ExpressionUtils.expression(payload), new Spec(reader, type, ids));
+    Spec spec = new Spec(header, reader, type, ids);
+    AvroRows rows = new AvroRows(ExpressionUtils.expression(id), ExpressionUtils.expression(payload), spec);
     rows.readers();
     return ExpressionUtils.column(rows);
   }
@@ -136,7 +142,7 @@ public final class AvroRows extends Expression implements CodegenFallback, Seria
       cursor = cursor == null ? new Cursor() : cursor;
     }
     cursor.buf = datum;
-    cursor.pos = 0;
+    cursor.pos = spec.header;
     try {
       return last.read.read(cursor);
     } catch (IOException | RuntimeException e) { // a datum that is not one of this schema's

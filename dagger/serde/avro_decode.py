@@ -83,7 +83,7 @@ class UnknownSchemaError(Exception):
 
 
 class AvroFrames:
-    """The Python reader's half: headers read, payloads and ids handed on.
+    """The Python reader's half: headers read, the records' values and ids handed on.
 
     Parameters
     ----------
@@ -139,9 +139,7 @@ class AvroFrames:
             invalid = sorted(frames.bad)
             reasons = [frames.bad[i] for i in invalid]
             ids = pa.array(np.where(frames.ids >= 0, frames.ids, -1).astype(np.int32))
-            from dagger.serde.confluent import HEADER, payloads
-
-            payload = payloads(values, HEADER)
+            payload = values  # the JVM's decoder starts past the header
         topic, partition, offsets = coordinates if coordinates is not None else ("", -1, pa.nulls(n, pa.int64()))
         columns = [
             ids,
@@ -253,15 +251,18 @@ def avro_table(
         except Exception:  # noqa: BLE001, S110 - a kept field names a type a pruned one defined: decode them all
             pass
     expected["fields"] = [*expected["fields"], {"name": DECODED, "type": "boolean", "default": True}]
+    from dagger.serde.confluent import HEADER
+
+    header = HEADER if framed else 0  # the payload column holds the records' whole values
     rows = jvm_rows(df.sparkSession)
     if rows is not None:
         from pyspark.sql.classic.column import Column
 
         dtype = avro_struct(expected, table)
         ids, payloads = F.col(SCHEMA_ID)._jc, F.col(PAYLOAD)._jc
-        decoded = Column(rows.column(ids, payloads, json.dumps(expected), dtype.json(), writers))
+        decoded = Column(rows.column(ids, payloads, header, json.dumps(expected), dtype.json(), writers))
     else:
-        decoded = _from_avro(writers, expected)
+        decoded = _from_avro(writers, expected, header)
     record = "__dagger_record"
     valid = F.col(VALIDITY_COLUMN)
     df = df.withColumn(record, F.when(valid, decoded))
@@ -323,16 +324,18 @@ def _say_from_avro() -> None:
     )
 
 
-def _from_avro(writers: dict[int, str], expected: dict) -> Any:
-    """Spark's own decoder: one ``from_avro`` per writer schema, chosen by the record's id (PERMISSIVE gives a
-    payload that does not decode as a record whose fields are all null, the decoded flag false)."""
+def _from_avro(writers: dict[int, str], expected: dict, header: int = 0) -> Any:
+    """Spark's own decoder: one ``from_avro`` per writer schema, chosen by the record's id, over the payloads past
+    their first ``header`` bytes (PERMISSIVE gives a payload that does not decode as a record whose fields are all
+    null, the decoded flag false)."""
     from pyspark.sql import functions as F
     from pyspark.sql.avro.functions import from_avro
 
     options = {"mode": "PERMISSIVE", "avroSchema": json.dumps(expected)}
     decoded = None
     for schema_id, writer in sorted(writers.items()):
-        value = from_avro(F.col(PAYLOAD), writer, options)
+        payload = F.col(PAYLOAD) if not header else F.substring(F.col(PAYLOAD), header + 1, 2**31 - 1)
+        value = from_avro(payload, writer, options)
         when = F.col(SCHEMA_ID) == schema_id
         decoded = F.when(when, value) if decoded is None else decoded.when(when, value)
     return decoded
@@ -361,10 +364,9 @@ def _dead_letters(spec: dict[str, Any], table: str, record: str, framed: bool) -
                 if writer is None:
                     writer = DeadLetterSpec(**spec).writer("source", table, batch_id, picked[0][PARTITION])
                 for row in picked:
-                    header = b"\0" + row[SCHEMA_ID].to_bytes(4, "big") if framed else b""
                     reason = f"not an Avro datum of schema id {row[SCHEMA_ID]}" if framed else "not an Avro datum"
                     coordinates = {"topic": row[TOPIC], "partition": row[PARTITION], "offset": row[OFFSET]}
-                    writer.write_record(header + row[PAYLOAD], None, reason, coordinates)
+                    writer.write_record(row[PAYLOAD], None, reason, coordinates)  # the record's value as read
                 batch = batch.set_column(where, VALIDITY_COLUMN, pc.and_(batch.column(where), pc.invert(bad)))
             yield batch
         if writer is not None:

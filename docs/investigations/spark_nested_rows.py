@@ -90,7 +90,7 @@ def main() -> None:
         reader = {**schema, "fields": [*schema["fields"], {"name": "ok", "type": "boolean", "default": True}]}
         writers = {1: json.dumps(schema)}
         rows = spark._jvm.dagger.avro.AvroRows.column(
-            F.lit(1)._jc, F.col("payload")._jc, json.dumps(reader), row.json(), writers
+            F.lit(1)._jc, F.col("payload")._jc, 0, json.dumps(reader), row.json(), writers
         )
         return frame.select(Column(rows).alias("r")).select("r.id", "r.location")
 

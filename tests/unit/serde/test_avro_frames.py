@@ -54,7 +54,7 @@ def test_payloads_ids_and_coordinates_go_to_the_jvm_and_bad_framing_is_invalid(r
     assert result.reasons[0].startswith("magic byte 3") and result.reasons[1] == "record value is null (tombstone)"
     assert result.reasons[2].startswith("unknown schema id 999")
     assert batch.column("__dagger_schema_id").to_pylist() == [1, -1, -1, 1, -1, 1]
-    assert batch.column("__dagger_payload").to_pylist()[0] == good[0][5:]
+    assert batch.column("__dagger_payload").to_pylist()[0] == good[0]  # whole: the JVM's decoder skips the header
     assert batch.column("__dagger_topic").to_pylist() == ["orders"] * 6
     assert batch.column("__dagger_partition").to_pylist() == [4] * 6
     assert batch.column("__dagger_offset").to_pylist() == list(range(100, 106))
