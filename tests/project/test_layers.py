@@ -23,6 +23,7 @@ PACKAGE = ROOT / "dagger"
 #: the layers, from the top down: (name, module prefixes)
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("cli", ("dagger.__main__", "dagger.entry", "dagger.cli", "dagger.generate")),
+    ("tester", ("dagger.testing",)),  # dagger test: runs a job's cases (below the CLI, above the runner)
     ("runner", ("dagger.runner", "dagger.progress", "dagger.telemetry")),
     ("job", ("dagger.job",)),
     (
