@@ -23,7 +23,9 @@ for _source in (KafkaSource, ParquetSource):
 def register_data_sources(spark: SparkSession) -> None:
     """Register the Python data sources (Kafka reader, fan-out sink writer) with a Spark session."""
     from dagger.sinks.spark_writer import SinkDataSource
+    from dagger.sources.kafka.memory import MemoryDataSource
     from dagger.sources.kafka.reader import KafkaDataSource
 
     spark.dataSource.register(KafkaDataSource)
+    spark.dataSource.register(MemoryDataSource)
     spark.dataSource.register(SinkDataSource)

@@ -17,6 +17,29 @@ if TYPE_CHECKING:
     from dagger.config.model import JobConfig, StreamConfig
     from dagger.dead_letter import DeadLetterSpec
     from dagger.schema.descriptor_sets import DescriptorSet
+    from dagger.sources.kafka.spec import KafkaSourceSpec
+
+
+def decoded_table(df: DataFrame, spec: KafkaSourceSpec) -> DataFrame:
+    """The stream's table from what the reader emits (runs on the driver): the reader's columns as they are, or,
+    for Avro, the values the reader handed over decoded in the JVM."""
+    if spec.data_type != "AVRO":
+        return df
+    from dagger.serde.avro_decode import avro_table
+
+    writers = {int(k): v for k, v in (spec.avro_writers or {}).items()}
+    return avro_table(
+        df,
+        writers,
+        spec.avro_reader,
+        spec.table,
+        spec.invalid_policy,
+        spec.rowtime,
+        spec.rowtime_name,
+        spec.fields,
+        spec.dead_letter if spec.invalid_policy == "dead-letter" else None,
+        framed=spec.confluent is not None,
+    )
 
 
 class KafkaSource(Source):
@@ -129,23 +152,7 @@ class KafkaSource(Source):
             df = spark.read.format(SOURCE_FORMAT).option("spec", spec.to_option()).load()
         else:
             df = spark.readStream.format(SOURCE_FORMAT).option("spec", spec.to_option()).load()
-        if spec.data_type == "AVRO":  # the reader hands over payloads: Spark's Avro reader decodes them
-            from dagger.serde.avro_decode import avro_table
-
-            writers = {int(k): v for k, v in (spec.avro_writers or {}).items()}
-            return avro_table(
-                df,
-                writers,
-                spec.avro_reader,
-                spec.table,
-                spec.invalid_policy,
-                spec.rowtime,
-                spec.rowtime_name,
-                spec.fields,
-                spec.dead_letter if spec.invalid_policy == "dead-letter" else None,
-                framed=spec.confluent is not None,
-            )
-        return df
+        return decoded_table(df, spec)
 
     def check_reading(
         self, stream: StreamConfig, config: JobConfig, descriptors: DescriptorSet, options: SourceOptions

@@ -90,3 +90,58 @@ def test_a_bad_record_under_dead_letter_is_written_with_its_bytes_key_and_offset
 def test_offsets_out_of_order_are_refused():
     with pytest.raises(ValueError, match="increasing offsets"):
         MemoryFetcher([MemoryRecord(b"", None, 2), MemoryRecord(b"", None, 1)])
+
+
+def test_the_memory_data_source_gives_the_table_the_kafka_source_gives(spark):
+    """Spark reads the records through the ``dagger-kafka-memory`` data source: one task per topic-partition, the
+    same decoding (here under ``drop``: the bad record is kept, marked invalid, for the job to count and drop)."""
+    from dagger.sources.kafka import decoded_table
+    from dagger.sources.kafka.memory import MEMORY_FORMAT, records_option
+
+    spec = _spec("drop")
+    records = {("bookings", 3): RECORDS, ("bookings", 0): [MemoryRecord(_booking(9), None, 0, 5)]}
+    df = spark.read.format(MEMORY_FORMAT).option("spec", spec.to_option()).option("records", records_option(records))
+    rows = decoded_table(df.load(), spec).collect()
+    got = sorted((r["order_number"], r["__internal_validation_field__"]) for r in rows)
+    assert got == [("", False), ("o-0", True), ("o-1", True), ("o-3", True), ("o-4", True), ("o-9", True)]
+
+
+def test_avro_records_in_memory_are_decoded_in_the_jvm_as_from_kafka(spark):
+    import io
+
+    import fastavro
+
+    from dagger.sources.kafka import decoded_table
+    from dagger.sources.kafka.memory import MEMORY_FORMAT, records_option
+
+    schema = {"type": "record", "name": "O", "fields": [{"name": "n", "type": "string"}, {"name": "x", "type": "long"}]}
+    values = []
+    for i in range(3):
+        out = io.BytesIO()
+        fastavro.schemaless_writer(out, fastavro.parse_schema(schema), {"n": f"o-{i}", "x": i})
+        values.append(out.getvalue())
+    spec = KafkaSourceSpec(
+        table="orders",
+        topic_pattern="orders",
+        client_config={"bootstrap.servers": "memory"},
+        descriptor_set_b64="",
+        message_name="",
+        rowtime_field_number=None,
+        invalid_policy="drop",
+        data_type="AVRO",
+        avro_reader=json.dumps(schema),
+        avro_writers={"0": json.dumps(schema)},
+    )
+    held = [MemoryRecord(v, None, i) for i, v in enumerate([*values, b"\x02"])]  # the last: a string cut short
+    df = (
+        spark.read.format(MEMORY_FORMAT)
+        .option("spec", spec.to_option())
+        .option("records", records_option({("orders", 0): held}))
+    )
+    rows = decoded_table(df.load(), spec).collect()
+    assert [(r["n"], r["x"], r["__internal_validation_field__"]) for r in rows] == [
+        ("o-0", 0, True),
+        ("o-1", 1, True),
+        ("o-2", 2, True),
+        (None, None, False),
+    ]
