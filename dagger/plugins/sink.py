@@ -116,6 +116,9 @@ class Sink(ABC):
     #: how long :meth:`reach` (and :meth:`prepare`) wait for a destination that has not answered yet
     #: (``SPARK_FIRST_CONTACT_TIMEOUT_MS``; given by the job)
     first_contact_s: float = 10.0
+    #: ``dagger test``: the directory the sink's records are kept in instead of being sent (dagger.sinks.capture);
+    #: None in every run of a job
+    capture: str | None = None
 
     def bind(self, label: str, dead_letter: Any, fail_on: frozenset[str]) -> Sink:
         """What the job's config gives every sink besides its own settings: its ``SINK_NAME``, the job's

@@ -195,6 +195,12 @@ class _KafkaWriter(SinkWriter):
 
         self.sink = sink
         self.rejected = RejectedRows(sink, batch_id, partition_id)
+        if sink.capture is not None:  # dagger test: kept, not sent (dagger.sinks.capture)
+            from dagger.sinks.capture import SpoolProducer
+
+            self.producer = SpoolProducer(sink.capture, batch_id, partition_id)
+            self.count = 0
+            return
         try:
             self.producer = open_producer(sink.producer_config, sink.topic)
         except ProduceError as exc:
