@@ -13,7 +13,7 @@ Two halves, one per side of the Arrow hand-over:
 * **In the JVM**, :func:`avro_table` turns the payloads into the table's columns with Dagger's decoder
   (``dagger/jvm/AvroRows.java``), which reads each writer schema the job knows resolved against the reader
   schema by Avro's rules (a field added with a default, a field removed, ``int`` promoted to ``long``…) straight
-  into Spark's rows: 2.8× Spark's ``from_avro`` on nested records, which builds Avro's records first and then
+  into Spark's rows: 4.4× Spark's ``from_avro`` on nested records, which builds Avro's records first and then
   Spark's slowly (``docs/investigations/spark_nested_rows.md``). ``from_avro`` decodes when Dagger's JVM classes
   are not on the class path. A payload that does not decode makes the row invalid (``fail``: the micro-batch ends
   naming topic, partition and offset).
