@@ -2,6 +2,7 @@
 
 ``dagger run CONFIG``       run a job (local mode on all cores, or inside spark-submit)
 ``dagger validate CONFIG``  check config, descriptors, SQL and sink mapping without consuming anything
+``dagger test CONFIG``      run the job's test cases (``TESTS``) through its real path, with no broker
 ``dagger generate``         produce synthetic protobuf records of any message type to a Kafka topic
 ``dagger config-docs``      print the config reference generated from the config model
 ``dagger function-docs``    print the function reference generated from the udfs library
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
 EXAMPLES = """
 examples:
   dagger validate configs/quickstart.json
+  dagger test configs/quickstart.json            # the job's TESTS: records in, each sink's records out
   dagger run configs/quickstart.json --available-now
   dagger run job.json --from 2026-11-01T00:00:00Z --to 2026-11-02T00:00:00Z   # replay one day of Kafka, exit
   dagger run configs/parquet_backfill.json      # Parquet streams: the same SQL over history, then exit
@@ -130,11 +132,44 @@ def _parser() -> argparse.ArgumentParser:
         "descriptors and SQL alone is checked without starting Spark, and any other with Spark",
     )
 
+    _test_parser(sub, job_args)
     _generate_parser(sub)
     sub.add_parser("config-docs", help="print the config reference (markdown) generated from the config model")
     sub.add_parser("function-docs", help="print the function reference (markdown) generated from the udfs library")
     sub.add_parser("metrics-docs", help="print the metrics reference (markdown) generated from the telemetry module")
     return parser
+
+
+TEST_EXAMPLES = """
+examples:
+  dagger test configs/quickstart.json                   # every case of the config's TESTS
+  dagger test job.json --tests job.tests.json -k late   # the cases of a file whose name has "late" in it
+
+A case (docs/testing.md) gives each table's records (INPUT, or INPUT_BATCHES in MODE streaming) and what each
+sink must write (EXPECTED), or EXPECTED_DEAD_LETTERS / EXPECTED_LATE / EXPECTED_INVALID / EXPECTED_ERROR:
+  "TESTS": [{"NAME": "counts a window",
+             "INPUT": {"data_stream_0": [{"service_area_id": 7, "event_timestamp": "2026-01-01T00:00:10Z"}]},
+             "EXPECTED": {"SINK": [{"service_area_id": 7, "booking_count": 1}]}, "PARTIAL": true}]
+Records are encoded with each stream's schema and decoded by the job as records from Kafka; the SQL, UDFs and
+processors run as in production; each sink's encoder writes and its records are read back. No broker, registry
+server or destination is needed (descriptor sets may be local files).
+Exit codes: 0 all passed, 1 a case failed, 2 invalid config or test file. The last line: N passed, N failed.
+"""
+
+
+def _test_parser(sub: argparse._SubParsersAction, job_args) -> None:  # noqa: ANN001
+    test = sub.add_parser(
+        "test",
+        help="run a job's test cases through its real path, with no broker",
+        description="Run the test cases of a job (its TESTS key, or --tests FILE): each case's records go "
+        "through the job's decoding, SQL, processors and sink encoders in one local Spark session; one line per "
+        "case, a diff for each failure.",
+        epilog=TEST_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    job_args(test)
+    test.add_argument("--tests", metavar="FILE", help="a JSON file of cases (a list, or an object with TESTS)")
+    test.add_argument("-k", metavar="PATTERN", help="only the cases whose NAME matches (a glob, or part of it)")
 
 
 GENERATE_EXAMPLES = """
@@ -319,6 +354,10 @@ def main(argv: list[str] | None = None) -> int:
 
         sys.stdout.write(render_functions())
         return 0
+    if args.command == "test":
+        from dagger.testing.command import run_tests
+
+        return run_tests(args)
     try:
         if args.command == "generate":
             return _generate(args)

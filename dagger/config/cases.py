@@ -41,6 +41,9 @@ class CaseConfig(BaseModel):
     TOLERANCE: float | None = Field(None, ge=0, description="Floats match within this absolute difference.")
     EXPECTED_DEAD_LETTERS: int | None = Field(None, ge=0, description="How many dead letters the case writes.")
     EXPECTED_LATE: int | None = Field(None, ge=0, description="How many records the watermark drops as late.")
+    EXPECTED_INVALID: int | None = Field(
+        None, ge=0, description="How many records the streams cannot decode (dropped or dead-lettered by the policy)."
+    )
     EXPECTED_ERROR: str | None = Field(None, min_length=1, description="A part of the failure's last line.")
     MOCKS: list[dict[str, Any]] = Field(
         default_factory=list, description="Answers of the post-processors' lookups, keyed by the request."
@@ -58,9 +61,18 @@ class CaseConfig(BaseModel):
             raise ValueError("INPUT_BATCHES are micro-batches: set MODE to 'streaming'")
         if self.EXPECTED_LATE is not None and self.MODE != "streaming":
             raise ValueError("EXPECTED_LATE needs MODE 'streaming': a bounded run drops nothing as late")
-        expectations = (self.EXPECTED, self.EXPECTED_DEAD_LETTERS, self.EXPECTED_LATE, self.EXPECTED_ERROR)
+        expectations = (
+            self.EXPECTED,
+            self.EXPECTED_DEAD_LETTERS,
+            self.EXPECTED_LATE,
+            self.EXPECTED_INVALID,
+            self.EXPECTED_ERROR,
+        )
         if all(e is None for e in expectations):
-            raise ValueError("say what must come out: EXPECTED, EXPECTED_DEAD_LETTERS, EXPECTED_LATE or EXPECTED_ERROR")
+            raise ValueError(
+                "say what must come out: EXPECTED, EXPECTED_DEAD_LETTERS, EXPECTED_LATE, EXPECTED_INVALID or "
+                "EXPECTED_ERROR"
+            )
         if self.EXPECTED_ERROR is not None and self.EXPECTED is not None:
             raise ValueError("a case that expects an error expects no output: drop EXPECTED or EXPECTED_ERROR")
         for batch in self.INPUT_BATCHES or [self.INPUT or {}]:

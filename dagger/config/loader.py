@@ -166,7 +166,10 @@ def read_config(
             raw = merge_layer(raw, environment_config(environ, plugin_keys))
         raw = merge_layer(raw, arguments.pairs)
     raw = apply_overrides(raw, overrides or [])
+    tests = raw.pop("TESTS", None)  # each test case substitutes its own ENVIRONMENT (dagger test)
     raw = substitute_env(raw, environ)
+    if tests is not None:
+        raw["TESTS"] = tests
     return parse_config(raw)
 
 

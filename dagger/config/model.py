@@ -29,6 +29,7 @@ from pydantic import (
     model_validator,
 )
 
+from dagger.config.cases import CaseConfig, check_names
 from dagger.lenient_json import loads as lenient_json_loads
 
 log = logging.getLogger(__name__)
@@ -638,6 +639,13 @@ class JobConfig(_Strict):
         "of a non-windowed aggregation).",
     )
 
+    # --- tests ------------------------------------------------------------------------------------
+    TESTS: Annotated[list[CaseConfig], Json] | None = Field(
+        None,
+        description="`dagger test`'s cases for this job (a JSON array; see docs/testing.md): records in, records "
+        "each sink must write out. `dagger run` ignores them, and their `${VAR}`s are each case's own.",
+    )
+
     @model_validator(mode="before")
     @classmethod
     def _aliases(cls, data: Any) -> Any:
@@ -694,6 +702,8 @@ class JobConfig(_Strict):
                 "FLINK_WATERMARK_PER_PARTITION_ENABLE and SPARK_EVENT_TIME_ALIGNMENT say different things (both decide "
                 "whether Kafka partitions are read aligned in event time); keep one"
             )
+        if self.TESTS:
+            check_names(self.TESTS)
         if self.SPARK_TRIGGER_MODE == "real-time" and self.realtime_checkpoint_ms < 5_000:
             raise ValueError(
                 f"FLINK_CHECKPOINT_INTERVAL_MS={self.FLINK_CHECKPOINT_INTERVAL_MS} is real-time mode's checkpoint "

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from dagger.checkpoint import CheckpointStore
     from dagger.config.model import JobConfig, StreamConfig
     from dagger.functions import FunctionCatalog
+    from dagger.job.fixtures import JobFixtures
     from dagger.plugins.sink import Sink
     from dagger.plugins.source import Source
     from dagger.schema.descriptor_sets import DescriptorSet
@@ -74,27 +75,38 @@ class JobCounters:
 class JobContext:
     """The state the stages of one job share. Built from a bound config and the run's options."""
 
-    def __init__(self, config: JobConfig, options: RunOptions, spark: SparkSession | None = None):
+    def __init__(
+        self,
+        config: JobConfig,
+        options: RunOptions,
+        spark: SparkSession | None = None,
+        fixtures: JobFixtures | None = None,
+    ):
         self.config = config
         self.options = options
+        #: ``dagger test``'s stand-ins for the outside world (None in every run of a job)
+        self.fixtures = fixtures
         self.checkpoint = (
             options.checkpoint_dir or config.SPARK_CHECKPOINT_LOCATION or str(Path("checkpoints") / config.job_slug)
         )
         self.counters = JobCounters()
         #: each stream's source, looked up once (table → source)
         self.sources: dict[str, Source] = {s.INPUT_SCHEMA_TABLE: source_of(s) for s in config.STREAMS}
-        self.bounded = self._is_bounded()
+        if fixtures is not None:
+            self.sources.update(fixtures.sources)
+        self.bounded = fixtures.bounded if fixtures is not None else self._is_bounded()
         #: Spark's real-time mode: streams read by Spark's Kafka source, one Kafka sink (dagger.realtime)
-        self.real_time = config.SPARK_TRIGGER_MODE == "real-time"
+        self.real_time = config.SPARK_TRIGGER_MODE == "real-time" and fixtures is None  # a test runs micro-batches
         #: while this file exists, live sources admit no new input (:meth:`dagger.job.Job.stop`)
         self.hold_file = str(Path(tempfile.gettempdir()) / f"dagger-hold-{config.job_slug}-{uuid.uuid4().hex[:8]}")
         #: the descriptor sets in use (:mod:`dagger.job.descriptors` fetches, pins and refreshes them)
-        self.descriptor_set: DescriptorSet | None = None
+        self.descriptor_set: DescriptorSet | None = fixtures.descriptor_set if fixtures is not None else None
         #: session settings the job's processors asked for (ProcessorContext.session_settings)
         self.processor_settings: dict[str, str] = {}
         self.catalog: FunctionCatalog | None = None
         self.built_sinks: tuple[Any, list[Sink]] | None = None  # (the descriptor sets they were built for, the sinks)
-        self.sinks_reached = False  # the runner's first contact found every sink's destination (Job.reach)
+        #: the runner's first contact found every sink's destination (Job.reach); a test's sinks have none
+        self.sinks_reached = fixtures is not None
         self._spark = spark
         self._store: CheckpointStore | None = None
 

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
     from dagger.bounded import BoundedRun
     from dagger.config.model import JobConfig, StreamConfig
+    from dagger.job.fixtures import JobFixtures
     from dagger.job.plan import Plan
     from dagger.plugins.sink import Sink
     from dagger.plugins.source import Source
@@ -53,6 +54,8 @@ class Job:
         ``dagger run --from`` / ``--to``: replay a time range.
     validating:
         Planned for ``dagger validate`` only: nothing is asked of the brokers.
+    fixtures:
+        ``dagger test``'s stand-ins for the sources, the sinks' destinations and the dead-letter output.
     """
 
     def __init__(
@@ -65,9 +68,10 @@ class Job:
         from_ms: int | None = None,
         to_ms: int | None = None,
         validating: bool = False,
+        fixtures: JobFixtures | None = None,
     ):
         options = RunOptions(checkpoint_dir, available_now, commit_offsets, from_ms, to_ms, validating)
-        self.context = JobContext(config, options, spark)
+        self.context = JobContext(config, options, spark, fixtures)
         #: the plan the running query was started with (output mode, tables, sinks, rewrite notes)
         self.planned: Plan | None = None
         self.query: StreamingQuery | BoundedRun | None = None

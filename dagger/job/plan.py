@@ -51,7 +51,15 @@ def sinks(ctx: JobContext) -> list[Sink]:
 
     in_use = descriptors.current(ctx)
     if ctx.built_sinks is None or ctx.built_sinks[0] is not in_use:
-        ctx.built_sinks = (in_use, build_sinks(ctx.config, in_use))
+        built = build_sinks(ctx.config, in_use)
+        if ctx.fixtures is not None:  # dagger test: kept, not sent; dead letters in the case's directory
+            from dagger.dead_letter import DeadLetterSpec
+
+            for sink in built:
+                sink.capture = ctx.fixtures.capture_dir(sink)
+                if sink.dead_letter is not None:
+                    sink.dead_letter = DeadLetterSpec(ctx.config.job_slug, path=ctx.fixtures.dead_letter_dir)
+        ctx.built_sinks = (in_use, built)
     return ctx.built_sinks[1]
 
 

@@ -5,6 +5,8 @@ directory (:class:`~dagger.plugins.sink.Sink`) writes there.
 :class:`SpoolProducer` stands for the Kafka sink's librdkafka producer (runs in the sink's task, on the
 executors): what it is given is written, at flush, as one Arrow file per task of the micro-batch;
 :func:`read_spool` reads a sink's files back in batch and partition order (runs on the driver, after the run).
+A sink without an encoding of its own (the log sink) keeps its rows the same way (:func:`write_spool`,
+:func:`read_spool_rows`).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ class SpoolProducer:
 
     def __init__(self, directory: str, batch_id: int, partition_id: int):
         self.directory = directory
-        self.name = f"{batch_id:08d}-{partition_id:06d}-{uuid.uuid4().hex[:8]}.arrow"
+        self.name = spool_name(batch_id, partition_id)
         self.batches: list[pa.RecordBatch] = []
 
     def produce(self, values: pa.BinaryArray, keys: pa.BinaryArray | None = None, partition: int | None = None):  # noqa: ARG002
@@ -34,12 +36,7 @@ class SpoolProducer:
 
     def flush(self, timeout_s: float) -> int:  # noqa: ARG002 - nothing to wait for
         """Write what was produced; 0 records left undelivered, as librdkafka's flush says."""
-        os.makedirs(self.directory, exist_ok=True)
-        partial = os.path.join(self.directory, f".{self.name}")
-        with pa.OSFile(partial, "wb") as sink, pa.ipc.new_file(sink, SPOOL_SCHEMA) as writer:
-            for batch in self.batches:
-                writer.write_batch(batch)
-        os.replace(partial, os.path.join(self.directory, self.name))  # whole, or not there
+        write_spool(self.directory, self.name, self.batches, SPOOL_SCHEMA)
         self.batches = []
         return 0
 
@@ -48,6 +45,29 @@ class SpoolProducer:
 
     def close(self, timeout_s: float = 0) -> None:  # noqa: ARG002
         self.batches = []
+
+
+def spool_name(batch_id: int, partition_id: int) -> str:
+    """A task's file: batch, then partition order when sorted by name."""
+    return f"{batch_id:08d}-{partition_id:06d}-{uuid.uuid4().hex[:8]}.arrow"
+
+
+def write_spool(directory: str, name: str, batches: list[pa.RecordBatch], schema: pa.Schema) -> None:
+    """One task's batches as the Arrow file ``name`` in ``directory`` (whole, or not there)."""
+    os.makedirs(directory, exist_ok=True)
+    partial = os.path.join(directory, f".{name}")
+    with pa.OSFile(partial, "wb") as sink, pa.ipc.new_file(sink, schema) as writer:
+        for batch in batches:
+            writer.write_batch(batch)
+    os.replace(partial, os.path.join(directory, name))
+
+
+def read_spool_rows(directory: str) -> list[dict]:
+    """Every row a captured sink kept, in batch, then partition order."""
+    out: list[dict] = []
+    for path in sorted(Path(directory).glob("*.arrow")) if os.path.isdir(directory) else []:
+        out += pa.ipc.open_file(pa.memory_map(str(path))).read_all().to_pylist()
+    return out
 
 
 def read_spool(directory: str) -> list[tuple[bytes | None, bytes | None]]:

@@ -48,15 +48,24 @@ def format_rows(batch: pa.RecordBatch) -> list[str]:
 
 
 class _LogWriter(SinkWriter):
-    def __init__(self, sink: LogSink) -> None:
+    def __init__(self, sink: LogSink, partition_id: int, batch_id: int) -> None:
         self.sink = sink
         self.lines: list[str] = []
+        self.batches: list[pa.RecordBatch] = []
+        self.where = (batch_id, partition_id)
 
     def write(self, batch: pa.RecordBatch) -> None:
         self.lines.extend(format_rows(batch))
+        if self.sink.capture is not None:  # dagger test: the rows themselves, not their lines
+            self.batches.append(batch)
 
     def flush(self) -> list[str]:
         self.sink.count("written", len(self.lines))
+        if self.sink.capture is not None and self.batches:
+            from dagger.sinks.capture import spool_name, write_spool
+
+            write_spool(self.sink.capture, spool_name(*self.where), self.batches, self.batches[0].schema)
+            return []  # nothing printed
         return self.lines
 
 
@@ -77,7 +86,7 @@ class LogSink(Sink):
         return {**self.__dict__, "_stream": None}
 
     def writer(self, partition_id: int, batch_id: int) -> SinkWriter:
-        return _LogWriter(self)
+        return _LogWriter(self, partition_id, batch_id)
 
     def commit(self, results: list[Any], batch_id: int) -> None:
         out = self._stream or sys.stdout

@@ -4,26 +4,38 @@ through the same decoding, invalid-record policy and dead letters as records fet
 :class:`MemoryFetcher` stands where :func:`dagger.sources.kafka.fetcher.open_fetcher`'s reader stands in
 :func:`dagger.sources.kafka.partitions.read_partition` (runs on the executors): it hands out a partition's records
 as the :class:`~dagger.sources.kafka.fetcher.Chunk` objects the broker's reader makes, with their offsets, keys
-and timestamps. Nothing else of the read changes. :class:`MemoryDataSource` is the Spark data source around it,
-for a bounded input: one task per topic-partition.
+and timestamps. Nothing else of the read changes. :class:`MemoryDataSource` is the Spark data source around it:
+a bounded input (one task per topic-partition), or a stream whose micro-batches are the records' ``batch``
+numbers, one at a time (:class:`MemoryStreamReader`). :class:`MemorySource` is the job's source of a stream whose
+records are held here, in place of the stream's :class:`~dagger.sources.kafka.KafkaSource`.
 """
 
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
-from pyspark.sql.datasource import DataSource, DataSourceReader
+from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader
+from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
 from pyspark.sql.types import StructType
 
+from dagger.sources.kafka import KafkaSource, decoded_table
 from dagger.sources.kafka.fetcher import Chunk
 from dagger.sources.kafka.partitions import KafkaPartition, read_partition
-from dagger.sources.kafka.spec import KafkaSourceSpec, decoder_for
+from dagger.sources.kafka.spec import STREAM_KEY, KafkaSourceSpec, decoder_for
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from dagger.config.model import JobConfig, StreamConfig
+    from dagger.plugins.source import SourceOptions
+    from dagger.schema.descriptor_sets import DescriptorSet
 
 
 @dataclass(frozen=True)
@@ -34,6 +46,7 @@ class MemoryRecord:
     key: bytes | None = None
     offset: int = 0
     timestamp_ms: int = -1  # -1: none, as librdkafka says
+    batch: int = 0  # the micro-batch it arrives in (a stream read from memory)
 
 
 class MemoryFetcher:
@@ -83,6 +96,7 @@ def records_option(records: dict[tuple[str, int], list[MemoryRecord]]) -> str:
                 "timestamp_ms": r.timestamp_ms,
                 "value": None if r.value is None else base64.b64encode(r.value).decode(),
                 "key": None if r.key is None else base64.b64encode(r.key).decode(),
+                "batch": r.batch,
             }
             for (topic, partition), held in records.items()
             for r in held
@@ -96,14 +110,14 @@ def _records(option: str) -> dict[tuple[str, int], list[MemoryRecord]]:
         value = None if r["value"] is None else base64.b64decode(r["value"])
         key = None if r["key"] is None else base64.b64decode(r["key"])
         out.setdefault((r["topic"], r["partition"]), []).append(
-            MemoryRecord(value, key, r["offset"], r["timestamp_ms"])
+            MemoryRecord(value, key, r["offset"], r["timestamp_ms"], r.get("batch", 0))
         )
     return out
 
 
 class MemoryDataSource(DataSource):
     """The ``dagger-kafka-memory`` Spark data source: options ``spec`` (a :class:`KafkaSourceSpec`, as the Kafka
-    source's) and ``records`` (:func:`records_option`). Batch reads only: a bounded input."""
+    source's), ``records`` (:func:`records_option`) and, for a stream, ``batches`` (how many micro-batches)."""
 
     @classmethod
     def name(cls) -> str:
@@ -114,6 +128,13 @@ class MemoryDataSource(DataSource):
 
     def reader(self, schema: StructType) -> MemoryBatchReader:
         return MemoryBatchReader(KafkaSourceSpec.from_option(self.options["spec"]), _records(self.options["records"]))
+
+    def streamReader(self, schema: StructType) -> MemoryStreamReader:
+        return MemoryStreamReader(
+            KafkaSourceSpec.from_option(self.options["spec"]),
+            _records(self.options["records"]),
+            int(self.options.get("batches", "1")),
+        )
 
 
 class MemoryBatchReader(DataSourceReader):
@@ -137,3 +158,101 @@ class MemoryBatchReader(DataSourceReader):
             return  # no records at all: PySpark plans one placeholder partition for an empty read
         held = self.records[(partition.topic, partition.partition)]
         yield from read_partition(self.spec, partition, MemoryFetcher(held, partition.start))
+
+
+class MemoryStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """A stream of ``batches`` micro-batches: micro-batch ``k`` reads the records of batch ``k``, so the watermark
+    moves between them as between two fetches from a broker. Offsets are ``{"@table": table, "batch": k}``; every
+    stream of a job moves one batch per micro-batch, in lockstep."""
+
+    def __init__(self, spec: KafkaSourceSpec, records: dict[tuple[str, int], list[MemoryRecord]], batches: int):
+        self.spec = spec
+        self.records = records
+        self.batches = batches
+
+    def _offset(self, batch: int) -> dict:
+        return {STREAM_KEY: self.spec.table, "batch": batch}
+
+    def initialOffset(self) -> dict:
+        """Runs on the driver: before the first batch."""
+        return self._offset(0)
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        """Runs on the driver: the batches are known from the start."""
+
+    def latestOffset(self, start: dict, limit: Any) -> dict:  # noqa: ARG002 - one batch per micro-batch
+        """Runs on the driver: one batch more than ``start`` (the same answer however often it is asked)."""
+        return self._offset(min(int(start["batch"]) + 1, self.batches))
+
+    def partitions(self, start: dict, end: dict) -> list[KafkaPartition]:
+        """Runs on the driver: the records of batches ``start`` to ``end``, a range per topic-partition."""
+        wanted = range(int(start["batch"]), int(end["batch"]))
+        parts = []
+        for (topic, partition), held in sorted(self.records.items()):
+            offsets = [r.offset for r in held if r.batch in wanted]
+            if offsets:
+                parts.append(KafkaPartition(topic, partition, offsets[0], offsets[-1] + 1))
+        return parts
+
+    def read(self, partition: KafkaPartition) -> Iterator[Any]:
+        """Runs on the executors: the Kafka source's own read of a range, from memory."""
+        held = self.records[(partition.topic, partition.partition)]
+        yield from read_partition(self.spec, partition, MemoryFetcher(held, partition.start))
+
+    def commit(self, end: dict) -> None:
+        """Runs on the driver: nothing to tell anyone."""
+
+
+class MemorySource(KafkaSource):
+    """A Kafka stream's source whose records are held in memory (``dagger test``): the stream's own decoding,
+    policy and pruning, with its dead letters written to ``dead_letter_path`` (JSON lines); nothing is asked of
+    a broker. Runs on the driver."""
+
+    def __init__(self, records: list[MemoryRecord], batches: int, bounded: bool, dead_letter_path: str):
+        self.records = records
+        self.batches = batches
+        self.bounded = bounded
+        self.dead_letter_path = dead_letter_path
+
+    def reach(self, stream: StreamConfig, config: JobConfig) -> None:
+        """Nothing to reach."""
+
+    def is_bounded(self, stream: StreamConfig, to_ms: int | None = None) -> bool:
+        return self.bounded
+
+    def input_description(
+        self, spark: SparkSession, stream: StreamConfig, from_ms: int | None, to_ms: int | None
+    ) -> dict[str, Any]:
+        return {"table": stream.INPUT_SCHEMA_TABLE, "records": len(self.records)}
+
+    def build(
+        self,
+        spark: SparkSession,
+        stream: StreamConfig,
+        config: JobConfig,
+        descriptors: DescriptorSet,
+        options: SourceOptions,
+    ) -> DataFrame:
+        from dagger.dead_letter import DeadLetterSpec
+
+        # the stream's positions and group are the broker's business: read from memory, from the first record
+        spec = self.spec(stream, config, descriptors, dataclasses.replace(options, bounded=False, commit_offsets=False))
+        spec.start, spec.end, spec.time_range, spec.hold_file = None, None, None, None
+        if spec.invalid_policy == "dead-letter":
+            spec.dead_letter = dataclasses.asdict(DeadLetterSpec(config.job_slug, path=self.dead_letter_path))
+        by_partition: dict[tuple[str, int], list[MemoryRecord]] = {}
+        topic = stream.settings.SOURCE_KAFKA_TOPIC_NAMES.split(",")[0].strip()
+        for record in self.records:
+            by_partition.setdefault((topic, 0), []).append(record)
+        reader = spark.read if options.bounded else spark.readStream
+        df = (
+            reader.format(MEMORY_FORMAT)
+            .option("spec", spec.to_option())
+            .option("records", records_option(by_partition))
+            .option("batches", str(self.batches))
+            .load()
+        )
+        return decoded_table(df, spec)
+
+    def finish(self, progress: dict[str, Any], streams: list[StreamConfig], config: JobConfig) -> None:
+        """No consumer group to commit to."""

@@ -1,0 +1,251 @@
+"""One run of ``dagger test``: a Spark session for every case, and each case run through the job's own path
+(runs on the driver, in the ``dagger test`` process).
+
+A case's records are encoded with each stream's schema (:mod:`dagger.testing.records`) and read by the stream's
+own decoding from memory (:class:`~dagger.sources.kafka.memory.MemorySource`); the job is planned and started as
+``dagger run`` plans and starts it, with :class:`~dagger.job.fixtures.JobFixtures` standing in for the brokers
+and destinations; each sink's encoder writes and its records are read back (:mod:`dagger.testing.decoding`) and
+compared with the case's (:mod:`dagger.testing.matching`). ``MODE: bounded`` is one batch query, in which every
+window with data closes; ``MODE: streaming`` runs one micro-batch per ``INPUT_BATCHES`` entry, and the watermark
+moves between them.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from dagger.errors import DaggerConfigError
+from dagger.testing.loading import CaseFileError, case_config, check_case, expected_key
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from dagger.config.cases import CaseConfig
+    from dagger.config.model import JobConfig
+    from dagger.job import Job
+    from dagger.schema.descriptor_sets import DescriptorSet
+
+log = logging.getLogger("dagger.testing")
+
+#: how long a case may run before it fails (a streaming query that never drains)
+CASE_TIMEOUT_S = 300.0
+
+
+@dataclass
+class Outcome:
+    """What became of one case."""
+
+    name: str
+    passed: bool
+    seconds: float
+    #: why it failed: the diff, or the error
+    lines: list[str] = field(default_factory=list)
+    #: what each sink wrote (by the case's EXPECTED key: ``SINK`` or the sink's name), for ``--update``
+    written: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+
+
+@dataclass
+class _Observed:
+    """What a case's run produced besides the sinks' records."""
+
+    error: str | None = None
+    dead_letters: int = 0
+    late: int = 0
+    invalid: int = 0
+    written: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    #: the case's expected records in the form the sink's records are read back in
+    expected: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    #: expected records the sink's own format cannot hold
+    problems: list[str] = field(default_factory=list)
+
+
+class Harness:
+    """Runs the cases of one job config, one after the other, in one Spark session."""
+
+    def __init__(self, config_path: str, overrides: list[str] | None = None):
+        self.config_path = config_path
+        self.overrides = list(overrides or [])
+        self._spark: SparkSession | None = None
+        self._descriptors: dict[str, DescriptorSet] = {}
+        self._root = Path(tempfile.mkdtemp(prefix="dagger-test-", dir=_scratch()))
+
+    def close(self) -> None:
+        """Leave nothing behind (the session stays for whoever else uses it in this process)."""
+        shutil.rmtree(self._root, ignore_errors=True)
+
+    def run(self, case: CaseConfig) -> Outcome:
+        """Run ``case``; a case that cannot run as written raises :class:`CaseFileError`."""
+        started = time.monotonic()
+        config = case_config(self.config_path, self.overrides, case)
+        check_case(config, case)
+        directory = self._root / f"case-{len(list(self._root.iterdir()))}"
+        try:
+            observed = self._observe(config, case, str(directory))
+        finally:
+            shutil.rmtree(directory, ignore_errors=True)
+        lines = _judge(case, observed)
+        return Outcome(case.NAME, not lines, time.monotonic() - started, lines, observed.written)
+
+    # -- running -------------------------------------------------------------------------------------------
+
+    def _session(self, config: JobConfig) -> SparkSession:
+        if self._spark is None:
+            from dagger.session.spark import get_session
+
+            self._spark = get_session(config)
+            self._spark.sparkContext.setLogLevel("ERROR")
+        return self._spark
+
+    def _descriptor_set(self, config: JobConfig) -> DescriptorSet:
+        """The job's descriptor sets, fetched once for every case with the same schema settings."""
+        from dagger.job import Job
+
+        key = config.model_dump_json(include={"SCHEMA_REGISTRY_STENCIL_URLS", "STREAMS", "SINKS", "single_sink"})
+        if key not in self._descriptors:
+            self._descriptors[key] = Job(config, validating=True).descriptors
+        return self._descriptors[key]
+
+    def _observe(self, config: JobConfig, case: CaseConfig, directory: str) -> _Observed:
+        from dagger.job import Job
+        from dagger.job.fixtures import JobFixtures
+        from dagger.runner import root_message
+        from dagger.sources.kafka.memory import MemorySource
+        from dagger.testing.records import CaseInputError
+
+        bounded = case.MODE == "bounded"
+        descriptors = self._descriptor_set(config)
+        batches = case.INPUT_BATCHES if case.INPUT_BATCHES is not None else [case.INPUT or {}]
+        fixtures = JobFixtures({}, bounded, directory, descriptors)
+        for stream in config.STREAMS:
+            try:
+                records = _memory_records(stream, descriptors, batches, case.NAME)
+            except CaseInputError as exc:
+                raise CaseFileError(str(exc)) from None
+            fixtures.sources[stream.INPUT_SCHEMA_TABLE] = MemorySource(
+                records, len(batches), bounded, fixtures.dead_letter_dir
+            )
+        spark = self._session(config)
+        job = Job(
+            config,
+            checkpoint_dir=str(Path(directory) / "checkpoint"),
+            available_now=not bounded,
+            spark=spark,
+            commit_offsets=False,
+            fixtures=fixtures,
+        )
+        observed = _Observed()
+        try:
+            job.start()
+            _wait(job)
+            error = job.query.exception() if job.query is not None else None
+            if error is not None:
+                observed.error = root_message(error)
+        except DaggerConfigError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - a failed case shows the failure's last line
+            observed.error = root_message(exc)
+        if observed.error is None:
+            _collect(job, case, observed)
+        observed.dead_letters = _dead_letters(fixtures.dead_letter_dir)
+        return observed
+
+
+def _scratch() -> str | None:
+    """tmpfs when there is one: a streaming case's checkpoint lives for a second."""
+    return "/dev/shm" if Path("/dev/shm").is_dir() else None
+
+
+def _memory_records(stream: Any, descriptors: DescriptorSet, batches: list[dict], name: str) -> list[Any]:
+    """The stream's records of every batch, offsets counting on across batches as in one partition."""
+    from dagger.sources.kafka.memory import MemoryRecord
+    from dagger.testing.records import encode_records
+
+    table = stream.INPUT_SCHEMA_TABLE
+    out = []
+    for k, batch in enumerate(batches):
+        where = f"case {name!r}: " + (f"INPUT_BATCHES[{k}].{table}" if len(batches) > 1 else f"INPUT.{table}")
+        for value in encode_records(stream, descriptors, batch.get(table, []), where):
+            out.append(MemoryRecord(value, None, len(out), -1, k))
+    return out
+
+
+def _wait(job: Job) -> None:
+    """Until the query ends (a streaming one once its input is used up and every closable window is out)."""
+    from dagger.runner import is_drained
+
+    query = job.query
+    deadline = time.monotonic() + CASE_TIMEOUT_S
+    while query.isActive:
+        query.awaitTermination(0.1)
+        if query.isActive and not job.bounded and is_drained(query):
+            query.stop()  # an operator asking for batches forever (a processing-time TTL)
+        if time.monotonic() > deadline:
+            query.stop()
+            raise TimeoutError(f"the case ran for more than {CASE_TIMEOUT_S:.0f} s")
+
+
+def _collect(job: Job, case: CaseConfig, observed: _Observed) -> None:
+    from dagger.testing.decoding import expected_form, written
+
+    config = job.config
+    for sink in job.sinks():
+        key = expected_key(config, sink.display_name, case.EXPECTED or {})
+        observed.written[key or sink.display_name] = written(sink)
+        for i, record in enumerate((case.EXPECTED or {}).get(key, []) if key else []):
+            try:
+                observed.expected.setdefault(key, []).append(expected_form(sink, record, case.PARTIAL))
+            except Exception as exc:  # noqa: BLE001 - each format says it its own way
+                observed.problems.append(f"EXPECTED.{key}[{i}] does not fit sink {sink.display_name}'s records: {exc}")
+    progress = [job.query.lastProgress] if job.bounded else list(job.query.recentProgress or [])
+    for p in progress:
+        for name, metrics in (p or {}).get("observedMetrics", {}).items():
+            if name.startswith("invalid_records_"):
+                values = metrics.asDict() if hasattr(metrics, "asDict") else metrics  # a Row while streaming
+                observed.invalid += int(values.get("count", 0) or 0)
+        for operator in (p or {}).get("stateOperators", []):
+            observed.late += int(operator.get("numRowsDroppedByWatermark", 0) or 0)
+
+
+def _dead_letters(directory: str) -> int:
+    path = Path(directory)
+    return sum(len(f.read_text().splitlines()) for f in path.glob("*.jsonl")) if path.is_dir() else 0
+
+
+def _judge(case: CaseConfig, observed: _Observed) -> list[str]:
+    """Why the case failed (empty: it passed)."""
+    if case.EXPECTED_ERROR is not None:
+        if observed.error is None:
+            return [f"expected a failure with {case.EXPECTED_ERROR!r}; the job ran to its end"]
+        if case.EXPECTED_ERROR not in observed.error:
+            return [f"expected a failure with {case.EXPECTED_ERROR!r}; it failed with:", f"  {observed.error}"]
+        return []
+    if observed.error is not None:
+        return ["the job failed:", f"  {observed.error}"]
+    lines = list(observed.problems)
+    for name, records in (case.EXPECTED or {}).items():
+        want = observed.expected.get(name, records if not records else [])
+        lines += _records_diff(case, name, want, observed.written.get(name, []))
+    for what, want, got in (
+        ("dead letters", case.EXPECTED_DEAD_LETTERS, observed.dead_letters),
+        ("records dropped as late", case.EXPECTED_LATE, observed.late),
+        ("undecodable records", case.EXPECTED_INVALID, observed.invalid),
+    ):
+        if want is not None and want != got:
+            lines.append(f"{what}: expected {want}, got {got}")
+    return lines
+
+
+def _records_diff(case: CaseConfig, name: str, expected: list[dict], written: list[dict]) -> list[str]:
+    from dagger.testing.matching import Rules, compare
+
+    rules = Rules(case.ORDERED, case.PARTIAL, case.TOLERANCE)
+    diff = compare(expected, written, rules)
+    if diff.ok:
+        return []
+    return [f"sink {name}: {len(written)} record(s) written, {len(expected)} expected", *diff.lines()]

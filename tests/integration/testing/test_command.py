@@ -1,0 +1,137 @@
+"""`dagger test` on real job configs: every example's cases pass, a wrong expectation fails with its diff, late
+data and undecodable records are what the cases say, and the exit codes are the documented ones. Spark runs the
+cases in the test process's session (the CLI's own process for the exit-code tests)."""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT, dagger
+
+pytestmark = pytest.mark.integration
+
+QUICKSTART = ROOT / "configs" / "quickstart.json"
+EXAMPLES = sorted(p for p in (ROOT / "configs").glob("*.json") if "TESTS" in json.loads(p.read_text()))
+
+
+def run(config: Path, tests: list | None = None, tmp_path: Path | None = None, **flags) -> tuple[int, list[str]]:
+    """``dagger test`` in this process (the session the ``spark`` fixture started); exit code and output lines."""
+    from dagger.testing.command import run_tests
+
+    tests_file = None
+    if tests is not None:
+        tests_file = tmp_path / "cases.json"
+        tests_file.write_text(json.dumps(tests, indent=2))
+    args = argparse.Namespace(
+        config=str(config),
+        tests=str(tests_file) if tests_file else None,
+        k=flags.get("k"),
+        overrides=flags.get("overrides", []),
+        verbose=False,
+    )
+    out = io.StringIO()
+    code = run_tests(args, out)
+    return code, out.getvalue().splitlines()
+
+
+def quickstart_cases() -> list[dict]:
+    return copy.deepcopy(json.loads(QUICKSTART.read_text())["TESTS"])
+
+
+@pytest.mark.parametrize("config", EXAMPLES, ids=lambda p: p.name)
+def test_every_example_configs_cases_pass(spark, config):
+    code, lines = run(config)
+    cases = len(json.loads(config.read_text())["TESTS"])
+    assert lines[-1] == f"{cases} passed, 0 failed", "\n".join(lines)
+    assert code == 0
+    assert sum(line.startswith("PASS  ") for line in lines) == cases
+
+
+def test_a_wrong_expectation_fails_with_the_diff_of_the_fields(spark, tmp_path):
+    case = quickstart_cases()[0]
+    case["EXPECTED"]["SINK"][0]["booking_count"] = 3  # jakarta's window holds 2 bookings
+    del case["EXPECTED"]["SINK"][1]  # bandung's window is written and not expected
+    code, lines = run(QUICKSTART, [case], tmp_path)
+    assert code == 1
+    assert lines[0].startswith("FAIL  counts bookings per area and minute (")
+    text = "\n".join(lines)
+    assert "booking_count: expected 3, got 2" in text
+    assert '+ unexpected: {"service_area_id": "bandung", "booking_count": 1' in text
+    assert lines[-1] == "0 passed, 1 failed"
+
+
+def test_late_data_is_dropped_only_in_streaming_mode_and_counted(spark, tmp_path):
+    late = quickstart_cases()[1]
+    wrong = {**copy.deepcopy(late), "NAME": "wrong count", "EXPECTED_LATE": 2}
+    # the same records read at once: nothing is late, the jakarta window counts the straggler too
+    records = [r for batch in late["INPUT_BATCHES"] for r in batch["data_stream_0"]]
+    bounded = {
+        "NAME": "bounded",
+        "INPUT": {"data_stream_0": records},
+        "EXPECTED": {"SINK": [{"service_area_id": "jakarta", "booking_count": 3}, {"booking_count": 2}]},
+        "PARTIAL": True,
+    }
+    bounded_as_streaming = {**copy.deepcopy(bounded), "NAME": "bounded expectation, streamed", "MODE": "streaming"}
+    bounded_as_streaming["INPUT_BATCHES"] = bounded_as_streaming.pop("INPUT") and late["INPUT_BATCHES"]
+    bounded_as_streaming["EXPECTED"] = {"SINK": [{"service_area_id": "jakarta", "booking_count": 3}]}
+    code, lines = run(QUICKSTART, [late, wrong, bounded, bounded_as_streaming], tmp_path)
+    text = "\n".join(lines)
+    assert code == 1
+    assert lines[0].startswith("PASS  drops a booking that arrives after its minute closed")
+    assert "FAIL  wrong count" in text and "records dropped as late: expected 2, got 1" in text
+    assert any(line.startswith("PASS  bounded (") for line in lines), text
+    assert "FAIL  bounded expectation, streamed" in text and "booking_count: expected 3, got 2" in text
+    assert lines[-1] == "2 passed, 2 failed"
+
+
+def test_undecodable_records_follow_the_streams_policy(spark, tmp_path):
+    records = [
+        {"service_area_id": "jakarta", "event_timestamp": "2026-11-22T10:00:10Z"},
+        {"_RAW_BASE64": "CP8gbm90IGEgYm9va2luZw=="},
+    ]
+    window = {"service_area_id": "jakarta", "booking_count": 1}
+    failing = {
+        "NAME": "fails",
+        "INPUT": {"data_stream_0": records},
+        "EXPECTED_ERROR": "partition 0 offset 1 cannot be decoded",
+    }
+    code, lines = run(QUICKSTART, [failing], tmp_path, overrides=["STREAMS[0].SOURCE_KAFKA_INVALID_RECORD_POLICY=fail"])
+    assert (code, lines[-1]) == (0, "1 passed, 0 failed"), "\n".join(lines)
+    dead = {
+        "NAME": "dead-lettered",
+        "INPUT": {"data_stream_0": records},
+        "EXPECTED": {"SINK": [window]},
+        "PARTIAL": True,
+        "EXPECTED_DEAD_LETTERS": 1,
+        "EXPECTED_INVALID": 1,
+    }
+    wrong = {**copy.deepcopy(dead), "NAME": "two expected", "EXPECTED_DEAD_LETTERS": 2}
+    production = tmp_path / "dead-letters"
+    overrides = ["STREAMS[0].SOURCE_KAFKA_INVALID_RECORD_POLICY=dead-letter", f"DEAD_LETTER_PATH={production}"]
+    code, lines = run(QUICKSTART, [dead, wrong], tmp_path, overrides=overrides)
+    assert "dead letters: expected 2, got 1" in "\n".join(lines)
+    assert (code, lines[-1]) == (1, "1 passed, 1 failed"), "\n".join(lines)
+    assert not production.exists()  # a test's dead letters stay with the test
+
+
+def test_exit_codes_of_the_command(tmp_path):
+    passing = dagger("test", str(QUICKSTART), "-k", "counts bookings")
+    assert passing.returncode == 0, passing.stdout + passing.stderr[-2000:]
+    assert passing.stdout.splitlines()[-1] == "1 passed, 0 failed"
+    cases = quickstart_cases()[:1]
+    cases[0]["INPUT"] = {"bookings": cases[0]["INPUT"]["data_stream_0"]}  # no such table
+    (tmp_path / "bad.json").write_text(json.dumps(cases))
+    invalid = dagger("test", str(QUICKSTART), "--tests", str(tmp_path / "bad.json"))
+    assert invalid.returncode == 2
+    assert "INPUT names table 'bookings'; the job's tables are data_stream_0" in invalid.stdout
+    assert invalid.stdout.splitlines()[-1] == "0 passed, 0 failed, 1 could not run"
+    (tmp_path / "shape.json").write_text(json.dumps([{"NAME": "x", "INPUT": {}, "EXPECTED": {}, "ORDER": True}]))
+    shape = dagger("test", str(QUICKSTART), "--tests", str(tmp_path / "shape.json"))
+    assert shape.returncode == 2
+    assert "case 'x': ORDER: Extra inputs are not permitted" in shape.stderr
