@@ -144,6 +144,7 @@ TEST_EXAMPLES = """
 examples:
   dagger test configs/quickstart.json                   # every case of the config's TESTS
   dagger test job.json --tests job.tests.json -k late   # the cases of a file whose name has "late" in it
+  dagger test job.json --update                         # write what the job produced into EXPECTED, then read the diff
 
 A case (docs/testing.md) gives each table's records (INPUT, or INPUT_BATCHES in MODE streaming) and what each
 sink must write (EXPECTED), or EXPECTED_DEAD_LETTERS / EXPECTED_LATE / EXPECTED_INVALID / EXPECTED_ERROR:
@@ -170,6 +171,12 @@ def _test_parser(sub: argparse._SubParsersAction, job_args) -> None:  # noqa: AN
     job_args(test)
     test.add_argument("--tests", metavar="FILE", help="a JSON file of cases (a list, or an object with TESTS)")
     test.add_argument("-k", metavar="PATTERN", help="only the cases whose NAME matches (a glob, or part of it)")
+    test.add_argument(
+        "--update",
+        action="store_true",
+        help="rewrite each failing case's EXPECTED (and the counts it states) with what the job produced, in "
+        "place: the file's formatting and key order stay; a case whose job fails is not touched",
+    )
 
 
 GENERATE_EXAMPLES = """

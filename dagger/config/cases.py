@@ -18,6 +18,31 @@ TableRecords = dict[str, list[dict[str, Any]]]
 RAW = "_RAW_BASE64"
 
 
+class MockConfig(BaseModel):
+    """One answer of a post-processor's lookup, keyed by the request the job sends."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    LOOKUP: str | None = Field(
+        None, description="The lookup it answers (`HTTP.0`, `ES.1`, `PG.0`, or `<KIND>.<metricId>`); default: any."
+    )
+    REQUEST: str | None = Field(
+        None, description="HTTP or Elasticsearch: `<METHOD> <url>`, the url with its query as the job sends it."
+    )
+    BODY: Any = Field(None, description="HTTP: the body of a POST or PUT (compared as JSON when it is JSON).")
+    QUERY: str | None = Field(None, description="Postgres: the query as the job sends it, its variables in place.")
+    STATUS: int = Field(200, description="HTTP: the answer's status.")
+    RESPONSE: Any = Field(None, description="The answer: HTTP's body (JSON), or Postgres' rows (a list of objects).")
+
+    @model_validator(mode="after")
+    def _check(self) -> MockConfig:
+        if (self.REQUEST is None) == (self.QUERY is None):
+            raise ValueError("a mock answers one REQUEST (HTTP, Elasticsearch) or one QUERY (Postgres)")
+        if self.QUERY is not None and not isinstance(self.RESPONSE, list | None):
+            raise ValueError("a Postgres mock's RESPONSE is its result rows: a list of objects")
+        return self
+
+
 class CaseConfig(BaseModel):
     """One test case."""
 
@@ -45,8 +70,9 @@ class CaseConfig(BaseModel):
         None, ge=0, description="How many records the streams cannot decode (dropped or dead-lettered by the policy)."
     )
     EXPECTED_ERROR: str | None = Field(None, min_length=1, description="A part of the failure's last line.")
-    MOCKS: list[dict[str, Any]] = Field(
-        default_factory=list, description="Answers of the post-processors' lookups, keyed by the request."
+    MOCKS: list[MockConfig] = Field(
+        default_factory=list,
+        description="Answers of the post-processors' lookups, keyed by the request; a request without one fails.",
     )
     LONGBOW_HISTORY: dict[str, list[dict[str, Any]]] | None = Field(
         None, description="Longbow's stored rows for each key, read instead of the store."

@@ -58,4 +58,5 @@ def processor_context(ctx: JobContext, stage: str, table: str = "NULL") -> Proce
         observations=ctx.counters.processor_observations,
         lookups=ctx.counters.lookups,
         session_settings=ctx.processor_settings,
+        mocks=ctx.fixtures.mocks if ctx.fixtures is not None else None,
     )

@@ -84,6 +84,9 @@ class ProcessorContext:
     #: Spark session settings a processor needs for the job's query (applied, and unset for the next job in the
     #: same session, by the job when the query starts); a user's own SPARK_CONF value wins
     session_settings: dict[str, str] = field(default_factory=dict)
+    #: ``dagger test``: the case's answers to the lookups (:mod:`dagger.processors.external.mocks`), which then
+    #: call nothing; None in every run of a job
+    mocks: list[dict[str, Any]] | None = None
 
     def observe(self, df: Any, name: str, *metrics: Any) -> Any:
         """``df.observe`` that reports in the query progress (streaming) or the run summary (bounded)."""

@@ -43,6 +43,7 @@ def _run(args: argparse.Namespace, out: TextIO) -> int:
         print(f"dagger test: {exc}", file=sys.stderr)
         return 2
     passed = failed = invalid = 0
+    updates: dict[str, tuple[dict, dict]] = {}
     harness = Harness(args.config, args.overrides)
     try:
         for case in cases:
@@ -62,6 +63,10 @@ def _run(args: argparse.Namespace, out: TextIO) -> int:
             if outcome.passed:
                 passed += 1
                 out.write(f"PASS  {outcome.name} ({outcome.seconds:.1f} s)\n")
+            elif getattr(args, "update", False) and outcome.error is None:
+                updates[outcome.name] = (outcome.written, outcome.counts)
+                out.write(f"UPDATE {outcome.name} ({outcome.seconds:.1f} s)\n")
+                out.write("".join(f"      {line}\n" for line in outcome.lines))
             else:
                 failed += 1
                 out.write(f"FAIL  {outcome.name} ({outcome.seconds:.1f} s)\n")
@@ -69,6 +74,16 @@ def _run(args: argparse.Namespace, out: TextIO) -> int:
             out.flush()
     finally:
         harness.close()
+    if updates:
+        from dagger.testing.update import update_file
+
+        try:
+            done = update_file(args.tests or args.config, updates)
+        except DaggerConfigError as exc:
+            print(f"dagger test: {exc}", file=sys.stderr)
+            return 2
+        out.write(f"updated the expectations of {len(done)} case(s) in {args.tests or args.config}\n")
     errors = f", {invalid} could not run" if invalid else ""
-    out.write(f"{passed} passed, {failed} failed{errors}\n")
+    updated = f", {len(updates)} updated" if updates else ""
+    out.write(f"{passed} passed, {failed} failed{updated}{errors}\n")
     return 2 if invalid else 1 if failed else 0

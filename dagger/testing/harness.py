@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dagger.errors import DaggerConfigError
-from dagger.testing.loading import CaseFileError, case_config, check_case, expected_key
+from dagger.testing.loading import SINGLE_SINK, CaseFileError, case_config, check_case, expected_key
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -48,6 +48,10 @@ class Outcome:
     lines: list[str] = field(default_factory=list)
     #: what each sink wrote (by the case's EXPECTED key: ``SINK`` or the sink's name), for ``--update``
     written: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    #: the failure's last line, when the job failed
+    error: str | None = None
+    #: dead letters, undecodable and late records, as counted (``--update``)
+    counts: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -90,7 +94,15 @@ class Harness:
         finally:
             shutil.rmtree(directory, ignore_errors=True)
         lines = _judge(case, observed)
-        return Outcome(case.NAME, not lines, time.monotonic() - started, lines, observed.written)
+        if not case.ORDERED:  # for --update: the records in the order the case gives them, where they match
+            from dagger.testing.matching import Rules, in_expected_order
+
+            rules = Rules(False, case.PARTIAL, case.TOLERANCE)
+            for key, records in observed.written.items():
+                observed.written[key] = in_expected_order(observed.expected.get(key, []), records, rules)
+        counts = {"dead_letters": observed.dead_letters, "invalid": observed.invalid, "late": observed.late}
+        seconds = time.monotonic() - started
+        return Outcome(case.NAME, not lines, seconds, lines, observed.written, observed.error, counts)
 
     # -- running -------------------------------------------------------------------------------------------
 
@@ -121,7 +133,8 @@ class Harness:
         bounded = case.MODE == "bounded"
         descriptors = self._descriptor_set(config)
         batches = case.INPUT_BATCHES if case.INPUT_BATCHES is not None else [case.INPUT or {}]
-        fixtures = JobFixtures({}, bounded, directory, descriptors)
+        mocks = [m.model_dump(exclude_none=True) for m in case.MOCKS]
+        fixtures = JobFixtures({}, bounded, directory, descriptors, mocks)
         for stream in config.STREAMS:
             try:
                 records = _memory_records(stream, descriptors, batches, case.NAME)
@@ -196,7 +209,7 @@ def _collect(job: Job, case: CaseConfig, observed: _Observed) -> None:
     config = job.config
     for sink in job.sinks():
         key = expected_key(config, sink.display_name, case.EXPECTED or {})
-        observed.written[key or sink.display_name] = written(sink)
+        observed.written[key or (SINGLE_SINK if config.SINKS is None else sink.display_name)] = written(sink)
         for i, record in enumerate((case.EXPECTED or {}).get(key, []) if key else []):
             try:
                 observed.expected.setdefault(key, []).append(expected_form(sink, record, case.PARTIAL))

@@ -78,6 +78,19 @@ def compare(expected: list[dict[str, Any]], written: list[dict[str, Any]], rules
     return diff
 
 
+def in_expected_order(expected: list[dict[str, Any]], written: list[dict[str, Any]], rules: Rules) -> list[dict]:
+    """``written`` with the records that stand for expected ones first, in the expected records' order (the
+    closest for each), then the rest as written: an ``--update`` then changes only what differs."""
+    left = list(written)
+    out = []
+    for want in expected:
+        if not left:
+            break
+        scored = [(len(_differences(want, got, rules, "")), i) for i, got in enumerate(left)]
+        out.append(left.pop(min(scored)[1]))
+    return out + left
+
+
 def _differences(want: Any, got: Any, rules: Rules, path: str) -> list[tuple[str, Any, Any]]:
     if isinstance(want, dict) and isinstance(got, dict):
         keys = list(want) if rules.partial else list(dict.fromkeys([*want, *got]))

@@ -133,6 +133,8 @@ def plan_lookup(
     metrics = Metrics.create(context.spark, label)
     context.lookups[label] = metrics
     spec = {**_common_spec(source, label, columns, proto, context), "kind": kind, **spec}
+    if context.mocks is not None:  # dagger test: answered from the case (a mock may name its lookup)
+        spec["mocks"] = [m for m in context.mocks if m.get("LOOKUP") in (None, label)]
     hidden = [f"{PREFIX}{kind}{index}_{c.name}" for c in columns]
     from pyspark.sql import functions as F
 
@@ -238,17 +240,22 @@ def _lookup_batches(iterator: Iterator[Any], spec: dict, schema: Any, metrics: M
     if kind == "pg":
         from dagger.processors.external.postgres import PgCaller, build_queries
 
-        caller, build, variables = PgCaller(spec), build_queries, spec["query_variables"]
+        make, build, variables = PgCaller, build_queries, spec["query_variables"]
     elif kind == "grpc":
         from dagger.processors.external.grpc import GrpcCaller, build_grpc_requests
 
-        caller, build, variables = GrpcCaller(spec), build_grpc_requests, spec["request_variables"]
+        make, build, variables = GrpcCaller, build_grpc_requests, spec["request_variables"]
     else:
         from dagger.processors.external.http import HttpCaller, build_es_requests, build_requests
 
-        caller = HttpCaller.shared(spec)
+        make = HttpCaller.shared
         build = build_es_requests if kind == "es" else build_requests
         variables = spec["endpoint_variables"] + spec["request_variables"] + spec["header_variables"]
+    if "mocks" in spec:  # dagger test: answered from the case's MOCKS, nothing is called
+        from dagger.processors.external.mocks import mock_caller
+
+        make = mock_caller
+    caller = make(spec)
     needed = sorted(set(variables))
     # Postgres outputs name result columns; the others are JSONPath, read without it when simple ($.a.b)
     paths = [

@@ -8,6 +8,8 @@ import argparse
 import copy
 import io
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -17,6 +19,7 @@ from tests.conftest import ROOT, dagger
 pytestmark = pytest.mark.integration
 
 QUICKSTART = ROOT / "configs" / "quickstart.json"
+LOOKUP = ROOT / "configs" / "customer_lookup.json"
 EXAMPLES = sorted(p for p in (ROOT / "configs").glob("*.json") if "TESTS" in json.loads(p.read_text()))
 
 
@@ -24,7 +27,7 @@ def run(config: Path, tests: list | None = None, tmp_path: Path | None = None, *
     """``dagger test`` in this process (the session the ``spark`` fixture started); exit code and output lines."""
     from dagger.testing.command import run_tests
 
-    tests_file = None
+    tests_file = Path(flags["tests_file"]) if "tests_file" in flags else None
     if tests is not None:
         tests_file = tmp_path / "cases.json"
         tests_file.write_text(json.dumps(tests, indent=2))
@@ -34,6 +37,7 @@ def run(config: Path, tests: list | None = None, tmp_path: Path | None = None, *
         k=flags.get("k"),
         overrides=flags.get("overrides", []),
         verbose=False,
+        update=flags.get("update", False),
     )
     out = io.StringIO()
     code = run_tests(args, out)
@@ -63,6 +67,36 @@ def test_a_wrong_expectation_fails_with_the_diff_of_the_fields(spark, tmp_path):
     text = "\n".join(lines)
     assert "booking_count: expected 3, got 2" in text
     assert '+ unexpected: {"service_area_id": "bandung", "booking_count": 1' in text
+    assert lines[-1] == "0 passed, 1 failed"
+
+
+def test_update_writes_what_the_job_produced_and_the_case_passes_after(spark, tmp_path):
+    cases = quickstart_cases()
+    cases[0]["EXPECTED"]["SINK"][0]["booking_count"] = 3
+    cases[2]["EXPECTED_INVALID"] = 4
+    code, lines = run(QUICKSTART, [cases[0], cases[2]], tmp_path)
+    assert (code, lines[-1]) == (1, "0 passed, 2 failed")
+    before = (tmp_path / "cases.json").read_text()
+    code, lines = run(QUICKSTART, None, tmp_path, update=True, tests_file=str(tmp_path / "cases.json"))
+    assert lines[-1] == "0 passed, 0 failed, 2 updated", "\n".join(lines)
+    assert code == 0
+    after = (tmp_path / "cases.json").read_text()
+    cases[0]["EXPECTED"]["SINK"][0]["booking_count"] = 2
+    cases[2]["EXPECTED_INVALID"] = 1
+    assert json.loads(after) == [cases[0], cases[2]]
+    assert after.split('"EXPECTED"')[0] == before.split('"EXPECTED"')[0]  # up to the first expectation, as it was
+    code, lines = run(QUICKSTART, None, tmp_path, tests_file=str(tmp_path / "cases.json"))
+    assert (code, lines[-1]) == (0, "2 passed, 0 failed"), "\n".join(lines)
+
+
+def test_an_unmocked_lookup_fails_the_case_with_the_request_shown(spark, tmp_path):
+    case = json.loads(LOOKUP.read_text())["TESTS"][0]
+    case["MOCKS"] = case["MOCKS"][:1]  # c-9's lookup is not answered
+    case["EXPECTED"]["SINK"] = case["EXPECTED"]["SINK"][:1]
+    code, lines = run(LOOKUP, [case], tmp_path)
+    text = "\n".join(lines)
+    assert code == 1, text
+    assert "HTTP.0: no mock answers GET http://customers.internal:8080/customers/c-9" in text
     assert lines[-1] == "0 passed, 1 failed"
 
 
@@ -135,3 +169,20 @@ def test_exit_codes_of_the_command(tmp_path):
     shape = dagger("test", str(QUICKSTART), "--tests", str(tmp_path / "shape.json"))
     assert shape.returncode == 2
     assert "case 'x': ORDER: Extra inputs are not permitted" in shape.stderr
+
+
+def test_the_pytest_plugin_collects_a_configs_cases_as_items(tmp_path):
+    config = json.loads(QUICKSTART.read_text())
+    config["TESTS"] = quickstart_cases()[:1] * 2
+    config["TESTS"][1] = {**copy.deepcopy(config["TESTS"][0]), "NAME": "a wrong count"}
+    config["TESTS"][1]["EXPECTED"]["SINK"][1]["booking_count"] = 7
+    (tmp_path / "job.json").write_text(json.dumps(config))
+    command = [sys.executable, "-m", "pytest", "-p", "dagger.testing", "-p", "no:cacheprovider", "-q"]
+    command += ["--dagger-configs", str(tmp_path / "job.json"), str(tmp_path)]
+    result = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert result.returncode == 1, result.stdout[-3000:] + result.stderr[-2000:]
+    assert "1 failed, 1 passed" in result.stdout, result.stdout[-3000:]
+    assert "case 'a wrong count' of job.json failed:" in result.stdout
+    assert "booking_count: expected 7, got 1" in result.stdout
+    selected = subprocess.run([*command, "-k", "counts"], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert selected.returncode == 0 and "1 passed, 1 deselected" in selected.stdout, selected.stdout[-3000:]

@@ -54,3 +54,11 @@ def test_missing_and_unexpected_records_are_listed_when_nothing_is_close():
     assert diff.lines() == ['  - missing: {"a": 1}', '  + unexpected: {"b": 2}', '  + unexpected: {"c": 3}']
     absent = compare([{"a": 1, "b": 2}], [{"a": 1}], Rules(ordered=True))
     assert absent.differing[0][3] == [("b", 2, "(absent)")]
+
+
+def test_written_records_are_put_in_the_expected_order_for_an_update():
+    from dagger.testing.matching import in_expected_order
+
+    expected = [{"k": "a", "n": 1}, {"k": "b", "n": 2}]
+    written = [{"k": "c", "n": 3}, {"k": "b", "n": 5}, {"k": "a", "n": 1}]
+    assert in_expected_order(expected, written, Rules()) == [{"k": "a", "n": 1}, {"k": "b", "n": 5}, {"k": "c", "n": 3}]
