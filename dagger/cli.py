@@ -145,6 +145,7 @@ examples:
   dagger test configs/quickstart.json                   # every case of the config's TESTS
   dagger test job.json --tests job.tests.json -k late   # the cases of a file whose name has "late" in it
   dagger test job.json --update                         # write what the job produced into EXPECTED, then read the diff
+  dagger test job.json --restore-check                  # streaming cases again, restarted after every batch
 
 A case (docs/testing.md) gives each table's records (INPUT, or INPUT_BATCHES in MODE streaming) and what each
 sink must write (EXPECTED), or EXPECTED_DEAD_LETTERS / EXPECTED_LATE / EXPECTED_INVALID / EXPECTED_ERROR:
@@ -176,6 +177,13 @@ def _test_parser(sub: argparse._SubParsersAction, job_args) -> None:  # noqa: AN
         action="store_true",
         help="rewrite each failing case's EXPECTED (and the counts it states) with what the job produced, in "
         "place: the file's formatting and key order stay; a case whose job fails is not touched",
+    )
+    test.add_argument(
+        "--restore-check",
+        action="store_true",
+        help="run each streaming case twice more, stopped and restarted from its checkpoint after every "
+        "micro-batch, and with every record in a micro-batch of its own: all three must write the same (state "
+        "or watermark bugs)",
     )
 
 

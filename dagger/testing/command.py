@@ -48,7 +48,7 @@ def _run(args: argparse.Namespace, out: TextIO) -> int:
     try:
         for case in cases:
             try:
-                outcome = harness.run(case)
+                outcome = harness.run(case, getattr(args, "restore_check", False))
             except (CaseFileError, DaggerConfigError) as exc:
                 invalid += 1
                 out.write(f"ERROR {case.NAME}: {exc}\n")

@@ -12,10 +12,13 @@ moves between them.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import shutil
 import tempfile
 import time
+import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -83,17 +86,19 @@ class Harness:
         """Leave nothing behind (the session stays for whoever else uses it in this process)."""
         shutil.rmtree(self._root, ignore_errors=True)
 
-    def run(self, case: CaseConfig) -> Outcome:
-        """Run ``case``; a case that cannot run as written raises :class:`CaseFileError`."""
+    def run(self, case: CaseConfig, restore_check: bool = False) -> Outcome:
+        """Run ``case``; a case that cannot run as written raises :class:`CaseFileError`. With
+        ``restore_check``, a streaming case runs twice more (:meth:`_restore_check`) and must write the same."""
         started = time.monotonic()
         config = case_config(self.config_path, self.overrides, case)
         check_case(config, case)
-        directory = self._root / f"case-{len(list(self._root.iterdir()))}"
-        try:
-            observed = self._observe(config, case, str(directory))
-        finally:
-            shutil.rmtree(directory, ignore_errors=True)
+        batches = case.INPUT_BATCHES if case.INPUT_BATCHES is not None else [case.INPUT or {}]
+        streaming = case.MODE == "streaming"
+        with self._directory() as directory:
+            observed = self._observe(config, case, directory, batches, fresh_workers=restore_check and streaming)
         lines = _judge(case, observed)
+        if restore_check and streaming and observed.error is None:
+            lines += self._restore_check(config, case, batches, observed)
         if not case.ORDERED:  # for --update: the records in the order the case gives them, where they match
             from dagger.testing.matching import Rules, in_expected_order
 
@@ -103,6 +108,40 @@ class Harness:
         counts = {"dead_letters": observed.dead_letters, "invalid": observed.invalid, "late": observed.late}
         seconds = time.monotonic() - started
         return Outcome(case.NAME, not lines, seconds, lines, observed.written, observed.error, counts)
+
+    def _restore_check(self, config: JobConfig, case: CaseConfig, batches: list[dict], whole: _Observed) -> list[str]:
+        """Arroyo's check: the case run again (1) stopped after every micro-batch and restarted from its
+        checkpoint, with fresh Python workers as a new process has, and (2) with every record in a micro-batch
+        of its own; each must write what the uninterrupted run wrote."""
+        from dagger.testing.matching import Rules, compare
+
+        single = [{table: [record]} for batch in batches for table, records in batch.items() for record in records]
+        reruns = (
+            ("stopped after every micro-batch and restarted from its checkpoint", batches, True),
+            ("with every record in a micro-batch of its own", single, False),
+        )
+        lines = []
+        for how, rerun_batches, restarts in reruns:
+            with self._directory() as directory:
+                rerun = self._observe(config, case, directory, rerun_batches, True, restarts)
+            if rerun.error is not None:
+                lines += [f"restore check: run {how}, the job failed:", f"  {rerun.error}"]
+                continue
+            for sink, records in whole.written.items():
+                diff = compare(records, rerun.written.get(sink, []), Rules(False, False, case.TOLERANCE))
+                if not diff.ok:
+                    lines += [f"restore check: run {how}, sink {sink} wrote other records than in one run:"]
+                    lines += [line.replace("expected", "in one run").replace("got", "now") for line in diff.lines()]
+        return lines
+
+    @contextlib.contextmanager
+    def _directory(self) -> Iterator[str]:
+        """A directory of the case's own, removed after it."""
+        directory = self._root / f"run-{uuid.uuid4().hex[:8]}"
+        try:
+            yield str(directory)
+        finally:
+            shutil.rmtree(directory, ignore_errors=True)
 
     # -- running -------------------------------------------------------------------------------------------
 
@@ -123,16 +162,51 @@ class Harness:
             self._descriptors[key] = Job(config, validating=True).descriptors
         return self._descriptors[key]
 
-    def _observe(self, config: JobConfig, case: CaseConfig, directory: str) -> _Observed:
+    def _observe(
+        self,
+        config: JobConfig,
+        case: CaseConfig,
+        directory: str,
+        batches: list[dict],
+        fresh_workers: bool = False,
+        restarts: bool = False,
+    ) -> _Observed:
+        """Run the job over ``batches`` (with ``restarts``, as one query per batch, each started from the last
+        one's checkpoint) and observe what it wrote."""
+        from dagger.runner import root_message
+
+        observed = _Observed()
+        job = None
+        for until in range(1, len(batches) + 1) if restarts else [None]:
+            if fresh_workers:  # Spark keys its Python workers by their environment: a new one, new workers
+                self._session(config).sparkContext.environment["DAGGER_TEST_RUN"] = uuid.uuid4().hex
+            job = self._job(config, case, directory, batches, until)
+            try:
+                job.start()
+                _wait(job)
+                error = job.query.exception() if job.query is not None else None
+                if error is not None:
+                    observed.error = root_message(error)
+            except DaggerConfigError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - a failed case shows the failure's last line
+                observed.error = root_message(exc)
+            if observed.error is not None:
+                break
+        if observed.error is None:
+            _collect(job, case, observed)
+        observed.dead_letters = _dead_letters(job.context.fixtures.dead_letter_dir)
+        return observed
+
+    def _job(self, config: JobConfig, case: CaseConfig, directory: str, batches: list[dict], until: int | None) -> Job:
+        """The job with the case's fixtures (reading batches up to ``until``, all by default)."""
         from dagger.job import Job
         from dagger.job.fixtures import JobFixtures
-        from dagger.runner import root_message
         from dagger.sources.kafka.memory import MemorySource
         from dagger.testing.records import CaseInputError
 
         bounded = case.MODE == "bounded"
         descriptors = self._descriptor_set(config)
-        batches = case.INPUT_BATCHES if case.INPUT_BATCHES is not None else [case.INPUT or {}]
         mocks = [m.model_dump(exclude_none=True) for m in case.MOCKS]
         fixtures = JobFixtures({}, bounded, directory, descriptors, mocks)
         for stream in config.STREAMS:
@@ -141,32 +215,16 @@ class Harness:
             except CaseInputError as exc:
                 raise CaseFileError(str(exc)) from None
             fixtures.sources[stream.INPUT_SCHEMA_TABLE] = MemorySource(
-                records, len(batches), bounded, fixtures.dead_letter_dir
+                records, len(batches), bounded, fixtures.dead_letter_dir, until
             )
-        spark = self._session(config)
-        job = Job(
+        return Job(
             config,
             checkpoint_dir=str(Path(directory) / "checkpoint"),
             available_now=not bounded,
-            spark=spark,
+            spark=self._session(config),
             commit_offsets=False,
             fixtures=fixtures,
         )
-        observed = _Observed()
-        try:
-            job.start()
-            _wait(job)
-            error = job.query.exception() if job.query is not None else None
-            if error is not None:
-                observed.error = root_message(error)
-        except DaggerConfigError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - a failed case shows the failure's last line
-            observed.error = root_message(exc)
-        if observed.error is None:
-            _collect(job, case, observed)
-        observed.dead_letters = _dead_letters(fixtures.dead_letter_dir)
-        return observed
 
 
 def _scratch() -> str | None:

@@ -130,10 +130,11 @@ class MemoryDataSource(DataSource):
         return MemoryBatchReader(KafkaSourceSpec.from_option(self.options["spec"]), _records(self.options["records"]))
 
     def streamReader(self, schema: StructType) -> MemoryStreamReader:
+        batches = int(self.options.get("batches", "1"))
         return MemoryStreamReader(
             KafkaSourceSpec.from_option(self.options["spec"]),
             _records(self.options["records"]),
-            int(self.options.get("batches", "1")),
+            int(self.options.get("until") or batches),
         )
 
 
@@ -163,7 +164,9 @@ class MemoryBatchReader(DataSourceReader):
 class MemoryStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     """A stream of ``batches`` micro-batches: micro-batch ``k`` reads the records of batch ``k``, so the watermark
     moves between them as between two fetches from a broker. Offsets are ``{"@table": table, "batch": k}``; every
-    stream of a job moves one batch per micro-batch, in lockstep."""
+    stream of a job moves one batch per micro-batch, in lockstep. A query given fewer ``batches`` than the
+    records have stops early; the next one, started from its checkpoint, goes on (``dagger test
+    --restore-check``)."""
 
     def __init__(self, spec: KafkaSourceSpec, records: dict[tuple[str, int], list[MemoryRecord]], batches: int):
         self.spec = spec
@@ -208,11 +211,20 @@ class MemorySource(KafkaSource):
     policy and pruning, with its dead letters written to ``dead_letter_path`` (JSON lines); nothing is asked of
     a broker. Runs on the driver."""
 
-    def __init__(self, records: list[MemoryRecord], batches: int, bounded: bool, dead_letter_path: str):
+    def __init__(
+        self,
+        records: list[MemoryRecord],
+        batches: int,
+        bounded: bool,
+        dead_letter_path: str,
+        until: int | None = None,
+    ):
         self.records = records
         self.batches = batches
         self.bounded = bounded
         self.dead_letter_path = dead_letter_path
+        #: a streaming query reads the first ``until`` batches only (None: all of them)
+        self.until = until
 
     def reach(self, stream: StreamConfig, config: JobConfig) -> None:
         """Nothing to reach."""
@@ -250,6 +262,7 @@ class MemorySource(KafkaSource):
             .option("spec", spec.to_option())
             .option("records", records_option(by_partition))
             .option("batches", str(self.batches))
+            .option("until", str(self.until or ""))
             .load()
         )
         return decoded_table(df, spec)

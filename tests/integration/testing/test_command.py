@@ -14,9 +14,30 @@ from pathlib import Path
 
 import pytest
 
+from dagger.plugins.transformer import Transformer, TransformerArguments, register_transformer
 from tests.conftest import ROOT, dagger
 
 pytestmark = pytest.mark.integration
+
+#: how many plans the broken transformer below was part of: state in a Python global, which a restart loses
+PLANS = {"count": 0}
+
+
+class PlanCountTransformer(Transformer):
+    """Deliberately broken, for the restore check's test only: it keeps state in a Python global (the number of
+    plans it was part of) and writes it into every row, so a job restarted from its checkpoint writes other
+    values than the same job run in one go."""
+
+    name = "PlanCountTransformer"
+
+    def transform(self, df):
+        from pyspark.sql import functions as F
+
+        PLANS["count"] += 1
+        return df.withColumn("plans", F.lit(PLANS["count"]))
+
+
+register_transformer("PlanCountTransformer", TransformerArguments, PlanCountTransformer)
 
 QUICKSTART = ROOT / "configs" / "quickstart.json"
 LOOKUP = ROOT / "configs" / "customer_lookup.json"
@@ -38,6 +59,7 @@ def run(config: Path, tests: list | None = None, tmp_path: Path | None = None, *
         overrides=flags.get("overrides", []),
         verbose=False,
         update=flags.get("update", False),
+        restore_check=flags.get("restore_check", False),
     )
     out = io.StringIO()
     code = run_tests(args, out)
@@ -97,6 +119,32 @@ def test_an_unmocked_lookup_fails_the_case_with_the_request_shown(spark, tmp_pat
     text = "\n".join(lines)
     assert code == 1, text
     assert "HTTP.0: no mock answers GET http://customers.internal:8080/customers/c-9" in text
+    assert lines[-1] == "0 passed, 1 failed"
+
+
+def test_restore_check_catches_a_job_whose_output_changes_after_a_restart(spark, tmp_path):
+    late = quickstart_cases()[1]
+    code, lines = run(QUICKSTART, [late], tmp_path, restore_check=True)
+    assert (code, lines[-1]) == (0, "1 passed, 0 failed"), "\n".join(lines)  # the quickstart keeps its state right
+    config = json.loads(QUICKSTART.read_text())
+    config["PROCESSOR_POSTPROCESSOR_ENABLE"] = True
+    config["PROCESSOR_POSTPROCESSOR_CONFIG"] = {
+        "internal_source": [{"output_field": "*", "type": "sql", "value": "*"}],
+        "transformers": [{"transformation_class": "PlanCountTransformer", "transformation_arguments": {}}],
+    }
+    config["TESTS"] = [{**late, "PARTIAL": True}]  # the broken column is not expected: one run passes
+    broken = tmp_path / "broken.json"
+    broken.write_text(json.dumps(config))
+    code, lines = run(broken, None, tmp_path)
+    assert (code, lines[-1]) == (0, "1 passed, 0 failed"), "\n".join(lines)
+    before = PLANS["count"]
+    code, lines = run(broken, None, tmp_path, restore_check=True)
+    text = "\n".join(lines)
+    assert code == 1, text
+    assert PLANS["count"] - before == 1 + 4 + 1  # one run, four restarted ones, one of single-record batches
+    assert "restore check: run stopped after every micro-batch and restarted from its checkpoint, sink SINK" in text
+    assert f"plans: in one run {before + 1}, now " in text
+    assert "restore check: run with every record in a micro-batch of its own, sink SINK" in text
     assert lines[-1] == "0 passed, 1 failed"
 
 
