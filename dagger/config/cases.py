@@ -27,17 +27,25 @@ class MockConfig(BaseModel):
         None, description="The lookup it answers (`HTTP.0`, `ES.1`, `PG.0`, or `<KIND>.<metricId>`); default: any."
     )
     REQUEST: str | None = Field(
-        None, description="HTTP or Elasticsearch: `<METHOD> <url>`, the url with its query as the job sends it."
+        None,
+        description="HTTP or Elasticsearch: `<METHOD> <url>`, the url with its query as the job sends it; gRPC: "
+        "the method, `package.Service/Method`.",
     )
-    BODY: Any = Field(None, description="HTTP: the body of a POST or PUT (compared as JSON when it is JSON).")
+    BODY: Any = Field(
+        None, description="HTTP: a POST's or PUT's body (compared as JSON when it is JSON); gRPC: the request."
+    )
     QUERY: str | None = Field(None, description="Postgres: the query as the job sends it, its variables in place.")
-    STATUS: int = Field(200, description="HTTP: the answer's status.")
-    RESPONSE: Any = Field(None, description="The answer: HTTP's body (JSON), or Postgres' rows (a list of objects).")
+    STATUS: int | str = Field(
+        200, description="HTTP: the answer's status; gRPC: a status name the call fails with (`NOT_FOUND`...)."
+    )
+    RESPONSE: Any = Field(
+        None, description="The answer: HTTP's body (JSON), gRPC's reply, or Postgres' rows (a list of objects)."
+    )
 
     @model_validator(mode="after")
     def _check(self) -> MockConfig:
         if (self.REQUEST is None) == (self.QUERY is None):
-            raise ValueError("a mock answers one REQUEST (HTTP, Elasticsearch) or one QUERY (Postgres)")
+            raise ValueError("a mock answers one REQUEST (HTTP, Elasticsearch, gRPC) or one QUERY (Postgres)")
         if self.QUERY is not None and not isinstance(self.RESPONSE, list | None):
             raise ValueError("a Postgres mock's RESPONSE is its result rows: a list of objects")
         return self

@@ -32,6 +32,11 @@ class JobFixtures:
     mocks: dict[str, list[dict]] | None = field(default=None)
 
     @property
+    def longbow_store(self) -> str:
+        """The file Longbow's history is kept in (:class:`~dagger.longbow.memory.MemoryStore`), not Bigtable."""
+        return str(Path(self.directory) / "longbow.sqlite")
+
+    @property
     def dead_letter_dir(self) -> str:
         """Where the case's dead letters go, from the streams and the sinks alike (JSON lines)."""
         return str(Path(self.directory) / "dead-letters")

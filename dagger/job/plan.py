@@ -154,11 +154,12 @@ def _longbow(ctx: JobContext, df: DataFrame, longbow: LongbowSchema) -> DataFram
 
         ctx.processor_settings[STATE_STORE_PROVIDER] = ROCKSDB_STATE_STORE  # transformWithState needs it
         return state_longbow(df, longbow, config, metrics)
+    store = ctx.fixtures.longbow_store if ctx.fixtures is not None else None  # dagger test: a file, not Bigtable
     if longbow.kind is LongbowKind.CLASSIC:
-        return classic_longbow(df, longbow, config, metrics)
+        return classic_longbow(df, longbow, config, metrics, store)
     if longbow.kind is LongbowKind.WRITER:
-        return plus_writer(df, longbow, config, descriptors.current(ctx), metrics)
-    return plus_reader(df, longbow, config, metrics)
+        return plus_writer(df, longbow, config, descriptors.current(ctx), metrics, store)
+    return plus_reader(df, longbow, config, metrics, store)
 
 
 def declared_schemas(ctx: JobContext) -> dict[str, StructType]:

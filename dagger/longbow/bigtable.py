@@ -248,6 +248,16 @@ class BigtableStore:
         self.channel.close()
 
 
+def open_store(name: TableName, spec: dict) -> BigtableStore:
+    """The store of Longbow's table ``name``: Bigtable, or with ``spec["store"]`` (``dagger test``) the file
+    :class:`~dagger.longbow.memory.MemoryStore` keeps it in (the same calls)."""
+    if spec.get("store"):
+        from dagger.longbow.memory import MemoryStore
+
+        return MemoryStore(spec["store"], name.path)  # type: ignore[return-value]
+    return BigtableStore(name, spec["timeout_s"], spec["emulator"])
+
+
 def describe_error(exc: Exception) -> str:
     """A failed call in one line: its gRPC status and details, or the exception."""
     code = getattr(exc, "code", None)

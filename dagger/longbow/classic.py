@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from dagger.latency import LatencyHistogram
-from dagger.longbow.bigtable import EMULATOR_ENV, BigtableStore, TableName, row_key, scan_all
+from dagger.longbow.bigtable import EMULATOR_ENV, BigtableStore, TableName, open_store, row_key, scan_all
 from dagger.longbow.ranges import millis, scan_ranges
 from dagger.longbow.schema import LongbowKind, LongbowSchema
 
@@ -103,8 +103,11 @@ def table_name(config: JobConfig) -> TableName:
     )
 
 
-def classic_longbow(df: DataFrame, schema: LongbowSchema, config: JobConfig, metrics: LongbowMetrics) -> DataFrame:
-    """``df`` with its ``longbow_data*`` columns replaced by their histories (``ARRAY<STRING>``)."""
+def classic_longbow(
+    df: DataFrame, schema: LongbowSchema, config: JobConfig, metrics: LongbowMetrics, store: str | None = None
+) -> DataFrame:
+    """``df`` with its ``longbow_data*`` columns replaced by their histories (``ARRAY<STRING>``); ``store``: the
+    file ``dagger test`` keeps the history in instead of Bigtable."""
     from pyspark.sql.types import ArrayType, StringType, StructField, StructType
 
     data = set(schema.data_columns)
@@ -120,6 +123,7 @@ def classic_longbow(df: DataFrame, schema: LongbowSchema, config: JobConfig, met
         "data": schema.data_columns,
         "range": schema.range,
         "emulator": os.environ.get(EMULATOR_ENV),  # the driver's: a local job's workers may not see it
+        "store": store,
     }
 
     def batches(iterator: Iterator[Any]) -> Iterator[Any]:
@@ -155,7 +159,7 @@ def _classic_batches(iterator: Iterator[Any], spec: dict, out: Any, metrics: Lon
     from pyspark.sql.pandas.types import to_arrow_schema
 
     arrow_schema = to_arrow_schema(out, timezone="UTC")
-    store = BigtableStore(spec["table"], spec["timeout_s"], spec["emulator"])
+    store = open_store(spec["table"], spec)
     durations: dict[str, int] = {}
     data = spec["data"]
     try:

@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from dagger.errors import DaggerConfigError
-from dagger.longbow.bigtable import EMULATOR_ENV, BigtableStore, TableName, row_key, scan_all
+from dagger.longbow.bigtable import EMULATOR_ENV, BigtableStore, TableName, open_store, row_key, scan_all
 from dagger.longbow.classic import COUNTERS, LongbowMetrics, table_name, write_rows
 from dagger.longbow.ranges import millis, scan_ranges
 from dagger.longbow.schema import PROTO_DATA, LongbowSchema
@@ -56,9 +56,15 @@ def input_message(config: JobConfig) -> str:
 
 
 def plus_writer(
-    df: DataFrame, schema: LongbowSchema, config: JobConfig, descriptors: DescriptorSet, metrics: LongbowMetrics
+    df: DataFrame,
+    schema: LongbowSchema,
+    config: JobConfig,
+    descriptors: DescriptorSet,
+    metrics: LongbowMetrics,
+    store: str | None = None,
 ) -> DataFrame:
-    """``df`` written to Longbow's table as messages, with the synchronizer columns appended."""
+    """``df`` written to Longbow's table as messages, with the synchronizer columns appended; ``store``: the file
+    ``dagger test`` keeps the table in instead of Bigtable."""
     from pyspark.sql.pandas.types import to_arrow_schema
     from pyspark.sql.types import StringType, StructField, StructType
 
@@ -83,6 +89,7 @@ def plus_writer(
         "message": message,
         "descriptor_set_b64": base64.b64encode(descriptors.serialized).decode(),
         "emulator": os.environ.get(EMULATOR_ENV),
+        "store": store,
     }
 
     def batches(iterator: Iterator[Any]) -> Iterator[Any]:
@@ -106,7 +113,7 @@ def _writer_batches(iterator: Iterator[Any], spec: dict, out: Any, metrics: Long
     from pyspark.sql.pandas.types import to_arrow_schema
 
     arrow_schema = to_arrow_schema(out, timezone="UTC")
-    store = BigtableStore(spec["table"], spec["timeout_s"], spec["emulator"])
+    store = open_store(spec["table"], spec)
     encoder = _encoder(spec)
     table_id, message = spec["table"].table, spec["message"]
     try:
@@ -127,8 +134,11 @@ def _writer_batches(iterator: Iterator[Any], spec: dict, out: Any, metrics: Long
         store.close()
 
 
-def plus_reader(df: DataFrame, schema: LongbowSchema, config: JobConfig, metrics: LongbowMetrics) -> DataFrame:
-    """``df`` with ``proto_data`` appended: each row's history of serialized messages, most recent first."""
+def plus_reader(
+    df: DataFrame, schema: LongbowSchema, config: JobConfig, metrics: LongbowMetrics, store: str | None = None
+) -> DataFrame:
+    """``df`` with ``proto_data`` appended: each row's history of serialized messages, most recent first;
+    ``store``: the file ``dagger test`` keeps the tables in instead of Bigtable."""
     from pyspark.sql.types import ArrayType, BinaryType, StructField, StructType
 
     needed = [TABLE_COLUMN] + ([schema.rowtime] if schema.range == "duration" else [])
@@ -149,6 +159,7 @@ def plus_reader(df: DataFrame, schema: LongbowSchema, config: JobConfig, metrics
         "rowtime": schema.rowtime,
         "range": schema.range,
         "emulator": os.environ.get(EMULATOR_ENV),
+        "store": store,
     }
 
     def batches(iterator: Iterator[Any]) -> Iterator[Any]:
@@ -180,7 +191,7 @@ def _reader_batches(iterator: Iterator[Any], spec: dict, out: Any, metrics: Long
             for table in {t for t in tables if t}:
                 if table not in stores:
                     name = TableName(spec["project"], spec["instance"], table)
-                    stores[table] = BigtableStore(name, spec["timeout_s"], spec["emulator"])
+                    stores[table] = open_store(name, spec)
                 mine = [r if tables[i] == table else None for i, r in enumerate(ranges)]
                 rows, unread, errors = scan_all(stores[table], mine, [QUALIFIER], spec["capacity"])
                 if errors:

@@ -5,8 +5,8 @@ directory (:class:`~dagger.plugins.sink.Sink`) writes there.
 :class:`SpoolProducer` stands for the Kafka sink's librdkafka producer (runs in the sink's task, on the
 executors): what it is given is written, at flush, as one Arrow file per task of the micro-batch;
 :func:`read_spool` reads a sink's files back in batch and partition order (runs on the driver, after the run).
-A sink without an encoding of its own (the log sink) keeps its rows the same way (:func:`write_spool`,
-:func:`read_spool_rows`).
+A sink without an encoding of its own (the log sink) keeps its rows the same way, and the InfluxDB sink the lines
+it would post (:func:`write_spool`, :func:`read_spool_rows`).
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ from pathlib import Path
 import pyarrow as pa
 
 SPOOL_SCHEMA = pa.schema([("value", pa.binary()), ("key", pa.binary())])
+#: a sink that writes text lines (InfluxDB's line protocol) keeps them so
+LINES_SCHEMA = pa.schema([("line", pa.string())])
 
 
 class SpoolProducer:

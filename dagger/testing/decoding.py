@@ -9,7 +9,8 @@ is first written with the same format and read back (:func:`canonical`), so ``"5
 enum's number and its name, expect the same thing.
 
 A log sink has no encoding of its own: its rows are read as kept, in the log's forms (timestamps as RFC 3339 UTC
-text, bytes as base64, null columns left out, as its lines leave them out).
+text, bytes as base64, null columns left out, as its lines leave them out). An InfluxDB sink's lines are read back
+as points: ``{"measurement", "tags", "fields", "time"}``.
 """
 
 from __future__ import annotations
@@ -40,9 +41,11 @@ def written(sink: Sink) -> list[dict[str, Any]]:
         return read_back(sink.value, [value for value, _ in read_spool(sink.capture)])  # type: ignore[attr-defined]
     if sink.name == "log":
         return [_logged(row) for row in read_spool_rows(sink.capture)]
+    if sink.name == "influx":
+        return [_point(row["line"]) for row in read_spool_rows(sink.capture)]
     raise UncapturedSinkError(
-        f"sink {sink.display_name}: dagger test keeps the records of kafka and log sinks; a {sink.name} sink "
-        "cannot be tested yet"
+        f"sink {sink.display_name}: dagger test keeps the records of kafka, log and influx sinks; a {sink.name} "
+        "sink cannot be tested yet"
     )
 
 
@@ -53,6 +56,20 @@ def expected_form(sink: Sink, record: dict[str, Any], partial: bool) -> dict[str
     if sink.name == "log":
         return {k: v for k, v in record.items() if v is not None}
     return record
+
+
+def _point(line: str) -> dict[str, Any]:
+    """A line of InfluxDB's line protocol as a record: measurement, tags, fields and the time (RFC 3339 UTC, from
+    the line's milliseconds; absent when the line has none)."""
+    from line_protocol_parser import parse_line
+
+    from dagger.sinks.log import format_value
+
+    parsed = parse_line(line)
+    point = {"measurement": parsed["measurement"], "tags": parsed.get("tags") or {}, "fields": parsed["fields"]}
+    if parsed.get("time") is not None:
+        point["time"] = format_value(dt.datetime.fromtimestamp(parsed["time"] / 1000, dt.UTC))
+    return point
 
 
 def _logged(row: dict[str, Any]) -> dict[str, Any]:

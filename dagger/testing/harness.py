@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dagger.errors import DaggerConfigError
-from dagger.testing.loading import SINGLE_SINK, CaseFileError, case_config, check_case, expected_key
+from dagger.testing.loading import CaseFileError, case_config, check_case
+from dagger.testing.verdict import Observed, collect, dead_letters, judge
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -57,21 +58,6 @@ class Outcome:
     counts: dict[str, int] = field(default_factory=dict)
 
 
-@dataclass
-class _Observed:
-    """What a case's run produced besides the sinks' records."""
-
-    error: str | None = None
-    dead_letters: int = 0
-    late: int = 0
-    invalid: int = 0
-    written: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
-    #: the case's expected records in the form the sink's records are read back in
-    expected: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
-    #: expected records the sink's own format cannot hold
-    problems: list[str] = field(default_factory=list)
-
-
 class Harness:
     """Runs the cases of one job config, one after the other, in one Spark session."""
 
@@ -96,7 +82,7 @@ class Harness:
         streaming = case.MODE == "streaming"
         with self._directory() as directory:
             observed = self._observe(config, case, directory, batches, fresh_workers=restore_check and streaming)
-        lines = _judge(case, observed)
+        lines = judge(case, observed)
         if restore_check and streaming and observed.error is None:
             lines += self._restore_check(config, case, batches, observed)
         if not case.ORDERED:  # for --update: the records in the order the case gives them, where they match
@@ -109,7 +95,7 @@ class Harness:
         seconds = time.monotonic() - started
         return Outcome(case.NAME, not lines, seconds, lines, observed.written, observed.error, counts)
 
-    def _restore_check(self, config: JobConfig, case: CaseConfig, batches: list[dict], whole: _Observed) -> list[str]:
+    def _restore_check(self, config: JobConfig, case: CaseConfig, batches: list[dict], whole: Observed) -> list[str]:
         """Arroyo's check: the case run again (1) stopped after every micro-batch and restarted from its
         checkpoint, with fresh Python workers as a new process has, and (2) with every record in a micro-batch
         of its own; each must write what the uninterrupted run wrote."""
@@ -170,12 +156,12 @@ class Harness:
         batches: list[dict],
         fresh_workers: bool = False,
         restarts: bool = False,
-    ) -> _Observed:
+    ) -> Observed:
         """Run the job over ``batches`` (with ``restarts``, as one query per batch, each started from the last
         one's checkpoint) and observe what it wrote."""
         from dagger.runner import root_message
 
-        observed = _Observed()
+        observed = Observed()
         job = None
         for until in range(1, len(batches) + 1) if restarts else [None]:
             if fresh_workers:  # Spark keys its Python workers by their environment: a new one, new workers
@@ -194,8 +180,8 @@ class Harness:
             if observed.error is not None:
                 break
         if observed.error is None:
-            _collect(job, case, observed)
-        observed.dead_letters = _dead_letters(job.context.fixtures.dead_letter_dir)
+            collect(job, case, observed)
+        observed.dead_letters = dead_letters(job.context.fixtures.dead_letter_dir)
         return observed
 
     def _job(self, config: JobConfig, case: CaseConfig, directory: str, batches: list[dict], until: int | None) -> Job:
@@ -209,6 +195,8 @@ class Harness:
         descriptors = self._descriptor_set(config)
         mocks = [m.model_dump(exclude_none=True) for m in case.MOCKS]
         fixtures = JobFixtures({}, bounded, directory, descriptors, mocks)
+        if case.LONGBOW_HISTORY and not Path(fixtures.longbow_store).exists():
+            _seed_longbow(config, case, fixtures.longbow_store)
         for stream in config.STREAMS:
             try:
                 records = _memory_records(stream, descriptors, batches, case.NAME)
@@ -225,6 +213,30 @@ class Harness:
             commit_offsets=False,
             fixtures=fixtures,
         )
+
+
+def _seed_longbow(config: JobConfig, case: CaseConfig, path: str) -> None:
+    """The case's ``LONGBOW_HISTORY`` (key → rows, each with its ``rowtime`` and its cells) written to the file
+    Longbow reads instead of Bigtable, under the rows keys Dagger's Longbow gives them."""
+    from dagger.config.instants import parse_instant
+    from dagger.longbow.bigtable import row_key
+    from dagger.longbow.classic import table_name
+    from dagger.longbow.memory import MemoryStore
+
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    rowtime = config.FLINK_ROWTIME_ATTRIBUTE_NAME
+    store = MemoryStore(path, table_name(config).path)
+    try:
+        for key, rows in (case.LONGBOW_HISTORY or {}).items():
+            for i, row in enumerate(rows):
+                when = row.get("rowtime", row.get(rowtime))
+                if when is None:
+                    raise CaseFileError(f"case {case.NAME!r}: LONGBOW_HISTORY.{key}[{i}] has no rowtime")
+                ms = int(parse_instant(str(when), f"LONGBOW_HISTORY.{key}[{i}].rowtime").timestamp() * 1000)
+                cells = {k: [str(v)] for k, v in row.items() if k not in ("rowtime", rowtime) and v is not None}
+                store.write([row_key(key, ms)], [ms * 1000], cells)
+    finally:
+        store.close()
 
 
 def _scratch() -> str | None:
@@ -259,64 +271,3 @@ def _wait(job: Job) -> None:
         if time.monotonic() > deadline:
             query.stop()
             raise TimeoutError(f"the case ran for more than {CASE_TIMEOUT_S:.0f} s")
-
-
-def _collect(job: Job, case: CaseConfig, observed: _Observed) -> None:
-    from dagger.testing.decoding import expected_form, written
-
-    config = job.config
-    for sink in job.sinks():
-        key = expected_key(config, sink.display_name, case.EXPECTED or {})
-        observed.written[key or (SINGLE_SINK if config.SINKS is None else sink.display_name)] = written(sink)
-        for i, record in enumerate((case.EXPECTED or {}).get(key, []) if key else []):
-            try:
-                observed.expected.setdefault(key, []).append(expected_form(sink, record, case.PARTIAL))
-            except Exception as exc:  # noqa: BLE001 - each format says it its own way
-                observed.problems.append(f"EXPECTED.{key}[{i}] does not fit sink {sink.display_name}'s records: {exc}")
-    progress = [job.query.lastProgress] if job.bounded else list(job.query.recentProgress or [])
-    for p in progress:
-        for name, metrics in (p or {}).get("observedMetrics", {}).items():
-            if name.startswith("invalid_records_"):
-                values = metrics.asDict() if hasattr(metrics, "asDict") else metrics  # a Row while streaming
-                observed.invalid += int(values.get("count", 0) or 0)
-        for operator in (p or {}).get("stateOperators", []):
-            observed.late += int(operator.get("numRowsDroppedByWatermark", 0) or 0)
-
-
-def _dead_letters(directory: str) -> int:
-    path = Path(directory)
-    return sum(len(f.read_text().splitlines()) for f in path.glob("*.jsonl")) if path.is_dir() else 0
-
-
-def _judge(case: CaseConfig, observed: _Observed) -> list[str]:
-    """Why the case failed (empty: it passed)."""
-    if case.EXPECTED_ERROR is not None:
-        if observed.error is None:
-            return [f"expected a failure with {case.EXPECTED_ERROR!r}; the job ran to its end"]
-        if case.EXPECTED_ERROR not in observed.error:
-            return [f"expected a failure with {case.EXPECTED_ERROR!r}; it failed with:", f"  {observed.error}"]
-        return []
-    if observed.error is not None:
-        return ["the job failed:", f"  {observed.error}"]
-    lines = list(observed.problems)
-    for name, records in (case.EXPECTED or {}).items():
-        want = observed.expected.get(name, records if not records else [])
-        lines += _records_diff(case, name, want, observed.written.get(name, []))
-    for what, want, got in (
-        ("dead letters", case.EXPECTED_DEAD_LETTERS, observed.dead_letters),
-        ("records dropped as late", case.EXPECTED_LATE, observed.late),
-        ("undecodable records", case.EXPECTED_INVALID, observed.invalid),
-    ):
-        if want is not None and want != got:
-            lines.append(f"{what}: expected {want}, got {got}")
-    return lines
-
-
-def _records_diff(case: CaseConfig, name: str, expected: list[dict], written: list[dict]) -> list[str]:
-    from dagger.testing.matching import Rules, compare
-
-    rules = Rules(case.ORDERED, case.PARTIAL, case.TOLERANCE)
-    diff = compare(expected, written, rules)
-    if diff.ok:
-        return []
-    return [f"sink {name}: {len(written)} record(s) written, {len(expected)} expected", *diff.lines()]

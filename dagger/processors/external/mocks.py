@@ -7,19 +7,24 @@ the transport is replaced.
   ``RESPONSE`` (the body, JSON) are the answer.
 * Postgres: ``QUERY`` is the query as the job sends it (its variables substituted); ``RESPONSE`` the result
   rows (a list of objects, ``[]`` for none).
+* gRPC: ``REQUEST`` is the method (``package.Service/Method``) and ``BODY`` the request message in its JSON
+  mapping (compared as messages, so field names and number forms may differ); ``RESPONSE`` the reply message,
+  or ``STATUS`` a gRPC status name (``NOT_FOUND``, ``UNAVAILABLE`` ...) that the call fails with.
 
 A request no mock answers fails the case, the request shown, whatever ``fail_on_errors`` says: a test never
-calls out. gRPC lookups cannot be mocked yet.
+calls out.
 """
 
 from __future__ import annotations
 
+import base64
 import collections
 import heapq
 import json
 from typing import Any
 
 from dagger.processors.external.base import LookupError_, response_cache
+from dagger.processors.external.grpc import GrpcCaller
 from dagger.processors.external.http import HttpCaller
 from dagger.processors.external.postgres import PgCaller
 
@@ -31,7 +36,9 @@ def mock_caller(spec: dict[str, Any]) -> Any:
         return MockPgCaller(spec)
     if kind in ("http", "es"):
         return MockHttpCaller(spec)
-    raise LookupError_(f"{spec['name']}: dagger test cannot answer {kind} lookups from MOCKS yet")
+    if kind == "grpc":
+        return MockGrpcCaller(spec)
+    raise LookupError_(f"{spec['name']}: dagger test cannot answer {kind} lookups from MOCKS")
 
 
 def _json_key(body: Any) -> str | None:
@@ -120,3 +127,52 @@ class MockPgCaller(PgCaller):
                 f'{{"QUERY": "{query}", "RESPONSE": [...]}}'
             )
         return await super()._attempt(normal, counts, latencies, last)
+
+
+class MockGrpcCaller(GrpcCaller):
+    """A gRPC lookup's calls answered from the case's mocks (the request and reply messages from the job's
+    descriptors, as for a real call)."""
+
+    def __init__(self, spec: dict[str, Any]):  # noqa: D107 - no channel: nothing is sent
+        from google.protobuf import descriptor_pb2, json_format, message_factory
+
+        from dagger.processors.external.base import AsyncCaller
+        from dagger.schema.descriptor_sets import build_pool
+
+        AsyncCaller.__init__(self, spec)
+        pool = build_pool(descriptor_pb2.FileDescriptorSet.FromString(base64.b64decode(spec["descriptor_set_b64"])))
+        self.request_class = message_factory.GetMessageClass(pool.FindMessageTypeByName(spec["request_message"]))
+        response_class = message_factory.GetMessageClass(pool.FindMessageTypeByName(spec["response_message"]))
+        method = spec["method"].lstrip("/")
+        self.answers = {}
+        for mock in spec["mocks"]:
+            if mock.get("REQUEST", "").lstrip("/") != method:
+                continue
+            request = json_format.ParseDict(mock.get("BODY") or {}, self.request_class())
+            self.answers[request.SerializeToString(deterministic=True)] = (mock, response_class)
+        self.metadata = ()
+        self.method = self._answer
+
+    async def _answer(self, request: Any, timeout: float, metadata: Any) -> Any:  # noqa: ARG002
+        import grpc
+        from google.protobuf import json_format
+
+        found = self.answers.get(request.SerializeToString(deterministic=True))
+        if found is None:
+            shown = json_format.MessageToJson(request, indent=None, preserving_proto_field_name=True)
+            raise LookupError_(
+                f"{self.spec['name']}: no mock answers {self.spec['method']} with body {shown}; add it to the case's "
+                f'MOCKS: {{"REQUEST": "{self.spec["method"]}", "BODY": {shown}, "RESPONSE": ...}}'
+            )
+        mock, response_class = found
+        status = mock.get("STATUS", 200)
+        if status not in (200, "OK"):
+            code = getattr(grpc.StatusCode, str(status), None)
+            if code is None:
+                raise LookupError_(f"{self.spec['name']}: a mock's STATUS {status!r} is not a gRPC status name")
+            metadata = grpc.aio.Metadata()
+            raise grpc.aio.AioRpcError(code, metadata, metadata, details=f"mocked {code.name}")
+        return json_format.ParseDict(mock.get("RESPONSE") or {}, response_class())
+
+    async def _aclose(self) -> None:
+        """No channel was opened."""

@@ -72,6 +72,39 @@ def test_postgres_queries_are_answered_with_their_rows():
     unmocked.close()
 
 
-def test_grpc_lookups_say_they_cannot_be_mocked_yet():
-    with pytest.raises(LookupError_, match="cannot answer grpc lookups from MOCKS yet"):
-        mock_caller(spec("grpc", []))
+def test_grpc_calls_are_answered_as_messages_or_fail_with_a_status():
+    import base64
+    from pathlib import Path
+
+    from tests.conftest import ROOT
+
+    descriptors = base64.b64encode(Path(ROOT / "descriptors" / "lookup.desc").read_bytes()).decode()
+    method = "dagger.examples.CustomerService/GetCustomer"
+    mocks = [
+        {"REQUEST": method, "BODY": {"customer_id": "c-1"}, "RESPONSE": {"name": "Ayu", "points": "7"}},
+        {"REQUEST": method, "BODY": {"customerId": "c-2"}, "STATUS": "NOT_FOUND"},
+    ]
+    grpc_spec = spec(
+        "grpc",
+        mocks,
+        stream_timeout=1000,
+        method=method,
+        request_message="dagger.examples.CustomerRequest",
+        response_message="dagger.examples.CustomerReply",
+        descriptor_set_b64=descriptors,
+        headers={},
+    )
+    caller = mock_caller(grpc_spec)
+    answers = {}
+    requests = ['{"customer_id": "c-1"}', '{"customer_id": "c-2"}']
+    counts, _ = caller.call_all(requests, lambda row, answer: answers.__setitem__(row, answer))
+    caller.close()
+    assert answers[0]["name"] == "Ayu" and answers[0]["points"] == "7" and answers[0]["age"] == 0
+    assert answers[1] is None and counts["failures_code404"] == 1 and counts["success"] == 1
+    unmocked = mock_caller(grpc_spec)
+    with pytest.raises(
+        LookupError_,
+        match=r'no mock answers dagger.examples.CustomerService/GetCustomer with body \{"customer_id": "c-3"\}',
+    ):
+        unmocked.call_all(['{"customer_id": "c-3"}'], lambda row, answer: None)
+    unmocked.close()

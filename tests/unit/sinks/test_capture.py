@@ -29,3 +29,34 @@ def test_a_captured_kafka_sink_keeps_what_its_encoder_wrote_per_batch_and_partit
 
 def test_nothing_captured_reads_as_no_records(tmp_path):
     assert read_spool(str(tmp_path / "never")) == []
+
+
+def test_a_captured_influx_sink_keeps_its_lines_and_reads_them_back_as_points(tmp_path):
+    import datetime as dt
+
+    from dagger.testing.decoding import written
+    from tests.unit.sinks.test_influx import _sink
+
+    sink = _sink(SINK_INFLUX_DB_NAME="d", SINK_INFLUX_URL="http://nowhere:1", DEAD_LETTER_PATH=str(tmp_path / "dl"))
+    sink.capture = str(tmp_path / "points")
+    writer = sink.writer(0, 0)
+    when = dt.datetime(2026, 11, 22, 10, 1, tzinfo=dt.UTC)
+    batch = pa.record_batch(
+        {
+            "tag_area": ["jak arta", "bandung"],
+            "booking_count": pa.array([2, None], pa.int64()),
+            "name": ['say "hi"', None],
+            "window_timestamp": pa.array([when, when], pa.timestamp("us", "UTC")),
+        }
+    )
+    writer.write(batch)
+    result = writer.flush()
+    assert result["written"] == 1 and result["dead_letters"] == 1  # bandung's row has no field: rejected
+    assert written(sink) == [
+        {
+            "measurement": "bookings",
+            "tags": {"tag_area": "jak arta"},
+            "fields": {"booking_count": 2, "name": 'say "hi"'},
+            "time": "2026-11-22T10:01:00Z",
+        }
+    ]
