@@ -51,6 +51,27 @@ class MockConfig(BaseModel):
         return self
 
 
+class SubjectConfig(BaseModel):
+    """A Schema Registry subject as a case's job reads it (its latest version), instead of the registry's."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    SCHEMA_TYPE: Literal["AVRO", "JSON", "PROTOBUF"] = Field("AVRO", description="The subject's schema type.")
+    SCHEMA: Any = Field(None, description="AVRO or JSON: the schema (an object, or its text).")
+    MESSAGE: str | None = Field(
+        None, description="PROTOBUF: the message, from the job's descriptor sets (its file is the schema)."
+    )
+    ID: int = Field(1, ge=0, description="The schema's id, in the records' header.")
+
+    @model_validator(mode="after")
+    def _check(self) -> SubjectConfig:
+        if self.SCHEMA_TYPE == "PROTOBUF" and not self.MESSAGE:
+            raise ValueError("a PROTOBUF subject names its MESSAGE (found in the job's descriptor sets)")
+        if self.SCHEMA_TYPE != "PROTOBUF" and self.SCHEMA is None:
+            raise ValueError(f"an {self.SCHEMA_TYPE} subject gives its SCHEMA")
+        return self
+
+
 class CaseConfig(BaseModel):
     """One test case."""
 
@@ -84,6 +105,10 @@ class CaseConfig(BaseModel):
     )
     LONGBOW_HISTORY: dict[str, list[dict[str, Any]]] | None = Field(
         None, description="Longbow's stored rows for each key, read instead of the store."
+    )
+    SUBJECTS: dict[str, SubjectConfig] = Field(
+        default_factory=dict,
+        description="The Schema Registry subjects the job reads, by name, instead of fetching them.",
     )
     ENVIRONMENT: dict[str, str] = Field(default_factory=dict, description="Values for the config's `${VAR}`s.")
 

@@ -174,7 +174,9 @@ class Sink(ABC):
         return f"{JVM_COLUMN_PREFIX}{self.label or self.name}::{what}"  # '::': no sink's name is another's prefix
 
     def prepare(self) -> None:  # noqa: B027 - optional hook
-        """Driver-side set-up before the query starts (e.g. create the destination table), after :meth:`reach`."""
+        """Driver-side set-up before the query starts (e.g. create the destination table), after :meth:`reach`.
+        Called for a captured sink too (``dagger test``, :attr:`capture` set), which must contact nothing: it sets
+        up only what its writers need."""
 
     def commit(self, results: list[Any], batch_id: int) -> None:  # noqa: B027 - optional hook
         """Called on the driver after every task of micro-batch ``batch_id`` succeeded."""

@@ -313,9 +313,10 @@ class KafkaSink(Sink):
         return _KafkaWriter(self, partition_id, batch_id)
 
     def prepare(self) -> None:
-        """Auto-register: each part's schema is registered under its subject (its id goes in the header)."""
+        """Auto-register: each part's schema is registered under its subject (its id goes in the header); a
+        captured sink (``dagger test``) registers nothing."""
         for part in self.parts:
-            part.prepare(self.registry or {})
+            part.prepare(self.registry or {}, offline=self.capture is not None)
 
     def reach(self) -> None:
         """At start, on the driver: the brokers must answer within :attr:`first_contact_s` and must not refuse the

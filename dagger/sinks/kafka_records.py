@@ -207,28 +207,32 @@ class RecordPart:
             )
         return problems
 
-    def prepare(self, registry: dict[str, Any]) -> None:
-        """Auto-register: the part's schema is registered under its subject, and its id goes in the header."""
+    def prepare(self, registry: dict[str, Any], offline: bool = False) -> None:
+        """Auto-register: the part's schema is registered under its subject, and its id goes in the header.
+        ``offline`` (``dagger test``): nothing is registered; the schema takes id 1."""
         if not self.confluent or not self.auto_register:
             return
         from dagger.schema.confluent import ConfluentSettings, register
         from dagger.sinks.kafka_registry import header, message_path, register_proto
 
         settings = ConfluentSettings(**registry)
-        path = None
-        if self.data_type == "AVRO":
-            self.schema_id = register(settings, self.subject, self.avro_schema, "AVRO")
-        elif self.data_type == "JSON":
-            self.schema_id = register(settings, self.subject, self.json_schema, "JSON")
-        else:
+        descriptor = None
+        if self.data_type == "PROTO":
             from google.protobuf import descriptor_pb2
 
             from dagger.schema.descriptor_sets import build_pool
 
             fds = descriptor_pb2.FileDescriptorSet.FromString(base64.b64decode(self.descriptor_set_b64))
             descriptor = build_pool(fds).FindMessageTypeByName(self.message)
+        if offline:
+            self.schema_id = 1
+        elif self.data_type == "AVRO":
+            self.schema_id = register(settings, self.subject, self.avro_schema, "AVRO")
+        elif self.data_type == "JSON":
+            self.schema_id = register(settings, self.subject, self.json_schema, "JSON")
+        else:
             self.schema_id = register_proto(settings, self.subject, descriptor)
-            path = message_path(descriptor.file.serialized_pb, self.message)
+        path = message_path(descriptor.file.serialized_pb, self.message) if descriptor is not None else None
         self.header = header(self.schema_id, path)
 
     def jvm_column(self) -> Any:

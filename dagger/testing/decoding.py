@@ -138,11 +138,13 @@ def _writer(part: RecordPart) -> Any:
         return lambda record: json.dumps(record).encode()
     import fastavro
 
+    from dagger.testing.records import avro_value
+
     schema = fastavro.parse_schema(json.loads(part.avro_schema or "{}"))
 
     def write(record: dict[str, Any]) -> bytes:
         out = io.BytesIO()
-        fastavro.schemaless_writer(out, schema, record)
+        fastavro.schemaless_writer(out, schema, avro_value(schema, record))
         return out.getvalue()
 
     return write
@@ -163,6 +165,10 @@ def _plain(value: Any) -> Any:
         return {k: _plain(v) for k, v in value.items()}
     if isinstance(value, list):
         return [_plain(v) for v in value]
+    if isinstance(value, dt.datetime) and value.tzinfo is not None:
+        from dagger.sinks.log import format_value
+
+        return format_value(value)  # RFC 3339 UTC, as the log sink and timestamps in a case
     if isinstance(value, dt.datetime | dt.date | dt.time):
         return value.isoformat()
     if isinstance(value, bytes):

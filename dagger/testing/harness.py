@@ -13,6 +13,7 @@ moves between them.
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import shutil
 import tempfile
@@ -139,14 +140,19 @@ class Harness:
             self._spark.sparkContext.setLogLevel("ERROR")
         return self._spark
 
-    def _descriptor_set(self, config: JobConfig) -> DescriptorSet:
-        """The job's descriptor sets, fetched once for every case with the same schema settings."""
-        from dagger.job import Job
+    def _descriptor_set(self, config: JobConfig, case: CaseConfig) -> DescriptorSet:
+        """The job's descriptor sets (fetched once for every case with the same Stencil URLs), with the case's
+        registry subjects in place of the registry's."""
+        from dagger.schema.descriptor_sets import DescriptorSet, SchemaRegistry, StencilSettings
+        from dagger.testing.subjects import subject_blobs
 
-        key = config.model_dump_json(include={"SCHEMA_REGISTRY_STENCIL_URLS", "STREAMS", "SINKS", "single_sink"})
+        settings = StencilSettings.from_config(config)
+        key = json.dumps(settings.urls)
         if key not in self._descriptors:
-            self._descriptors[key] = Job(config, validating=True).descriptors
-        return self._descriptors[key]
+            self._descriptors[key] = SchemaRegistry(settings).get()
+        stencil = self._descriptors[key]
+        subjects = subject_blobs(config, case, stencil)
+        return DescriptorSet(stencil.blobs + subjects, absent=stencil.absent) if subjects else stencil
 
     def _observe(
         self,
@@ -192,7 +198,7 @@ class Harness:
         from dagger.testing.records import CaseInputError
 
         bounded = case.MODE == "bounded"
-        descriptors = self._descriptor_set(config)
+        descriptors = self._descriptor_set(config, case)
         mocks = [m.model_dump(exclude_none=True) for m in case.MOCKS]
         fixtures = JobFixtures({}, bounded, directory, descriptors, mocks)
         if case.LONGBOW_HISTORY and not Path(fixtures.longbow_store).exists():

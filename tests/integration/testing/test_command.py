@@ -213,6 +213,13 @@ def test_exit_codes_of_the_command(tmp_path):
     assert invalid.returncode == 2
     assert "INPUT names table 'bookings'; the job's tables are data_stream_0" in invalid.stdout
     assert invalid.stdout.splitlines()[-1] == "0 passed, 0 failed, 1 could not run"
+    registry = json.loads((ROOT / "configs" / "avro_registry.json").read_text())["TESTS"]
+    del registry[0]["SUBJECTS"]
+    (tmp_path / "no-subjects.json").write_text(json.dumps(registry))
+    unregistered = dagger("test", "configs/avro_registry.json", "--tests", str(tmp_path / "no-subjects.json"))
+    assert unregistered.returncode == 2, unregistered.stdout + unregistered.stderr[-2000:]
+    assert "reads 'shop-orders-value' (STREAMS[orders].SOURCE_KAFKA_TOPIC_NAMES" in unregistered.stdout
+    assert "give each in the case's SUBJECTS" in unregistered.stdout
     (tmp_path / "shape.json").write_text(json.dumps([{"NAME": "x", "INPUT": {}, "EXPECTED": {}, "ORDER": True}]))
     shape = dagger("test", str(QUICKSTART), "--tests", str(tmp_path / "shape.json"))
     assert shape.returncode == 2
