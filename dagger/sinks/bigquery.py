@@ -441,6 +441,9 @@ class _BigQueryWriter(SinkWriter):
         self.converter = _converter(sink.descriptor_set_b64, sink.message)
         self.stream: str | None = None
         self.offset = 0
+        self.where = (batch_id, partition_id)
+        #: dagger test: the rows kept instead of appended (dagger.sinks.capture)
+        self.captured: list[pa.RecordBatch] = []
 
     def abort(self) -> None:
         # rows appended to a pending stream that is never committed are discarded by BigQuery
@@ -467,6 +470,10 @@ class _BigQueryWriter(SinkWriter):
         self._send(rows)
 
     def _send(self, rows: pa.RecordBatch) -> None:
+        if self.sink.capture is not None:  # dagger test: kept, not appended
+            self.captured.append(rows)
+            self.offset += rows.num_rows
+            return
         from google.api_core import exceptions
         from google.cloud.bigquery_storage_v1 import types
 
@@ -528,6 +535,13 @@ class _BigQueryWriter(SinkWriter):
 
     def flush(self) -> dict[str, Any]:
         rows = self.offset
+        if self.sink.capture is not None:
+            if self.captured:
+                from dagger.sinks.capture import spool_name, write_spool
+
+                write_spool(self.sink.capture, spool_name(*self.where), self.captured, self.captured[0].schema)
+            self.sink.count("written", rows)
+            return {"stream": None, "rows": rows, "dead_letters": self.rejected.flush()}
         if self.stream is not None and not self.sink.insert_ids:  # the default stream: nothing to finalize or commit
             self.sink.count("written", rows)
             return {"stream": None, "rows": rows, "dead_letters": self.rejected.flush()}

@@ -10,7 +10,8 @@ enum's number and its name, expect the same thing.
 
 A log sink has no encoding of its own: its rows are read as kept, in the log's forms (timestamps as RFC 3339 UTC
 text, bytes as base64, null columns left out, as its lines leave them out). An InfluxDB sink's lines are read back
-as points: ``{"measurement", "tags", "fields", "time"}``.
+as points: ``{"measurement", "tags", "fields", "time"}``; a BigQuery sink's rows as its encoder made them for the
+Storage Write API (the table's columns, nulls left out; timestamps as RFC 3339 UTC text, bytes as base64).
 """
 
 from __future__ import annotations
@@ -43,9 +44,11 @@ def written(sink: Sink) -> list[dict[str, Any]]:
         return [_logged(row) for row in read_spool_rows(sink.capture)]
     if sink.name == "influx":
         return [_point(row["line"]) for row in read_spool_rows(sink.capture)]
+    if sink.name == "bigquery":
+        return [_plain({k: v for k, v in row.items() if v is not None}) for row in read_spool_rows(sink.capture)]
     raise UncapturedSinkError(
-        f"sink {sink.display_name}: dagger test keeps the records of kafka, log and influx sinks; a {sink.name} "
-        "sink cannot be tested yet"
+        f"sink {sink.display_name}: dagger test keeps the records of the kafka, log, influx and bigquery sinks; "
+        f"a {sink.name} sink cannot be tested"
     )
 
 
@@ -53,7 +56,7 @@ def expected_form(sink: Sink, record: dict[str, Any], partial: bool) -> dict[str
     """An expected record in the form :func:`written` gives (a partial record is compared as written)."""
     if sink.name == "kafka" and not partial:
         return canonical(sink.value, record)  # type: ignore[attr-defined]
-    if sink.name == "log":
+    if sink.name in ("log", "bigquery"):
         return {k: v for k, v in record.items() if v is not None}
     return record
 

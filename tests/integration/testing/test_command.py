@@ -241,3 +241,20 @@ def test_the_pytest_plugin_collects_a_configs_cases_as_items(tmp_path):
     assert "booking_count: expected 7, got 1" in result.stdout
     selected = subprocess.run([*command, "-k", "counts"], capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert selected.returncode == 0 and "1 passed, 1 deselected" in selected.stdout, selected.stdout[-3000:]
+
+
+def test_a_bigquery_sink_is_tested_with_no_bigquery(spark, tmp_path):
+    case = {**quickstart_cases()[0], "NAME": "to bigquery"}
+    overrides = [
+        "SINK_TYPE=bigquery",
+        "SINK_BIGQUERY_GOOGLE_CLOUD_PROJECT_ID=nowhere",
+        "SINK_BIGQUERY_DATASET_NAME=bookings",
+        "SINK_BIGQUERY_TABLE_NAME=counts",
+        "SINK_CONNECTOR_SCHEMA_PROTO_MESSAGE_CLASS=dagger.examples.BookingCountMessage",
+    ]
+    code, lines = run(QUICKSTART, [case], tmp_path, overrides=overrides)
+    assert (code, lines[-1]) == (0, "1 passed, 0 failed"), "\n".join(lines)
+    case["EXPECTED"]["SINK"][1]["total_distance_in_kms"] = 5.0
+    code, lines = run(QUICKSTART, [case], tmp_path, overrides=overrides)
+    assert "total_distance_in_kms: expected 5.0, got 4.0" in "\n".join(lines)
+    assert (code, lines[-1]) == (1, "0 passed, 1 failed")

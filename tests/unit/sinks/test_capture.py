@@ -60,3 +60,32 @@ def test_a_captured_influx_sink_keeps_its_lines_and_reads_them_back_as_points(tm
             "time": "2026-11-22T10:01:00Z",
         }
     ]
+
+
+def test_a_captured_bigquery_sink_keeps_the_rows_its_encoder_made_and_appends_nothing(tmp_path):
+    import datetime as dt
+
+    from dagger.testing.decoding import written
+    from tests.unit.sinks.test_bigquery import _sink
+
+    sink = _sink()
+    sink.capture = str(tmp_path / "rows")
+    sink.prepare()  # a captured sink contacts nothing (no dataset or table is created)
+    writer = sink.writer(0, 0)
+    when = dt.datetime(2026, 11, 22, 10, 0, 10, tzinfo=dt.UTC)
+    batch = pa.record_batch(
+        {
+            "order_number": ["o-1", "o-2"],
+            "amount_paid_by_cash": pa.array([30, 5], pa.int64()),
+            "event_timestamp": pa.array([when, when], pa.timestamp("us", "UTC")),
+        }
+    )
+    writer.write(batch)
+    result = writer.flush()
+    assert result == {"stream": None, "rows": 2, "dead_letters": 0}
+    rows = written(sink)
+    assert "service_type" not in rows[0]  # nulls are left out, as the log leaves them out
+    assert [(r["order_number"], r["amount_paid_by_cash"], r["event_timestamp"]) for r in rows] == [
+        ("o-1", 30, "2026-11-22T10:00:10Z"),
+        ("o-2", 5, "2026-11-22T10:00:10Z"),
+    ]
