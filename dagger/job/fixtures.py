@@ -6,7 +6,7 @@ start in :mod:`dagger.job.start`); everything between runs as in production. Pla
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -28,8 +28,8 @@ class JobFixtures:
     directory: str
     #: the descriptor sets the job runs with (fetched once for every case of a config), None: fetched as usual
     descriptor_set: DescriptorSet | None = None
-    #: the post-processors' lookups' answers (kind or label → mocks), None: the lookups are made
-    mocks: dict[str, list[dict]] | None = field(default=None)
+    #: the post-processors' lookups' answers (the case's MOCKS, as plain dicts), None: the lookups are made
+    mocks: list[dict] | None = None
 
     @property
     def longbow_store(self) -> str:

@@ -536,10 +536,9 @@ class _BigQueryWriter(SinkWriter):
     def flush(self) -> dict[str, Any]:
         rows = self.offset
         if self.sink.capture is not None:
-            if self.captured:
-                from dagger.sinks.capture import spool_name, write_spool
+            from dagger.sinks.capture import keep
 
-                write_spool(self.sink.capture, spool_name(*self.where), self.captured, self.captured[0].schema)
+            keep(self.sink.capture, *self.where, self.captured)
             self.sink.count("written", rows)
             return {"stream": None, "rows": rows, "dead_letters": self.rejected.flush()}
         if self.stream is not None and not self.sink.insert_ids:  # the default stream: nothing to finalize or commit

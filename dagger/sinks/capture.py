@@ -5,8 +5,8 @@ directory (:class:`~dagger.plugins.sink.Sink`) writes there.
 :class:`SpoolProducer` stands for the Kafka sink's librdkafka producer (runs in the sink's task, on the
 executors): what it is given is written, at flush, as one Arrow file per task of the micro-batch;
 :func:`read_spool` reads a sink's files back in batch and partition order (runs on the driver, after the run).
-A sink without an encoding of its own (the log sink) keeps its rows the same way, and the InfluxDB sink the lines
-it would post (:func:`write_spool`, :func:`read_spool_rows`).
+The other sinks keep what they would send the same way (:func:`keep`, :func:`read_spool_rows`): the log sink its
+rows, the InfluxDB sink its lines, the BigQuery sink the Arrow rows its encoder made.
 """
 
 from __future__ import annotations
@@ -18,8 +18,6 @@ from pathlib import Path
 import pyarrow as pa
 
 SPOOL_SCHEMA = pa.schema([("value", pa.binary()), ("key", pa.binary())])
-#: a sink that writes text lines (InfluxDB's line protocol) keeps them so
-LINES_SCHEMA = pa.schema([("line", pa.string())])
 
 
 class SpoolProducer:
@@ -64,18 +62,23 @@ def write_spool(directory: str, name: str, batches: list[pa.RecordBatch], schema
     os.replace(partial, os.path.join(directory, name))
 
 
+def keep(directory: str, batch_id: int, partition_id: int, batches: list[pa.RecordBatch]) -> None:
+    """A captured writer's batches of one task, kept at its flush (nothing when it had none)."""
+    if batches:
+        write_spool(directory, spool_name(batch_id, partition_id), batches, batches[0].schema)
+
+
+def _tables(directory: str) -> list[pa.Table]:
+    """Each task's file, in batch, then partition order."""
+    paths = sorted(Path(directory).glob("*.arrow")) if os.path.isdir(directory) else []
+    return [pa.ipc.open_file(pa.memory_map(str(path))).read_all() for path in paths]
+
+
 def read_spool_rows(directory: str) -> list[dict]:
     """Every row a captured sink kept, in batch, then partition order."""
-    out: list[dict] = []
-    for path in sorted(Path(directory).glob("*.arrow")) if os.path.isdir(directory) else []:
-        out += pa.ipc.open_file(pa.memory_map(str(path))).read_all().to_pylist()
-    return out
+    return [row for table in _tables(directory) for row in table.to_pylist()]
 
 
 def read_spool(directory: str) -> list[tuple[bytes | None, bytes | None]]:
     """Every ``(value, key)`` a captured sink wrote, in batch, then partition order."""
-    out: list[tuple[bytes | None, bytes | None]] = []
-    for path in sorted(Path(directory).glob("*.arrow")) if os.path.isdir(directory) else []:
-        table = pa.ipc.open_file(pa.memory_map(str(path))).read_all()
-        out += list(zip(table.column("value").to_pylist(), table.column("key").to_pylist(), strict=True))
-    return out
+    return [(row["value"], row["key"]) for row in read_spool_rows(directory)]

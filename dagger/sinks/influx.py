@@ -385,10 +385,9 @@ class _InfluxWriter(SinkWriter):
     def flush(self) -> dict[str, int]:
         self._send()
         if self.captured:
-            from dagger.sinks.capture import LINES_SCHEMA, spool_name, write_spool
+            from dagger.sinks.capture import keep
 
-            batch = pa.RecordBatch.from_arrays([pa.array(self.captured, pa.string())], schema=LINES_SCHEMA)
-            write_spool(self.sink.capture, spool_name(*self.where), [batch], LINES_SCHEMA)
+            keep(self.sink.capture, *self.where, [pa.record_batch({"line": pa.array(self.captured, pa.string())})])
             self.captured = []
         self.sink.count("written", self.written)
         self.sink.count("dropped", self.dropped)

@@ -61,10 +61,10 @@ class _LogWriter(SinkWriter):
 
     def flush(self) -> list[str]:
         self.sink.count("written", len(self.lines))
-        if self.sink.capture is not None and self.batches:
-            from dagger.sinks.capture import spool_name, write_spool
+        if self.sink.capture is not None:
+            from dagger.sinks.capture import keep
 
-            write_spool(self.sink.capture, spool_name(*self.where), self.batches, self.batches[0].schema)
+            keep(self.sink.capture, *self.where, self.batches)
             return []  # nothing printed
         return self.lines
 

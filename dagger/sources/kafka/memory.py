@@ -115,6 +115,12 @@ def _records(option: str) -> dict[tuple[str, int], list[MemoryRecord]]:
     return out
 
 
+def _read(spec: KafkaSourceSpec, records: dict, partition: KafkaPartition) -> Iterator[Any]:
+    """The Kafka source's own read of a range (runs on the executors), its records from memory."""
+    held = records[(partition.topic, partition.partition)]
+    yield from read_partition(spec, partition, MemoryFetcher(held, partition.start))
+
+
 class MemoryDataSource(DataSource):
     """The ``dagger-kafka-memory`` Spark data source: options ``spec`` (a :class:`KafkaSourceSpec`, as the Kafka
     source's), ``records`` (:func:`records_option`) and, for a stream, ``batches`` (how many micro-batches)."""
@@ -157,8 +163,7 @@ class MemoryBatchReader(DataSourceReader):
         """Runs on the executors: the Kafka source's own read of a range, from memory."""
         if not isinstance(partition, KafkaPartition):
             return  # no records at all: PySpark plans one placeholder partition for an empty read
-        held = self.records[(partition.topic, partition.partition)]
-        yield from read_partition(self.spec, partition, MemoryFetcher(held, partition.start))
+        yield from _read(self.spec, self.records, partition)
 
 
 class MemoryStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -199,8 +204,7 @@ class MemoryStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def read(self, partition: KafkaPartition) -> Iterator[Any]:
         """Runs on the executors: the Kafka source's own read of a range, from memory."""
-        held = self.records[(partition.topic, partition.partition)]
-        yield from read_partition(self.spec, partition, MemoryFetcher(held, partition.start))
+        yield from _read(self.spec, self.records, partition)
 
     def commit(self, end: dict) -> None:
         """Runs on the driver: nothing to tell anyone."""
@@ -252,15 +256,12 @@ class MemorySource(KafkaSource):
         spec.start, spec.end, spec.time_range, spec.hold_file = None, None, None, None
         if spec.invalid_policy == "dead-letter":
             spec.dead_letter = dataclasses.asdict(DeadLetterSpec(config.job_slug, path=self.dead_letter_path))
-        by_partition: dict[tuple[str, int], list[MemoryRecord]] = {}
-        topic = stream.settings.SOURCE_KAFKA_TOPIC_NAMES.split(",")[0].strip()
-        for record in self.records:
-            by_partition.setdefault((topic, 0), []).append(record)
+        topic = stream.settings.SOURCE_KAFKA_TOPIC_NAMES.split(",")[0].strip()  # one partition of the first
         reader = spark.read if options.bounded else spark.readStream
         df = (
             reader.format(MEMORY_FORMAT)
             .option("spec", spec.to_option())
-            .option("records", records_option(by_partition))
+            .option("records", records_option({(topic, 0): self.records}))
             .option("batches", str(self.batches))
             .option("until", str(self.until or ""))
             .load()
