@@ -90,12 +90,15 @@ class Harness:
         lines = judge(case, observed)
         if restore_check and streaming and observed.error is None:
             lines += self._restore_check(config, case, batches, observed)
-        if not case.ORDERED:  # for --update: the records in the order the case gives them, where they match
-            from dagger.testing.matching import Rules, in_expected_order
+        # for --update: the records in the order the case gives them, where they match, with only the fields a
+        # PARTIAL case compares
+        from dagger.testing.matching import Rules, in_expected_order, only_compared
 
-            rules = Rules(False, case.PARTIAL, case.TOLERANCE)
-            for key, records in observed.written.items():
-                observed.written[key] = in_expected_order(observed.expected.get(key, []), records, rules)
+        rules = Rules(case.ORDERED, case.PARTIAL, case.TOLERANCE)
+        for key, records in observed.written.items():
+            expected = observed.expected.get(key, [])
+            records = records if case.ORDERED else in_expected_order(expected, records, rules)
+            observed.written[key] = only_compared(expected, records) if case.PARTIAL else records
         counts = {"dead_letters": observed.dead_letters, "invalid": observed.invalid, "late": observed.late}
         seconds = time.monotonic() - started
         return Outcome(case.NAME, not lines, seconds, lines, observed.written, observed.error, counts)

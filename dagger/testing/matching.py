@@ -91,6 +91,31 @@ def in_expected_order(expected: list[dict[str, Any]], written: list[dict[str, An
     return out + left
 
 
+def only_compared(expected: list[dict[str, Any]], written: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``written`` with only the fields a ``PARTIAL`` case's ``expected`` records list (at any depth), so that
+    an ``--update`` keeps comparing what the case compared; whole records when it lists none."""
+    shape: dict[str, Any] = {}
+    for record in expected:
+        _merge_shape(shape, record)
+    return [_cut(record, shape) for record in written] if shape else list(written)
+
+
+def _merge_shape(shape: dict[str, Any], record: dict[str, Any]) -> None:
+    for key, value in record.items():
+        if isinstance(value, dict):
+            inner = shape.get(key)
+            shape[key] = inner if isinstance(inner, dict) else {}
+            _merge_shape(shape[key], value)
+        else:
+            shape.setdefault(key, None)
+
+
+def _cut(record: Any, shape: dict[str, Any]) -> Any:
+    if not isinstance(record, dict):
+        return record
+    return {k: _cut(v, shape[k]) if shape[k] else v for k, v in record.items() if k in shape}
+
+
 def _differences(want: Any, got: Any, rules: Rules, path: str) -> list[tuple[str, Any, Any]]:
     if isinstance(want, dict) and isinstance(got, dict):
         keys = list(want) if rules.partial else list(dict.fromkeys([*want, *got]))

@@ -96,19 +96,25 @@ def test_update_writes_what_the_job_produced_and_the_case_passes_after(spark, tm
     cases = quickstart_cases()
     cases[0]["EXPECTED"]["SINK"][0]["booking_count"] = 3
     cases[2]["EXPECTED_INVALID"] = 4
-    code, lines = run(QUICKSTART, [cases[0], cases[2]], tmp_path)
-    assert (code, lines[-1]) == (1, "0 passed, 2 failed")
+    partial = copy.deepcopy(cases[0])  # compares two fields, in the other order; one record's count is wrong
+    partial.update(NAME="counts only", PARTIAL=True)
+    partial["EXPECTED"]["SINK"] = [{"service_area_id": "bandung", "booking_count": 5}, {"service_area_id": "jakarta"}]
+    code, lines = run(QUICKSTART, [cases[0], cases[2], partial], tmp_path)
+    assert (code, lines[-1]) == (1, "0 passed, 3 failed")
     before = (tmp_path / "cases.json").read_text()
     code, lines = run(QUICKSTART, None, tmp_path, update=True, tests_file=str(tmp_path / "cases.json"))
-    assert lines[-1] == "0 passed, 0 failed, 2 updated", "\n".join(lines)
+    assert lines[-1] == "0 passed, 0 failed, 3 updated", "\n".join(lines)
     assert code == 0
     after = (tmp_path / "cases.json").read_text()
     cases[0]["EXPECTED"]["SINK"][0]["booking_count"] = 2
     cases[2]["EXPECTED_INVALID"] = 1
-    assert json.loads(after) == [cases[0], cases[2]]
+    # the partial case keeps its order and compares the fields it listed, now with what was written
+    counts = [{"service_area_id": "bandung", "booking_count": 1}, {"service_area_id": "jakarta", "booking_count": 2}]
+    partial["EXPECTED"]["SINK"] = counts
+    assert json.loads(after) == [cases[0], cases[2], partial]
     assert after.split('"EXPECTED"')[0] == before.split('"EXPECTED"')[0]  # up to the first expectation, as it was
     code, lines = run(QUICKSTART, None, tmp_path, tests_file=str(tmp_path / "cases.json"))
-    assert (code, lines[-1]) == (0, "2 passed, 0 failed"), "\n".join(lines)
+    assert (code, lines[-1]) == (0, "3 passed, 0 failed"), "\n".join(lines)
 
 
 def test_an_unmocked_lookup_fails_the_case_with_the_request_shown(spark, tmp_path):

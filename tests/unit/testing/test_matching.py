@@ -3,7 +3,7 @@ within a tolerance, and a diff that names missing and unexpected records and the
 
 from __future__ import annotations
 
-from dagger.testing.matching import Rules, compare
+from dagger.testing.matching import Rules, compare, only_compared
 
 
 def test_records_match_in_any_order_as_a_multiset():
@@ -62,3 +62,17 @@ def test_written_records_are_put_in_the_expected_order_for_an_update():
     expected = [{"k": "a", "n": 1}, {"k": "b", "n": 2}]
     written = [{"k": "c", "n": 3}, {"k": "b", "n": 5}, {"k": "a", "n": 1}]
     assert in_expected_order(expected, written, Rules()) == [{"k": "a", "n": 1}, {"k": "b", "n": 5}, {"k": "c", "n": 3}]
+
+
+def test_only_compared_keeps_the_fields_partial_expectations_list_at_any_depth():
+    expected = [{"id": 1, "geo": {"lat": 1.0}}, {"name": "b"}]
+    written = [{"id": 2, "name": "x", "extra": 3, "geo": {"lat": 2.0, "lon": 3.0}}, {"id": 4, "geo": 5}]
+    assert only_compared(expected, written) == [
+        {"id": 2, "name": "x", "geo": {"lat": 2.0}},
+        {"id": 4, "geo": 5},  # a value that is not a record is kept as it is
+    ]
+
+
+def test_only_compared_keeps_whole_records_when_nothing_is_expected():
+    written = [{"id": 2, "name": "x"}]
+    assert only_compared([], written) == written
