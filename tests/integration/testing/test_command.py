@@ -128,6 +128,57 @@ def test_an_unmocked_lookup_fails_the_case_with_the_request_shown(spark, tmp_pat
     assert lines[-1] == "0 passed, 1 failed"
 
 
+def test_postgres_and_elasticsearch_lookups_are_answered_from_the_mocks(spark, tmp_path):
+    config = json.loads(LOOKUP.read_text())
+    common = {"connect_timeout": "500", "stream_timeout": "1000", "capacity": "4", "fail_on_errors": False}
+    common["retain_response_type"] = True  # no proto types the answers: each value keeps its JSON type
+    config["PROCESSOR_POSTPROCESSOR_CONFIG"]["external_source"] = {
+        "pg": [
+            {
+                "host": "crm.internal",
+                "port": "5432",
+                "user": "reader",
+                "password": "unused",
+                "database": "crm",
+                "query_pattern": "select name from customers where id = '%s'",
+                "query_variables": "customer_id",
+                "idle_timeout": "60000",
+                "output_mapping": {"customer_name": "name"},
+                **common,
+            }
+        ],
+        "es": [
+            {
+                "host": "search.internal",
+                "port": "9200",
+                "endpoint_pattern": "/customers/_doc/%s",
+                "endpoint_variables": "customer_id",
+                "socket_timeout": "1000",
+                "retry_timeout": "1000",
+                "output_mapping": {"customer_tier": {"path": "$._source.tier"}},
+                **common,
+            }
+        ],
+    }
+    case = config["TESTS"][0]
+    case["MOCKS"] = [
+        {"QUERY": "select name from customers where id = 'c-7'", "RESPONSE": [{"name": "Ayu"}]},
+        {"QUERY": "select name from customers where id = 'c-9'", "RESPONSE": []},
+        {"REQUEST": "GET http://search.internal:9200/customers/_doc/c-7", "RESPONSE": {"_source": {"tier": "gold"}}},
+        {"REQUEST": "GET http://search.internal:9200/customers/_doc/c-9", "STATUS": 404, "RESPONSE": {}},
+    ]
+    job = tmp_path / "job.json"
+    job.write_text(json.dumps(config))
+    code, lines = run(job, None, tmp_path)
+    assert (code, lines[-1]) == (0, "1 passed, 0 failed"), "\n".join(lines)
+    case["MOCKS"] = case["MOCKS"][1:]  # c-7's query is not answered
+    job.write_text(json.dumps(config))
+    code, lines = run(job, None, tmp_path)
+    text = "\n".join(lines)
+    assert code == 1, text
+    assert "PG.0: no mock answers the query select name from customers where id = 'c-7'" in text
+
+
 def test_restore_check_catches_a_job_whose_output_changes_after_a_restart(spark, tmp_path):
     late = quickstart_cases()[1]
     code, lines = run(QUICKSTART, [late], tmp_path, restore_check=True)
