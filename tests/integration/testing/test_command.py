@@ -128,7 +128,7 @@ def test_an_unmocked_lookup_fails_the_case_with_the_request_shown(spark, tmp_pat
     assert lines[-1] == "0 passed, 1 failed"
 
 
-def test_postgres_and_elasticsearch_lookups_are_answered_from_the_mocks(spark, tmp_path):
+def test_postgres_elasticsearch_and_grpc_lookups_are_answered_from_the_mocks(spark, tmp_path):
     config = json.loads(LOOKUP.read_text())
     common = {"connect_timeout": "500", "stream_timeout": "1000", "capacity": "4", "fail_on_errors": False}
     common["retain_response_type"] = True  # no proto types the answers: each value keeps its JSON type
@@ -159,6 +159,20 @@ def test_postgres_and_elasticsearch_lookups_are_answered_from_the_mocks(spark, t
                 **common,
             }
         ],
+        "grpc": [
+            {
+                "endpoint": "customers.internal",
+                "service_port": "8980",
+                "grpc_stencil_url": str(ROOT / "descriptors" / "lookup.desc"),
+                "grpc_method_url": "dagger.examples.CustomerService/GetCustomer",
+                "grpc_request_proto_schema": "dagger.examples.CustomerRequest",
+                "grpc_response_proto_schema": "dagger.examples.CustomerReply",
+                "request_pattern": "{'customer_id': '%s', 'fields': ['age']}",
+                "request_variables": "customer_id",
+                "output_mapping": {"customer_age": {"path": "$.age"}},
+                **common,
+            }
+        ],
     }
     case = config["TESTS"][0]
     case["MOCKS"] = [
@@ -166,7 +180,18 @@ def test_postgres_and_elasticsearch_lookups_are_answered_from_the_mocks(spark, t
         {"QUERY": "select name from customers where id = 'c-9'", "RESPONSE": []},
         {"REQUEST": "GET http://search.internal:9200/customers/_doc/c-7", "RESPONSE": {"_source": {"tier": "gold"}}},
         {"REQUEST": "GET http://search.internal:9200/customers/_doc/c-9", "STATUS": 404, "RESPONSE": {}},
+        {
+            "REQUEST": "dagger.examples.CustomerService/GetCustomer",
+            "BODY": {"customerId": "c-7", "fields": ["age"]},  # compared as messages: the JSON names do
+            "RESPONSE": {"customer_id": "c-7", "age": 31},
+        },
+        {
+            "REQUEST": "dagger.examples.CustomerService/GetCustomer",
+            "BODY": {"customer_id": "c-9", "fields": ["age"]},
+            "STATUS": "NOT_FOUND",
+        },
     ]
+    case["EXPECTED"]["SINK"][0]["customer_age"] = 31
     job = tmp_path / "job.json"
     job.write_text(json.dumps(config))
     code, lines = run(job, None, tmp_path)
