@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from dagger.errors import DaggerConfigError
 from dagger.testing.loading import CaseFileError, case_config, check_case
-from dagger.testing.verdict import Observed, collect, dead_letters, judge
+from dagger.testing.verdict import Observed, collect, count, dead_letters, judge
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -126,6 +126,16 @@ class Harness:
                 if not diff.ok:
                     lines += [f"restore check: run {how}, sink {sink} wrote other records than in one run:"]
                     lines += [line.replace("expected", "in one run").replace("got", "now") for line in diff.lines()]
+            # the same batches restarted drop the same records as late; records read one by one may not (the
+            # watermark moves after each), and then their windows' output tells
+            counted = ["dead_letters", "invalid"] + (["late"] if restarts else [])
+            for what in counted:
+                if getattr(rerun, what) != getattr(whole, what):
+                    name = {"dead_letters": "dead letters", "invalid": "undecodable records", "late": "late records"}
+                    lines += [
+                        f"restore check: run {how}, {name[what]}: in one run {getattr(whole, what)}, "
+                        f"now {getattr(rerun, what)}"
+                    ]
         return lines
 
     @contextlib.contextmanager
@@ -188,6 +198,8 @@ class Harness:
                 error = job.query.exception() if job.query is not None else None
                 if error is not None:
                     observed.error = root_message(error)
+                else:
+                    count(job, observed)
             except DaggerConfigError:
                 raise
             except Exception as exc:  # noqa: BLE001 - a failed case shows the failure's last line

@@ -32,8 +32,7 @@ class Observed:
 
 
 def collect(job: Job, case: CaseConfig, observed: Observed) -> None:
-    """Into ``observed``: each sink's records read back, the case's expected ones in the same form, and the
-    undecodable and late records the query's progress counted."""
+    """Into ``observed``: each sink's records read back, and the case's expected ones in the same form."""
     from dagger.testing.decoding import expected_form, written
 
     config = job.config
@@ -45,6 +44,11 @@ def collect(job: Job, case: CaseConfig, observed: Observed) -> None:
                 observed.expected.setdefault(key, []).append(expected_form(sink, record, case.PARTIAL))
             except Exception as exc:  # noqa: BLE001 - each format says it its own way
                 observed.problems.append(f"EXPECTED.{key}[{i}] does not fit sink {sink.display_name}'s records: {exc}")
+
+
+def count(job: Job, observed: Observed) -> None:
+    """Into ``observed``: the undecodable and late records the progress of ``job``'s query counted (added to what
+    it holds: a run restarted from its checkpoint counts over its queries)."""
     progress = [job.query.lastProgress] if job.bounded else list(job.query.recentProgress or [])
     for p in progress:
         for name, metrics in (p or {}).get("observedMetrics", {}).items():
