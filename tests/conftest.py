@@ -26,10 +26,6 @@ START = dt.datetime(2026, 11, 22, 10, 0, tzinfo=dt.UTC)
 
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("TZ", "UTC")
-# every Spark driver the suite starts (the session below, each `dagger run` and spark-submit it launches) compiles
-# with the JIT's first tier only: the suite's jobs run for seconds, and C2's compilations would pay off only in a
-# long run (Spark's own variable, read by its launcher; `dagger test` does the same for its session)
-os.environ.setdefault("SPARK_SUBMIT_OPTS", "-XX:TieredStopAtLevel=1")
 # the s3 fixture's credentials, set before any Spark Python worker starts (workers keep the environment they
 # started with); the AWS SDK's default of checksumming every upload sends aws-chunked bodies with a trailer, which
 # moto stores undecoded on some paths: checksums only where the API requires them, as older SDKs did
