@@ -298,3 +298,7 @@ def _wait(job: Job) -> None:
         if time.monotonic() > deadline:
             query.stop()
             raise TimeoutError(f"the case ran for more than {CASE_TIMEOUT_S:.0f} s")
+    # a query is no longer active before it has left the session's active queries and released its state: the
+    # termination's end is awaited, so the next case (or whoever asks the session) sees it gone
+    with contextlib.suppress(Exception):  # a query that failed raises its failure here; the case reads it after
+        query.awaitTermination()
