@@ -36,46 +36,26 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 from pyspark.sql.pandas.types import to_arrow_schema
-from pyspark.sql.types import (
-    BinaryType,
-    BooleanType,
-    IntegerType,
-    LongType,
-    StringType,
-    StructField,
-    StructType,
-    TimestampType,
-)
 
 from dagger.serde.decode import DecodeResult, validity_and_rowtime
+from dagger.serde.jvm_frames import (
+    OFFSET,
+    PARTITION,
+    PAYLOAD,
+    RECORD,
+    SCHEMA_ID,
+    TOPIC,
+    decoded_table,
+    frame_columns,
+    frames_schema,
+)
+
+__all__ = ["OFFSET", "PARTITION", "PAYLOAD", "SCHEMA_ID", "TOPIC", "AvroFrames", "avro_table", "jvm_rows"]
 
 log = logging.getLogger("dagger")
 
-#: the columns the Python reader hands the JVM for an Avro stream (then replaced by the table's)
-SCHEMA_ID = "__dagger_schema_id"
-PAYLOAD = "__dagger_payload"
-TOPIC = "__dagger_topic"
-PARTITION = "__dagger_partition"
-OFFSET = "__dagger_offset"
 #: true where the JVM decoded the payload (a field of the reader schema no writer has, default true)
 DECODED = "__dagger_decoded"
-
-
-def frames_schema(rowtime: str) -> StructType:
-    """What the Python reader emits for an Avro stream."""
-    from dagger.serde.types import VALIDITY_COLUMN
-
-    return StructType(
-        [
-            StructField(SCHEMA_ID, IntegerType(), True),
-            StructField(PAYLOAD, BinaryType(), True),
-            StructField(TOPIC, StringType(), True),
-            StructField(PARTITION, IntegerType(), True),
-            StructField(OFFSET, LongType(), True),
-            StructField(VALIDITY_COLUMN, BooleanType(), False),
-            StructField(rowtime, TimestampType(), True),
-        ]
-    )
 
 
 class UnknownSchemaError(Exception):
@@ -140,15 +120,10 @@ class AvroFrames:
             reasons = [frames.bad[i] for i in invalid]
             ids = pa.array(np.where(frames.ids >= 0, frames.ids, -1).astype(np.int32))
             payload = values  # the JVM's decoder starts past the header
-        topic, partition, offsets = coordinates if coordinates is not None else ("", -1, pa.nulls(n, pa.int64()))
-        columns = [
-            ids,
-            payload.cast(pa.binary()) if payload.type != pa.binary() else payload,
-            pa.repeat(pa.scalar(topic, pa.string()), n),
-            pa.array(np.full(n, partition, dtype=np.int32)),
-            pa.array(offsets, pa.int64()),
-            *validity_and_rowtime(n, invalid, None),
-        ]
+        from dagger.serde.confluent import HEADER
+
+        starts = pa.array(np.full(n, HEADER if self.confluent is not None else 0, dtype=np.int32))
+        columns = frame_columns(ids, payload, starts, coordinates, validity_and_rowtime(n, invalid, None))
         return DecodeResult(pa.RecordBatch.from_arrays(columns, schema=self.arrow_schema), invalid, reasons)
 
     def _unknown(self, schema_id: int) -> str | None:
@@ -234,7 +209,6 @@ def avro_table(
     from pyspark.sql import functions as F
 
     from dagger.serde.avro_types import avro_struct
-    from dagger.serde.types import VALIDITY_COLUMN
 
     # the reader schema gains a field no writer has, whose default (true) marks the records that did decode
     expected = json.loads(reader)
@@ -263,43 +237,16 @@ def avro_table(
         decoded = Column(rows.column(ids, payloads, header, json.dumps(expected), dtype.json(), writers))
     else:
         decoded = _from_avro(writers, expected, header)
-    record = "__dagger_record"
-    valid = F.col(VALIDITY_COLUMN)
-    df = df.withColumn(record, F.when(valid, decoded))
-    if policy == "fail":
-        message = F.concat(
-            F.lit(f"InvalidRecordError: stream '{table}': record at topic "),  # the runner's marker of our errors
-            F.col(TOPIC),
-            F.lit(" partition "),
-            F.col(PARTITION).cast("string"),
-            F.lit(" offset "),
-            F.col(OFFSET).cast("string"),
-            F.lit(" cannot be decoded: not an Avro datum of schema id "),
-            F.col(SCHEMA_ID).cast("string"),
-            F.lit(
-                ". Set SOURCE_KAFKA_INVALID_RECORD_POLICY to 'drop' or 'dead-letter' to keep the job running past "
-                "undecodable records."
-            ),
-        )
-        # the record itself raises, so that every use of its fields does: a filter of the query on a decoded field
-        # runs before the validity flag below is read (Spark pushes it down) and would drop the record unseen
-        failed = valid & F.col(f"{record}.{DECODED}").isNull()
-        df = df.withColumn(record, F.when(failed, F.raise_error(message)).otherwise(F.col(record)))
-    df = df.withColumn(DECODED, F.coalesce(F.col(f"{record}.{DECODED}"), F.lit(False)))
-    ok = valid & F.col(DECODED)
-    if dead_letter is not None:
-        df = df.mapInArrow(_dead_letters(dead_letter, table, record, framed), df.schema)
-        ok = F.col(VALIDITY_COLUMN)
-    epoch = F.lit(dt.datetime(1970, 1, 1, tzinfo=dt.UTC)).cast("timestamp")
-    if rowtime_field is None:
-        stamp = F.lit(None).cast("timestamp")
-    else:
-        stamp = F.when(ok, F.coalesce(F.col(f"{record}.{rowtime_field}").cast("timestamp"), epoch)).otherwise(epoch)
+    reason = F.when(
+        F.col(f"{RECORD}.{DECODED}").isNull(),
+        F.concat(F.lit("not an Avro datum of schema id "), F.col(SCHEMA_ID).cast("string"))
+        if framed
+        else F.lit("not an Avro datum"),
+    )
     names = [f.name for f in avro_struct(reader, table).fields]
     if fields is not None:
         names = [n for n in names if n in fields or n == rowtime_field]
-    columns = [F.col(f"{record}.{name}").alias(name) for name in names]
-    return df.select(*columns, ok.alias(VALIDITY_COLUMN), stamp.alias(rowtime))
+    return decoded_table(df, decoded, reason, names, table, policy, rowtime, rowtime_field, dead_letter)
 
 
 def jvm_rows(spark: Any) -> Any:
@@ -339,37 +286,3 @@ def _from_avro(writers: dict[int, str], expected: dict, header: int = 0) -> Any:
         when = F.col(SCHEMA_ID) == schema_id
         decoded = F.when(when, value) if decoded is None else decoded.when(when, value)
     return decoded
-
-
-def _dead_letters(spec: dict[str, Any], table: str, record: str, framed: bool) -> Any:
-    """A ``mapInArrow`` function (runs in Python workers) that writes the rows whose payload did not decode as
-    dead letters and marks them invalid; every other row passes untouched."""
-
-    def run(batches: Any) -> Any:
-        import pyarrow.compute as pc
-        from pyspark import TaskContext
-
-        from dagger.dead_letter import DeadLetterSpec
-        from dagger.serde.types import VALIDITY_COLUMN
-
-        context = TaskContext.get()
-        batch_id = int(context.getLocalProperty("streaming.sql.batchId") or -1) if context else -1
-        writer = None
-        for batch in batches:
-            where = batch.schema.get_field_index(VALIDITY_COLUMN)
-            bad = pc.and_(batch.column(where), pc.invert(batch.column(DECODED)))
-            if pc.any(bad).as_py():
-                rows = np.flatnonzero(bad.to_numpy(zero_copy_only=False))
-                picked = batch.take(pa.array(rows)).select([SCHEMA_ID, PAYLOAD, TOPIC, PARTITION, OFFSET]).to_pylist()
-                if writer is None:
-                    writer = DeadLetterSpec(**spec).writer("source", table, batch_id, picked[0][PARTITION])
-                for row in picked:
-                    reason = f"not an Avro datum of schema id {row[SCHEMA_ID]}" if framed else "not an Avro datum"
-                    coordinates = {"topic": row[TOPIC], "partition": row[PARTITION], "offset": row[OFFSET]}
-                    writer.write_record(row[PAYLOAD], None, reason, coordinates)  # the record's value as read
-                batch = batch.set_column(where, VALIDITY_COLUMN, pc.and_(batch.column(where), pc.invert(bad)))
-            yield batch
-        if writer is not None:
-            writer.flush()
-
-    return run

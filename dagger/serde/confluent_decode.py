@@ -30,14 +30,11 @@ class ConfluentDecoder:
     ):
         self.inner = inner
         self.protobuf = protobuf
-        self.writers = writers
-        self.confluent = confluent
-        self.message = message
         self.rowtime = inner.rowtime
         self.rowtime_source = inner.rowtime_source
         self.spark_schema = inner.spark_schema
         self.arrow_schema = inner.arrow_schema
-        self._verdicts: dict[tuple[int, tuple[int, ...]], str | None] = {}  # (id, path) → None, or why invalid
+        self._verdicts = ConfluentVerdicts(protobuf, writers, confluent, message)
 
     def decode(self, values: pa.BinaryArray | list) -> object:
         from dagger.serde.decode import DecodeResult, validity_and_rowtime
@@ -50,7 +47,7 @@ class ConfluentDecoder:
         order: list[np.ndarray] = []
         for (schema_id, path_at, start), positions in frames.groups().items():
             path = frames.path_table[path_at] if self.protobuf else ()
-            why = self._verdict(schema_id, path)
+            why = self._verdicts.verdict(schema_id, path)
             if why is not None:
                 reasons.update({int(i): why for i in positions})
                 continue
@@ -79,7 +76,20 @@ class ConfluentDecoder:
             batch = pa.RecordBatch.from_arrays([*batch.columns[:-2], *tail], schema=batch.schema)
         return DecodeResult(batch, invalid, [reasons[i] for i in invalid])
 
-    def _verdict(self, schema_id: int, path: tuple[int, ...]) -> str | None:
+
+class ConfluentVerdicts:
+    """Whether records of a schema id and message-index path are the stream's: the id must be one of the subject's
+    (``writers``: the versions known at start; an id not among them is looked up in the registry once per
+    process), and, for protobuf, the path must name the stream's ``message`` in that version's file."""
+
+    def __init__(self, protobuf: bool, writers: dict[int, list[bytes]], confluent: dict, message: str | None = None):
+        self.protobuf = protobuf
+        self.writers = writers
+        self.confluent = confluent
+        self.message = message
+        self._verdicts: dict[tuple[int, tuple[int, ...]], str | None] = {}  # (id, path) → None, or why invalid
+
+    def verdict(self, schema_id: int, path: tuple[int, ...]) -> str | None:
         """None when records of ``schema_id`` with message ``path`` are the stream's; else why they are not."""
         key = (schema_id, path)
         if key in self._verdicts:

@@ -20,6 +20,7 @@ from dagger.serde.types import DURATION, JSON_TYPES, TIMESTAMP, WRAPPERS, is_map
 
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 _UNSIGNED64 = (FieldDescriptor.TYPE_UINT64, FieldDescriptor.TYPE_FIXED64)
+_MESSAGES = (FieldDescriptor.TYPE_MESSAGE, FieldDescriptor.TYPE_GROUP)  # a proto2 group is a message
 
 
 def message_to_row(message: Message, path: tuple[str, ...] | None = None) -> dict[str, Any]:
@@ -40,7 +41,7 @@ def field_value(message: Message, field: FieldDescriptor, path: tuple[str, ...])
         return [(k, _single(v, value_field, path)) for k, v in value.items()]
     if field.is_repeated:
         return [_single(v, field, path) for v in value]
-    if field.type == FieldDescriptor.TYPE_MESSAGE:
+    if field.type in _MESSAGES:
         if not message.HasField(field.name):
             return None
         return _single(value, field, path)
@@ -50,7 +51,7 @@ def field_value(message: Message, field: FieldDescriptor, path: tuple[str, ...])
 
 
 def _single(value: Any, field: FieldDescriptor, path: tuple[str, ...]) -> Any:
-    if field.type == FieldDescriptor.TYPE_MESSAGE:
+    if field.type in _MESSAGES:
         return _message_value(value, field.message_type, path)
     if field.type == FieldDescriptor.TYPE_ENUM:
         enum_value = field.enum_type.values_by_number.get(value)

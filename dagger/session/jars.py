@@ -30,9 +30,14 @@ import tempfile
 from pathlib import Path
 
 #: Spark's Kafka connector (it brings kafka-clients, the token provider and commons-pool2) and spark-avro, at the
-#: installed Spark's version. spark-protobuf is not served by Maven Central at any version (checked 2026-11-26:
-#: 3.5.1 to 4.3.0 answer 404), so protobuf stays on ptars.
-SPARK_CONNECTORS = ("org.apache.spark:spark-sql-kafka-0-10_2.13:{spark}", "org.apache.spark:spark-avro_2.13:{spark}")
+#: installed Spark's version; and protobuf-java, whose descriptors Dagger's own protobuf codec in the JVM
+#: (``dagger/jvm/Proto*.java``) is built from. spark-protobuf is not served by Maven Central at any version
+#: (checked 2026-11-28: 3.5.0, 4.1.1 and 4.2.0 answer 404), so Dagger reads and writes the wire format itself.
+SPARK_CONNECTORS = (
+    "org.apache.spark:spark-sql-kafka-0-10_2.13:{spark}",
+    "org.apache.spark:spark-avro_2.13:{spark}",
+    "com.google.protobuf:protobuf-java:4.36.2",
+)
 
 _POM = """<?xml version="1.0" encoding="UTF-8"?>
 <project xmlns="http://maven.apache.org/POM/4.0.0">
@@ -88,15 +93,17 @@ def connector_jars() -> list[str] | None:
     if given and Path(given, ".complete").exists():
         return sorted(str(j) for j in Path(given).glob("*.jar"))
     folder = spark_jars_dir()
-    if not (folder / ".complete").exists():
+    if not (folder / ".complete").exists() or (folder / ".complete").read_text().split() != spark_packages():
         return None
     return sorted(str(j) for j in folder.glob("*.jar"))
 
 
 def fetch(coordinates: list[str], target: Path, skip_artifacts: set[str] = frozenset()) -> list[Path]:
     """Resolve ``coordinates`` (``group:artifact:version``) with their runtime dependencies through Maven into
-    ``target``; jars whose artifact is in ``skip_artifacts`` are left out. Idempotent: a complete folder is kept."""
-    if (target / ".complete").exists():
+    ``target``; jars whose artifact is in ``skip_artifacts`` are left out. Idempotent: a complete folder of the
+    same coordinates is kept (a folder fetched for other coordinates is fetched again)."""
+    done = target / ".complete"
+    if done.exists() and done.read_text().split() == list(coordinates):
         return sorted(target.glob("*.jar"))
     mvn = shutil.which("mvn")
     if mvn is None:
@@ -155,7 +162,8 @@ def build_helper(target: Path) -> Path:
     with tempfile.TemporaryDirectory(prefix="dagger-jvm-") as tmp:
         classes = Path(tmp) / "classes"
         result = subprocess.run(
-            [javac, "--release", "17", "-nowarn", "-cp", str(pyspark_jars() / "*"), "-d", str(classes),
+            [javac, "--release", "17", "-nowarn", "-cp", os.pathsep.join([str(pyspark_jars() / "*"), str(target / "*")]),
+             "-d", str(classes),
              *map(str, helper_sources())],
             capture_output=True,
             text=True,

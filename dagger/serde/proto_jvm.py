@@ -1,0 +1,179 @@
+"""Protobuf records decoded in the JVM, by Dagger's own decoder (``dagger/jvm/ProtoRows.java``): Maven Central serves
+no ``spark-protobuf``, and a decoder in Python workers costs their memory and a hand-over per micro-batch.
+
+Two halves, one per side of the hand-over, as Avro's (:mod:`dagger.serde.avro_decode`):
+
+* **In the Python reader** (executors), :class:`ProtoFrames` hands Spark each record's value with where its message
+  starts: no Python object per record. With Confluent's wire format it reads the headers column-wise first (the
+  schema id must be one of the subject's, the message-index path the stream's message; an id registered since
+  the job started is looked up in the registry), and records that fail that are invalid there and follow the
+  stream's policy like any undecodable record.
+* **In the JVM**, :func:`proto_table` turns the values into the table's columns: the reader reads the wire format
+  straight into Spark's rows with the type mapping of docs/types.md, only the fields the query reads. A record that
+  does not decode follows the stream's policy (``fail``: the micro-batch ends naming topic, partition and offset).
+
+:func:`proto_record` is the decoder's column on its own: Spark's Kafka source (real-time mode, and micro-batches
+that need no Python) reads Confluent's header in the JVM too.
+
+Runs on the driver (planning) and in the Python reader (:class:`ProtoFrames`).
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+from pyspark.sql.pandas.types import to_arrow_schema
+
+from dagger.serde.decode import DecodeResult, validity_and_rowtime
+from dagger.serde.jvm_frames import PAYLOAD, RECORD, START, decoded_table, frame_columns, frames_schema
+
+log = logging.getLogger("dagger")
+
+#: the decoded struct's last field: why the record did not decode (null where it did)
+ERROR = "__dagger_error"
+
+
+class ProtoFrames:
+    """The Python reader's half for a protobuf stream decoded in the JVM.
+
+    Parameters
+    ----------
+    confluent:
+        The registry's settings (a :class:`~dagger.schema.confluent.ConfluentSettings`' fields), or None for a
+        plain stream (each record is one bare message).
+    writers:
+        Confluent's format: schema id → its serialized files (imports first), the versions known at start.
+    message:
+        The stream's message (full name).
+    rowtime_source:
+        The field that becomes rowtime (read here only by the event-time probe, which decodes its few records with
+        the Python decoder).
+    """
+
+    def __init__(
+        self,
+        confluent: dict[str, Any] | None,
+        writers: dict[int, list[bytes]],
+        message: str,
+        rowtime_source: str | None,
+        rowtime: str = "rowtime",
+    ):
+        from dagger.serde.confluent_decode import ConfluentVerdicts
+
+        self.confluent = confluent
+        self.message = message
+        self.rowtime = rowtime
+        self.rowtime_source = rowtime_source
+        self.spark_schema = frames_schema(rowtime)
+        self.arrow_schema = to_arrow_schema(self.spark_schema, timezone="UTC")
+        self._verdicts = ConfluentVerdicts(True, writers, confluent, message) if confluent is not None else None
+
+    def decode(self, values: pa.BinaryArray | list, coordinates: tuple[str, int, Any] | None = None) -> DecodeResult:
+        """Read ``values``' headers; ``coordinates`` = (topic, partition, offsets) go along for error messages."""
+        from dagger.serde.confluent import read_frames
+
+        if not isinstance(values, pa.Array):
+            values = pa.array(values, pa.binary())
+        n = len(values)
+        if self._verdicts is None:
+            valid = values.is_valid().to_numpy(zero_copy_only=False)
+            invalid = [int(i) for i in np.flatnonzero(~valid)]
+            reasons = ["record value is null (tombstone)"] * len(invalid)
+            ids = pa.array(np.zeros(n, dtype=np.int32))
+            starts = pa.array(np.zeros(n, dtype=np.int32))
+        else:
+            frames = read_frames(values, protobuf=True)
+            bad = dict(frames.bad)
+            for (schema_id, path_at, _), positions in frames.groups().items():
+                why = self._verdicts.verdict(schema_id, frames.path_table[path_at])
+                if why is not None:
+                    bad.update({int(i): why for i in positions})
+            invalid = sorted(bad)
+            reasons = [bad[i] for i in invalid]
+            ids = pa.array(np.where(frames.ids >= 0, frames.ids, -1).astype(np.int32))
+            starts = pa.array(frames.starts.astype(np.int32))
+        columns = frame_columns(ids, values, starts, coordinates, validity_and_rowtime(n, invalid, None))
+        return DecodeResult(pa.RecordBatch.from_arrays(columns, schema=self.arrow_schema), invalid, reasons)
+
+
+def jvm_protobuf(spark: Any) -> Any:
+    """Dagger's protobuf decoder in the JVM (``ProtoRows``), or None when Dagger's JVM classes are not on the
+    session's class path (a spark-submit without ``--jars`` of the helper and protobuf-java)."""
+    from py4j.java_gateway import JavaClass
+
+    found = spark._jvm.dagger.proto.ProtoRows
+    return found if isinstance(found, JavaClass) else None
+
+
+def proto_record(
+    spark: Any,
+    payload: Any,
+    descriptor_set: bytes,
+    message: str,
+    fields: list[str] | None = None,
+    start: Any = None,
+    confluent: dict[int, list[int]] | None = None,
+) -> Any:
+    """The column of ``payload``'s records decoded: a struct of the message's fields (those in ``fields`` when
+    given) and :data:`ERROR` last. ``start``: a column saying where each message begins; ``confluent``: schema id
+    → the message's index path, for Confluent's header to be read in the JVM."""
+    from pyspark.sql.classic.column import Column
+
+    rows = jvm_protobuf(spark)
+    if rows is None:
+        raise RuntimeError(_MISSING)
+    paths = {int(k): [int(i) for i in v] for k, v in confluent.items()} if confluent is not None else None
+    return Column(
+        rows.column(payload._jc, None if start is None else start._jc, descriptor_set, message, fields, paths)
+    )
+
+
+_MISSING = (
+    "Dagger's JVM classes (dagger-jvm-*.jar and protobuf-java) are not on the Spark session's class path: "
+    "`make install` builds them; under spark-submit, pass `--jars $(python -m dagger.session.jars helper)` and "
+    "`--packages $(python -m dagger.session.jars packages)`"
+)
+
+
+def proto_table(
+    df: Any,
+    descriptor_set_b64: str,
+    message: str,
+    table: str,
+    policy: str,
+    rowtime: str,
+    rowtime_field: str | None,
+    fields: list[str] | None = None,
+    dead_letter: dict[str, Any] | None = None,
+) -> Any:
+    """The JVM's half: ``df`` (frames) → the table: the message's fields (those in ``fields`` when given), the
+    validity flag and rowtime. With ``dead_letter`` (policy ``dead-letter``) the rows whose value did not decode
+    pass through Python once, column-wise, to be written there with their reason and coordinates."""
+    from pyspark.sql import functions as F
+
+    descriptor_set = base64.b64decode(descriptor_set_b64)
+    decoded = proto_record(df.sparkSession, F.col(PAYLOAD), descriptor_set, message, fields, start=F.col(START))
+    names = record_names(df.sparkSession, descriptor_set, message, fields)
+    reason = F.col(f"{RECORD}.{ERROR}")
+    return decoded_table(df, decoded, reason, names, table, policy, rowtime, rowtime_field, dead_letter)
+
+
+def record_names(spark: Any, descriptor_set: bytes, message: str, fields: list[str] | None) -> list[str]:
+    """The names of the fields the decoder reads, in declaration order."""
+    return [f.name for f in record_struct(spark, descriptor_set, message, fields).fields]
+
+
+def record_struct(spark: Any, descriptor_set: bytes, message: str, fields: list[str] | None) -> Any:
+    """The Spark type of the decoded records (without :data:`ERROR`), as the JVM computes it."""
+    from pyspark.sql.types import StructType, _parse_datatype_json_string
+
+    rows = jvm_protobuf(spark)
+    if rows is None:
+        raise RuntimeError(_MISSING)
+    parsed = _parse_datatype_json_string(rows.recordType(descriptor_set, message, fields))
+    assert isinstance(parsed, StructType)
+    return parsed
