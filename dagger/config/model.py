@@ -624,6 +624,13 @@ class JobConfig(_Strict):
         "reader and writer each) instead of one per partition, which shortens them; a backlog is read with one "
         "task per partition. `0`: always one task per partition.",
     )
+    SPARK_PROTOBUF_CODEC: Literal["jvm", "ptars"] = Field(
+        "jvm",
+        description="Where protobuf records are decoded and encoded: `jvm`, by Dagger's own codec in the JVM "
+        "(`dagger/jvm/Proto*.java`: the wire format straight into Spark's rows, no Python object and no Python "
+        "worker on the record's way); `ptars`, by ptars in the Python workers (the codec before 2026-11-28). "
+        "`jvm` falls back to `ptars`, with a warning, when Dagger's JVM classes are not on the class path.",
+    )
     SPARK_PRUNE_INPUT_COLUMNS: bool = Field(
         True,
         description="Decode only the fields of a Kafka stream's message that the SQL names (Spark cannot prune "

@@ -170,7 +170,7 @@ final class ProtoJson {
             in.skip(w, (int) (t >>> 3), end, depth);
           }
         }
-        fields.put(key, value);
+        fields.put(key, value); // an entry with fields it does not know is an entry still, as protobuf-java reads it
       } else {
         in.skip(wire, (int) (tag >>> 3), stop, depth);
       }

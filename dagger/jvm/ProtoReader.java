@@ -14,11 +14,14 @@ import org.apache.spark.unsafe.types.UTF8String;
 
 /**
  * Reads protobuf's wire format straight into Spark's internal values, by a {@link MessagePlan}: one row object per
- * message, no intermediate message objects. Protobuf's own parsing rules: fields in any order; the last of a
- * singular scalar's occurrences wins; a singular message's occurrences merge (their bytes are read as one); repeated
- * scalars packed or not; a map's last entry of a key wins; unknown fields, and known ones of an unexpected wire
- * type, are skipped; strings must be UTF-8. A record that breaks the format raises {@link Failure} with where and
- * why.
+ * message, no intermediate message objects. Protobuf's own parsing rules, as protobuf-java applies them (the parser
+ * Raystack Dagger reads records with): fields in any order; the last of a singular scalar's occurrences wins; a
+ * singular message's occurrences merge (their bytes are read as one); repeated scalars packed or not; a map's last
+ * entry of a key wins, where the key first stood, and an entry's unknown fields are skipped; unknown fields, and
+ * known ones of an unexpected wire type, are skipped; nesting deeper than 100 is refused. Where the project's
+ * mapping says otherwise it wins: strings must be UTF-8 in proto2 files too, and an enum number a closed (proto2)
+ * enum lacks reads as its digits, as today's Python decoder reads them. A record that breaks the format raises
+ * {@link Failure} with where and why.
  *
  * <p>Not thread-safe: one per task (each task's copy of the expression builds its own).
  */
@@ -128,6 +131,12 @@ final class ProtoReader {
         continue;
       }
       read(field, values, frame, b, end, wire, depth, at);
+      if (field.rivals != null && wire == field.kind.wireType()) {
+        for (int rival : field.rivals) {
+          values[rival] = null;
+          frame.seenStart[rival] = -1;
+        }
+      }
     }
     if (!closed) {
       throw new Failure("group (field " + group + ") without its end-group tag");
@@ -239,7 +248,7 @@ final class ProtoReader {
         } else {
           value = single(valuePlan, b, stop, depth);
         }
-      } else if (wire == 4 || number == 0) {
+      } else if (wire == 4 || number == 0 || number > 536870911L) {
         throw new Failure("map field '" + f.name + "': a malformed entry at byte " + at);
       } else {
         skip(b, stop, wire, (int) number, depth, at);
@@ -322,13 +331,10 @@ final class ProtoReader {
       switch (f.kind) {
         case MESSAGE:
           return message(f.message, b, stop, depth + 1, -1, 0);
-        case TIMESTAMP: {
-          long[] parts = secondsAndNanos(b, stop, depth);
-          return parts[0] * 1_000_000L + parts[1] / 1000;
-        }
+        case TIMESTAMP:
         case DURATION: {
           long[] parts = secondsAndNanos(b, stop, depth);
-          return parts[0] * 1_000_000L + parts[1] / 1000;
+          return micros(parts[0], parts[1]);
         }
         case WRAPPER: {
           FieldPlan inner = f.value;
@@ -407,6 +413,23 @@ final class ProtoReader {
     if (group >= 0) {
       throw new Failure("group (field " + group + ") without its end-group tag");
     }
+  }
+
+  /** Seconds and nanoseconds as microseconds, saturated at the ends of BIGINT (as today's decoder, ptars, does). */
+  static long micros(long seconds, long nanos) {
+    long whole;
+    long high = Math.multiplyHigh(seconds, 1_000_000L);
+    long low = seconds * 1_000_000L;
+    if (high != (low >> 63)) {
+      return seconds < 0 ? Long.MIN_VALUE : Long.MAX_VALUE;
+    }
+    whole = low;
+    long part = nanos / 1000;
+    long sum = whole + part;
+    if (((whole ^ sum) & (part ^ sum)) < 0) {
+      return whole < 0 ? Long.MIN_VALUE : Long.MAX_VALUE;
+    }
+    return sum;
   }
 
   /** A Timestamp's or Duration's fields 1 (int64 seconds) and 2 (int32 nanos), from {@code pos} to {@code stop}. */

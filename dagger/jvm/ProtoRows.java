@@ -139,6 +139,20 @@ public final class ProtoRows extends Expression implements CodegenFallback, Seri
     return new Spec(descriptorSet, message, names(fields), null).plan().type.json();
   }
 
+  /**
+   * What protobuf-java (the parser Raystack Dagger reads records with, {@code DynamicMessage}) makes of
+   * {@code record}, serialized again: the reference the tests compare this reader with on damaged and
+   * non-canonical bytes; null when protobuf-java refuses the record.
+   */
+  public static byte[] reserialized(byte[] descriptorSet, String message, byte[] record) {
+    try {
+      return com.google.protobuf.DynamicMessage.parseFrom(ProtoSchema.message(descriptorSet, message), record)
+          .toByteArray();
+    } catch (com.google.protobuf.InvalidProtocolBufferException e) {
+      return null;
+    }
+  }
+
   static String[] names(List<?> fields) {
     if (fields == null) {
       return null;
@@ -177,11 +191,15 @@ public final class ProtoRows extends Expression implements CodegenFallback, Seri
       if (at < 0 || at > record.length) {
         return failed("the message starts at byte " + at + " of a " + record.length + "-byte record");
       }
-      return reader.read(record, at, 1);
-    } catch (ProtoReader.Failure e) {
+      try {
+        return reader.read(record, at, 1);
+      } catch (ProtoReader.Failure e) {
+        return failed("not a valid " + spec.message + ": " + e.getMessage());
+      }
+    } catch (ProtoReader.Failure e) { // the header
       return failed(e.getMessage());
     } catch (RuntimeException e) { // a record no rule foresaw: still the record's, never the task's, failure
-      return failed("unreadable: " + e);
+      return failed("not a valid " + spec.message + ": unreadable (" + e + ")");
     }
   }
 

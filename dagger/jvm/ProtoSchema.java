@@ -142,6 +142,7 @@ final class ProtoSchema {
     final boolean packed; // written packed (read either way)
     final boolean presence; // NULL when absent (else: the default)
     int list = -1; // repeated: its list in the reader's frame
+    int[] rivals; // a oneof's member: the slots of the other members, which a value of this one clears
     FieldPlan key; // a map's key (field 1 of the entry)
     FieldPlan value; // a map's value (field 2), or a wrapper's value
     MessagePlan message; // MESSAGE, GROUP
@@ -334,6 +335,20 @@ final class ProtoSchema {
       }
       fields.add(field);
       struct.add(new StructField(f.getName(), field.sparkType(), true, Metadata.empty()));
+    }
+    for (FieldPlan field : fields) { // a oneof has one member set: the last the record holds, as protobuf reads it
+      FieldDescriptor f = descriptor.findFieldByNumber(field.number);
+      if (f.getRealContainingOneof() == null) {
+        continue;
+      }
+      List<Integer> rivals = new ArrayList<>();
+      for (FieldPlan other : fields) {
+        FieldDescriptor o = descriptor.findFieldByNumber(other.number);
+        if (other != field && f.getRealContainingOneof().equals(o.getRealContainingOneof())) {
+          rivals.add(other.slot);
+        }
+      }
+      field.rivals = rivals.stream().mapToInt(Integer::intValue).toArray();
     }
     plan.fields = fields.toArray(new FieldPlan[0]);
     plan.type = new StructType(struct.toArray(new StructField[0]));

@@ -90,12 +90,14 @@ def decoded_table(
     dead_letter: dict[str, Any] | None = None,
     coordinates: tuple[str, str, str] = (TOPIC, PARTITION, OFFSET),
     payload: str = PAYLOAD,
+    named: dict[str, str] | None = None,
 ) -> Any:
     """``df`` (frames, or Spark's Kafka source's rows) → the table: ``names`` of the struct ``decoded`` (a column of
     ``df``'s rows, computed once), the validity flag, rowtime (the ``rowtime_field`` of the record, a TIMESTAMP;
     the epoch where it is null or the record invalid). ``reason`` is an expression over the columns and
     :data:`RECORD` (the decoded struct): why a record was not decoded, null where it was. With ``dead_letter`` (a
-    ``DeadLetterSpec``'s fields) the undecoded records are written there with their raw value (``payload``)."""
+    ``DeadLetterSpec``'s fields) the undecoded records are written there with their raw value (``payload``) and
+    coordinates (``named`` adds to them: the message a protobuf record was read as)."""
     from pyspark.sql import functions as F
 
     topic, partition, offset = coordinates
@@ -126,7 +128,7 @@ def decoded_table(
         keep = df.columns
         if VALIDITY_COLUMN not in keep:
             df = df.withColumn(VALIDITY_COLUMN, F.lit(True))
-        df = df.mapInArrow(_dead_letters(dead_letter, table, payload, coordinates), df.schema)
+        df = df.mapInArrow(_dead_letters(dead_letter, table, payload, coordinates, named or {}), df.schema)
         ok = F.col(VALIDITY_COLUMN)
     epoch = F.lit(dt.datetime(1970, 1, 1, tzinfo=dt.UTC)).cast("timestamp")
     if rowtime_field is None:
@@ -137,7 +139,9 @@ def decoded_table(
     return df.select(*columns, ok.alias(VALIDITY_COLUMN), stamp.alias(rowtime))
 
 
-def _dead_letters(spec: dict[str, Any], table: str, payload: str, coordinates: tuple[str, str, str]) -> Any:
+def _dead_letters(
+    spec: dict[str, Any], table: str, payload: str, coordinates: tuple[str, str, str], named: dict[str, str]
+) -> Any:
     """A ``mapInArrow`` function (runs in Python workers) that writes the rows with a :data:`REASON` as dead
     letters and marks them invalid; every other row passes untouched."""
     topic_column, partition_column, offset_column = coordinates
@@ -165,6 +169,7 @@ def _dead_letters(spec: dict[str, Any], table: str, payload: str, coordinates: t
                         "topic": row[topic_column],
                         "partition": row[partition_column],
                         "offset": row[offset_column],
+                        **named,
                     }
                     writer.write_record(row[payload], None, row[REASON], coordinates)  # the record's value as read
                 batch = batch.set_column(where, VALIDITY_COLUMN, pc.and_(batch.column(where), pc.invert(bad)))

@@ -21,6 +21,7 @@ Runs on the driver (planning) and in the Python reader (:class:`ProtoFrames`).
 from __future__ import annotations
 
 import base64
+import functools
 import logging
 from typing import Any
 
@@ -109,6 +110,23 @@ def jvm_protobuf(spark: Any) -> Any:
     return found if isinstance(found, JavaClass) else None
 
 
+def jvm_codec_or_warn(spark: Any) -> bool:
+    """Whether the session has Dagger's protobuf codec in the JVM; a warning, once per process, when not."""
+    if jvm_protobuf(spark) is not None:
+        return True
+    _say_ptars()
+    return False
+
+
+@functools.cache
+def _say_ptars() -> None:
+    log.warning(
+        "protobuf: Dagger's JVM classes (dagger-jvm-*.jar, protobuf-java) are not on the class path, so ptars "
+        "decodes and encodes in the Python workers (SPARK_PROTOBUF_CODEC=jvm asks for the JVM); %s",
+        _MISSING_HINT,
+    )
+
+
 def proto_record(
     spark: Any,
     payload: Any,
@@ -132,11 +150,11 @@ def proto_record(
     )
 
 
-_MISSING = (
-    "Dagger's JVM classes (dagger-jvm-*.jar and protobuf-java) are not on the Spark session's class path: "
+_MISSING_HINT = (
     "`make install` builds them; under spark-submit, pass `--jars $(python -m dagger.session.jars helper)` and "
     "`--packages $(python -m dagger.session.jars packages)`"
 )
+_MISSING = f"Dagger's JVM classes (dagger-jvm-*.jar and protobuf-java) are not on the Spark session's class path: {_MISSING_HINT}"
 
 
 def proto_table(
@@ -159,7 +177,9 @@ def proto_table(
     decoded = proto_record(df.sparkSession, F.col(PAYLOAD), descriptor_set, message, fields, start=F.col(START))
     names = record_names(df.sparkSession, descriptor_set, message, fields)
     reason = F.col(f"{RECORD}.{ERROR}")
-    return decoded_table(df, decoded, reason, names, table, policy, rowtime, rowtime_field, dead_letter)
+    return decoded_table(
+        df, decoded, reason, names, table, policy, rowtime, rowtime_field, dead_letter, named={"message": message}
+    )
 
 
 def record_names(spark: Any, descriptor_set: bytes, message: str, fields: list[str] | None) -> list[str]:

@@ -23,6 +23,21 @@ if TYPE_CHECKING:
 def decoded_table(df: DataFrame, spec: KafkaSourceSpec) -> DataFrame:
     """The stream's table from what the reader emits (runs on the driver): the reader's columns as they are, or,
     for Avro, the values the reader handed over decoded in the JVM."""
+    dead_letter = spec.dead_letter if spec.invalid_policy == "dead-letter" else None
+    if spec.jvm_decode:
+        from dagger.serde.proto_jvm import proto_table
+
+        return proto_table(
+            df,
+            spec.descriptor_set_b64,
+            spec.message_name,
+            spec.table,
+            spec.invalid_policy,
+            spec.rowtime,
+            spec.rowtime_name,
+            spec.fields,
+            dead_letter,
+        )
     if spec.data_type != "AVRO":
         return df
     from dagger.serde.avro_decode import avro_table
@@ -37,7 +52,7 @@ def decoded_table(df: DataFrame, spec: KafkaSourceSpec) -> DataFrame:
         spec.rowtime,
         spec.rowtime_name,
         spec.fields,
-        spec.dead_letter if spec.invalid_policy == "dead-letter" else None,
+        dead_letter,
         framed=spec.confluent is not None,
     )
 
@@ -148,6 +163,10 @@ class KafkaSource(Source):
         from dagger.sources.kafka.reader import SOURCE_FORMAT
 
         spec = self.spec(stream, config, descriptors, options)
+        if spec.data_type == "PROTO" and config.SPARK_PROTOBUF_CODEC == "jvm":
+            from dagger.serde.proto_jvm import jvm_codec_or_warn
+
+            spec.jvm_decode = jvm_codec_or_warn(spark)
         if options.bounded:
             df = spark.read.format(SOURCE_FORMAT).option("spec", spec.to_option()).load()
         else:
@@ -224,6 +243,10 @@ class KafkaSource(Source):
             spec.avro_reader = reader
             spec.avro_writers = {str(k): v for k, v in writers.items()}
             spec.rowtime_name = rowtime_field(stream)
+        elif not json_input and spec.rowtime_field_number is not None:
+            from dagger.serde.types import timestamp_field
+
+            spec.rowtime_name = timestamp_field(descriptors.find_message(message), spec.rowtime_field_number).name
         if stream_subject(stream) is not None:
             from dagger.schema.confluent import ConfluentSettings
 

@@ -70,7 +70,8 @@ class EventTimeProbe:
         if self._decoder is None:
             from dataclasses import replace
 
-            only_rowtime = replace(self.spec, fields=[rowtime_field_name(self.spec)])
+            # a few records: read here, by the Python decoder, even where the JVM decodes the stream
+            only_rowtime = replace(self.spec, fields=[rowtime_field_name(self.spec)], jvm_decode=False)
             self._decoder = decoder_for(only_rowtime)
         if self.spec.data_type == "AVRO":  # decoded in the JVM; these few records are read here
             return self._decoder.rowtimes(values)

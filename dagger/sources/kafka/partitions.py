@@ -189,7 +189,7 @@ def read_partition(spec: KafkaSourceSpec, part: KafkaPartition, fetcher: Any = N
 
 
 def _decode_chunk(spec: KafkaSourceSpec, decoder: Any, part: KafkaPartition, chunk: Any, dead_letters: Any) -> Any:
-    if spec.data_type == "AVRO":  # decoded in the JVM: the coordinates go along for its error messages
+    if spec.data_type == "AVRO" or spec.jvm_decode:  # decoded in the JVM: the coordinates go along for its errors
         from dagger.serde.avro_decode import UnknownSchemaError
 
         try:

@@ -53,8 +53,9 @@ class KafkaSourceSpec:
     avro_reader: str | None = None  # AVRO: the reader schema (JSON)
     avro_writers: dict[str, str] | None = None  # AVRO: writer schemas by id (JSON keys are strings)
     confluent: dict[str, Any] | None = None  # Confluent's wire format: the registry (ConfluentSettings' fields)
-    rowtime_name: str | None = None  # INPUT_SCHEMA_EVENT_TIMESTAMP_FIELD_NAME (AVRO)
+    rowtime_name: str | None = None  # the field that becomes rowtime (AVRO, and PROTO decoded in the JVM)
     confluent_writers: dict[str, list[str]] | None = None  # PROTO/JSON in Confluent's format: id → base64 files
+    jvm_decode: bool = False  # PROTO: the values are handed to Dagger's decoder in the JVM (dagger.serde.proto_jvm)
 
     def to_option(self) -> str:
         return json.dumps(asdict(self))
@@ -118,6 +119,7 @@ def decoder_for(spec: KafkaSourceSpec):  # noqa: ANN202
         spec.confluent,
         spec.rowtime_name,
         spec.confluent_writers,
+        spec.jvm_decode,
     )
     return _DECODERS.get(key, lambda: _build_decoder(spec))
 
@@ -128,6 +130,11 @@ def _build_decoder(spec: KafkaSourceSpec):  # noqa: ANN202
 
         writers = {int(k): v for k, v in (spec.avro_writers or {}).items()}
         return AvroFrames(writers, spec.avro_reader or "", spec.confluent, spec.rowtime_name, spec.rowtime)
+    if spec.jvm_decode:
+        from dagger.serde.proto_jvm import ProtoFrames
+
+        writers = {int(k): [base64.b64decode(f) for f in v] for k, v in (spec.confluent_writers or {}).items()}
+        return ProtoFrames(spec.confluent, writers, spec.message_name, spec.rowtime_name, spec.rowtime)
     inner = _plain_decoder(spec)
     if spec.confluent is None:
         return inner
