@@ -73,14 +73,14 @@ def scalar(field: FieldDescriptor, open_enums: bool = True) -> st.SearchStrategy
 
 
 @st.composite
-def messages(draw: Any, descriptor: Descriptor) -> Any:
-    """A message of ``descriptor``'s type."""
+def messages(draw: Any, descriptor: Descriptor, unknown_enums: bool = True) -> Any:
+    """A message of ``descriptor``'s type (``unknown_enums``: open enums may hold numbers they do not name)."""
     message = message_factory.GetMessageClass(descriptor)()
-    _fill(draw, message, descriptor, 0)
+    _fill(draw, message, descriptor, 0, unknown_enums)
     return message
 
 
-def _fill(draw: Any, message: Any, descriptor: Descriptor, depth: int) -> None:
+def _fill(draw: Any, message: Any, descriptor: Descriptor, depth: int, unknown: bool = True) -> None:
     name = descriptor.full_name
     if name == "google.protobuf.Timestamp":
         message.seconds = draw(st.integers(-62104060800, 253402300799))  # years 2 to 9999
@@ -125,10 +125,10 @@ def _fill(draw: Any, message: Any, descriptor: Descriptor, depth: int) -> None:
                 continue
         elif field.has_presence and not draw(st.booleans()):
             continue  # left unset
-        _set(draw, message, field, depth)
+        _set(draw, message, field, depth, unknown)
 
 
-def _set(draw: Any, message: Any, field: FieldDescriptor, depth: int) -> None:
+def _set(draw: Any, message: Any, field: FieldDescriptor, depth: int, unknown: bool) -> None:
     from dagger.serde.types import is_map
 
     if is_map(field):
@@ -139,24 +139,24 @@ def _set(draw: Any, message: Any, field: FieldDescriptor, depth: int) -> None:
             if value.type == F.TYPE_MESSAGE:
                 if depth >= MAX_DEPTH:
                     continue
-                _fill(draw, target[k], value.message_type, depth + 1)  # reading the key makes its entry
+                _fill(draw, target[k], value.message_type, depth + 1, unknown)  # reading the key makes its entry
             else:
-                target[k] = draw(scalar(value))
+                target[k] = draw(scalar(value, unknown))
         return
     if field.is_repeated:
         target = getattr(message, field.name)
         count = draw(st.integers(0, 3 if depth < MAX_DEPTH else 0))
         for _ in range(count):
             if field.type == F.TYPE_MESSAGE:
-                _fill(draw, target.add(), field.message_type, depth + 1)
+                _fill(draw, target.add(), field.message_type, depth + 1, unknown)
             else:
-                target.append(draw(scalar(field)))
+                target.append(draw(scalar(field, unknown)))
         return
     if field.type in (F.TYPE_MESSAGE, F.TYPE_GROUP):
         if depth >= MAX_DEPTH and field.message_type.full_name not in _WRAPPERS:
             return
         target = getattr(message, field.name)
         target.SetInParent()
-        _fill(draw, target, field.message_type, depth + 1)
+        _fill(draw, target, field.message_type, depth + 1, unknown)
         return
-    setattr(message, field.name, draw(scalar(field)))
+    setattr(message, field.name, draw(scalar(field, unknown)))

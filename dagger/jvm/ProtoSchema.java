@@ -99,6 +99,7 @@ final class ProtoSchema {
     StructType type;
     Object[] absent; // each field's value when the record does not have it
     int repeated; // how many fields are repeated or maps (each gets a list in the reader's frame)
+    transient FieldPlan[] writeOrder; // the fields by number: the order a writer writes them in
 
     MessagePlan(String name, boolean proto3) {
       this.name = name;
@@ -150,6 +151,7 @@ final class ProtoSchema {
     HashMap<Integer, UTF8String> enumSparse;
     HashMap<UTF8String, Integer> enumNumbers; // ENUM: name → number (the writer)
     String enumName;
+    String enumAccepted; // ENUM: its names, in number order (for the writer's errors)
     Shape shape; // RECURSIVE: the message type, for its bytes to be checked as protobuf checks them
     DataType type; // one value's Spark type (an ARRAY's element; a MAP's whole type)
     Object defaultValue; // one value's default: a scalar's zero (or proto2's declared default), an empty message
@@ -474,6 +476,7 @@ final class ProtoSchema {
       plan.enumNumbers.putIfAbsent(name, v.getNumber());
     }
     plan.enumName = f.getEnumType().getFullName();
+    plan.enumAccepted = String.join(", ", values.stream().map(EnumValueDescriptor::getName).toArray(String[]::new));
   }
 
   /** A scalar field's default (proto2's declared one, or proto3's zero), as Spark's value. */

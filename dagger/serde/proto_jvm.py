@@ -197,3 +197,101 @@ def record_struct(spark: Any, descriptor_set: bytes, message: str, fields: list[
     parsed = _parse_datatype_json_string(rows.recordType(descriptor_set, message, fields))
     assert isinstance(parsed, StructType)
     return parsed
+
+
+# -- the encoder: output rows → protobuf records (dagger/jvm/ProtoBytes.java) --------------------------------
+
+
+def proto_bytes(
+    spark: Any, schema: Any, descriptor_set: bytes, message: str, header: bytes | None, key: str, columns: Any = None
+) -> Any:
+    """The JVM column of each output row as a ``message`` record (behind ``header``): a struct of the serialized
+    record (``value``) and why the row cannot be written (``error``, null when it can). Output columns map to
+    fields by name, dotted ones to nested fields, as the Python encoder maps them (:mod:`dagger.serde.encode`);
+    ``columns`` (names) limits them (a key's). A value a field cannot hold (an overflow, an enum name the enum
+    lacks) is the row's error, naming the column (``key``: the setting that names the message)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.classic.column import Column
+
+    found = spark._jvm.dagger.proto.ProtoBytes
+    target = record_struct(spark, descriptor_set, message, None)
+    fields = [f for f in schema.fields if columns is None or f.name in columns]
+    given = {f.name: (F.col(f"`{f.name}`"), f.dataType) for f in fields}
+    problems: list[Any] = []
+    row = _conformed(given, target, message, "", problems)
+    encoded = Column(found.column(row._jc, descriptor_set, message, header))
+    if not problems:
+        return encoded
+    problem = F.coalesce(*problems) if len(problems) > 1 else problems[0]
+    return F.when(problem.isNull(), encoded).otherwise(
+        F.struct(F.lit(None).cast("binary").alias("value"), problem.alias("error"))
+    )
+
+
+def _conformed(given: dict[str, tuple[Any, Any]], target: Any, message: str, prefix: str, problems: list) -> Any:
+    """A struct of ``target``'s type from the ``given`` columns (name → (column, type)), dotted names filling
+    nested fields; fields no column maps to are null."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StructType
+
+    nested: dict[str, dict[str, tuple[Any, Any]]] = {}
+    for name, value in given.items():
+        head, dot, rest = name.partition(".")
+        if dot:
+            nested.setdefault(head, {})[rest] = value
+    values = []
+    for field in target.fields:
+        path = prefix + field.name
+        if field.name in given:
+            column, dtype = given[field.name]
+            values.append(_cast(column, dtype, field.dataType, path, message, problems).alias(field.name))
+        elif field.name in nested and isinstance(field.dataType, StructType):
+            inner = _conformed(nested[field.name], field.dataType, message, path + ".", problems)
+            values.append(inner.alias(field.name))
+        else:
+            values.append(F.lit(None).cast(field.dataType).alias(field.name))
+    return F.struct(*values)
+
+
+def _cast(column: Any, source: Any, target: Any, path: str, message: str, problems: list) -> Any:
+    """``column`` as ``target``'s type: as it is when the types match; a number into a TIMESTAMP as epoch seconds
+    (as Dagger reads one); other scalars by Spark's cast, where a value that does not fit is a problem of its row
+    (``problems`` gains why); lists, maps and structs by Spark's cast (a value that does not fit fails the batch)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import ArrayType, MapType, NullType, NumericType, StructType, TimestampType
+
+    if _same_type(source, target):
+        return column
+    if isinstance(source, NullType):
+        return F.lit(None).cast(target)
+    if isinstance(target, TimestampType) and isinstance(source, NumericType):
+        return F.timestamp_micros(F.round(column.cast("double") * 1_000_000).cast("long"))
+    if isinstance(target, (ArrayType, MapType, StructType)) or isinstance(source, (ArrayType, MapType, StructType)):
+        return column.cast(target)
+    cast = column.try_cast(target)
+    problems.append(
+        F.when(
+            column.isNotNull() & cast.isNull(),
+            F.concat(
+                F.lit(f"column '{path}' ({source.simpleString().upper()}) holds "),
+                column.cast("string"),
+                F.lit(f", which field '{path}' of {message} ({target.simpleString().upper()}) cannot hold"),
+            ),
+        )
+    )
+    return cast
+
+
+def _same_type(a: Any, b: Any) -> bool:
+    """Whether two Spark types are the same but for nullability."""
+    from pyspark.sql.types import ArrayType, MapType, StructType
+
+    if isinstance(a, StructType) and isinstance(b, StructType):
+        return len(a.fields) == len(b.fields) and all(
+            x.name == y.name and _same_type(x.dataType, y.dataType) for x, y in zip(a.fields, b.fields, strict=True)
+        )
+    if isinstance(a, ArrayType) and isinstance(b, ArrayType):
+        return _same_type(a.elementType, b.elementType)
+    if isinstance(a, MapType) and isinstance(b, MapType):
+        return _same_type(a.keyType, b.keyType) and _same_type(a.valueType, b.valueType)
+    return a == b
