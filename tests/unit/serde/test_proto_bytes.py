@@ -229,7 +229,7 @@ def test_a_row_of_another_type_than_the_message_is_refused_at_planning(spark):
     df = spark.createDataFrame([(1,)], "x int")
     column = Column(spark._jvm.dagger.proto.ProtoBytes.column(F.struct("x")._jc, SET, "dagger.test.Everything", None))
     with pytest.raises(AnalysisException, match="the rows to write as dagger.test.Everything are struct<x:int>"):
-        df.select(column).schema
+        df.select(column).schema  # noqa: B018 - analysing the plan is the point
 
 
 def test_validity_column_is_not_a_message_field():
