@@ -153,7 +153,7 @@ def with_sink_columns(df: DataFrame, sinks: list[Sink]) -> DataFrame:
     """``df`` with the columns the JVM computes for the sinks (:meth:`~dagger.plugins.sink.Sink.jvm_columns`)."""
     extra = {}
     for sink in sinks:
-        extra.update(sink.jvm_columns(df.columns))
+        extra.update(sink.jvm_columns(df.schema))
     return df.withColumns(extra) if extra else df
 
 

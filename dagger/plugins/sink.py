@@ -40,6 +40,8 @@ from pydantic import BaseModel, ConfigDict
 from dagger.plugins.registry import Plugin, Registry
 
 if TYPE_CHECKING:
+    from pyspark.sql.types import StructType
+
     from dagger.checkpoint import CheckpointStore
     from dagger.schema.descriptor_sets import DescriptorSet
 
@@ -163,10 +165,10 @@ class Sink(ABC):
         destination to answer for the first time, and raise :class:`~dagger.errors.SinkError` naming it and the
         cause when it does not (a job that cannot write ends in seconds)."""
 
-    def jvm_columns(self, names: list[str]) -> dict[str, Any]:
-        """Columns the JVM computes for this sink from the output columns ``names`` (name → Spark Column; named
+    def jvm_columns(self, schema: StructType) -> dict[str, Any]:
+        """Columns the JVM computes for this sink from the output columns (``schema``; name → Spark Column, named
         with :meth:`jvm_column`), handed to this sink's writer only: encodings Spark does faster than Python,
-        such as Avro. Runs on the driver while the query is planned."""
+        such as Avro and protobuf. Runs on the driver while the query is planned."""
         return {}
 
     def jvm_column(self, what: str) -> str:

@@ -228,6 +228,16 @@ def proto_bytes(
     )
 
 
+def refused_rows(errors: pa.Array) -> tuple[str, list[int]]:
+    """The first reason among a batch's rows the encoder refused (``errors``: null where a row was written), and
+    the rows refused for it."""
+    import pyarrow.compute as pc
+
+    reason = pc.drop_null(errors)[0].as_py()
+    rows = pc.indices_nonzero(pc.equal(errors, reason).fill_null(False)).to_pylist()
+    return reason, [int(r) for r in rows]
+
+
 def _conformed(given: dict[str, tuple[Any, Any]], target: Any, message: str, prefix: str, problems: list) -> Any:
     """A struct of ``target``'s type from the ``given`` columns (name → (column, type)), dotted names filling
     nested fields; fields no column maps to are null."""

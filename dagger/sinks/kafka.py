@@ -293,9 +293,10 @@ class KafkaSink(Sink):
     def parts(self) -> list[RecordPart]:
         return [self.value] if self.key is None else [self.value, self.key]
 
-    def jvm_columns(self, names: list[str]) -> dict[str, Any]:
-        """AVRO values or keys: each row's datum, encoded in the JVM by Spark's ``to_avro``."""
-        columns = {self.jvm_column(part.part): part.jvm_column() for part in self.parts}
+    def jvm_columns(self, schema: Any) -> dict[str, Any]:
+        """The values and keys encoded in the JVM: AVRO by Spark's ``to_avro``, PROTO by Dagger's protobuf encoder
+        (``SPARK_PROTOBUF_CODEC=jvm``)."""
+        columns = {self.jvm_column(part.part): part.jvm_column(schema) for part in self.parts}
         return {name: column for name, column in columns.items() if column is not None}
 
     def describe(self) -> str:

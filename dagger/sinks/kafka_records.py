@@ -73,6 +73,7 @@ class RecordPart:
     schema_id: int | None = None
     header: bytes | None = None  # Confluent's header in front of each record
     descriptor_set_b64: str = ""  # PROTO: the descriptor sets holding the message
+    jvm_protobuf: bool = True  # PROTO: encoded in the JVM (SPARK_PROTOBUF_CODEC=jvm), when its classes are there
 
     def named(self, what: str) -> str:
         """The key that sets ``what`` of this part."""
@@ -235,8 +236,23 @@ class RecordPart:
         path = message_path(descriptor.file.serialized_pb, self.message) if descriptor is not None else None
         self.header = header(self.schema_id, path)
 
-    def jvm_column(self) -> Any:
-        """AVRO: the JVM column of each row's datum (Spark's ``to_avro``); None for the other data types."""
+    def jvm_column(self, schema: Any) -> Any:
+        """The JVM column of each row's encoding, from the output columns (``schema``): AVRO, its datum (Spark's
+        ``to_avro``); PROTO, a struct of its record and why it cannot be written (Dagger's encoder in the JVM,
+        unless ``SPARK_PROTOBUF_CODEC=ptars`` or its classes are missing); None for the others."""
+        if self.data_type == "PROTO" and self.jvm_protobuf:
+            from pyspark.sql import SparkSession
+
+            from dagger.serde.proto_jvm import jvm_codec_or_warn, proto_bytes
+
+            spark = SparkSession.getActiveSession()
+            if spark is None or not jvm_codec_or_warn(spark):
+                self.jvm_protobuf = False
+                return None
+            descriptor_set = base64.b64decode(self.descriptor_set_b64)
+            return proto_bytes(
+                spark, schema, descriptor_set, self.message, self.header, self.named("message"), self.columns
+            )
         if self.data_type != "AVRO":
             return None
         from dagger.serde.avro_encode import avro_column
@@ -262,6 +278,15 @@ class RecordPart:
                 reason = null_fields(self.avro_schema, batch, rows)
                 raise RowsRefused("INVALID_MESSAGE_ERROR", reason if self.part == "value" else f"key: {reason}", rows)
             return framed(values, self.header)
+        if self.data_type == "PROTO" and jvm_column in batch.schema.names:
+            encoded = batch.column(jvm_column)
+            errors = encoded.field("error")
+            if errors.null_count < len(errors):
+                from dagger.serde.proto_jvm import refused_rows
+
+                reason, rows = refused_rows(errors)
+                raise RowsRefused("INVALID_MESSAGE_ERROR", reason if self.part == "value" else f"key: {reason}", rows)
+            return encoded.field("value")  # Confluent's header in front, where it has one
         names = [n for n in batch.schema.names if not n.startswith(JVM_COLUMN_PREFIX)]
         taken = list(self.columns) if self.columns is not None else names
         if taken != batch.schema.names:
