@@ -87,12 +87,12 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="process everything the sources hold now, emit every event-time window the watermark closes, exit 0",
     )
-    run.add_argument(
-        "--real-time",
-        action="store_true",
-        help="Spark's real-time mode (SPARK_TRIGGER_MODE=real-time): milliseconds of latency for JSON Kafka "
-        "streams, a stateless SQL and one JSON Kafka sink; refused with the reasons otherwise",
+    real_time_help = (
+        "Spark's real-time mode (SPARK_TRIGGER_MODE=real-time): milliseconds of latency for Kafka streams of "
+        "protobuf (plain or Confluent-framed) or JSON, a stateless SQL and one Kafka sink, all in the JVM; "
+        "refused with the reasons otherwise"
     )
+    run.add_argument("--real-time", action="store_true", help=real_time_help)
     run.add_argument(
         "--checkpoint-dir", metavar="DIR", help="checkpoint directory (overrides SPARK_CHECKPOINT_LOCATION)"
     )
@@ -125,6 +125,12 @@ def _parser() -> argparse.ArgumentParser:
         "print the final Spark SQL. Exit 0 when the job can run, 2 otherwise.",
     )
     job_args(validate)
+    validate.add_argument(
+        "--real-time",
+        action="store_true",
+        help="check the job for Spark's real-time mode (SPARK_TRIGGER_MODE=real-time): every reason it cannot run "
+        "in it, and the task slots it holds",
+    )
     validate.add_argument(
         "--full",
         action="store_true",
@@ -495,6 +501,8 @@ def _validate(config: JobConfig, full: bool = False) -> int:
     out.write("SQL as run by Spark:\n  " + plan.rewritten_sql.strip() + "\n")
     if plan.notes:
         out.write("rewritten for Spark:\n  - " + "\n  - ".join(plan.notes) + "\n")
+    if plan.real_time:
+        out.write("real-time mode:\n  - " + "\n  - ".join(plan.real_time) + "\n")
     if plan.unbounded_state:
         from dagger.sql.state import retention_note
 

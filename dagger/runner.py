@@ -258,6 +258,9 @@ _PYTHON_ERROR = re.compile(
 )
 
 
+_RAISED = re.compile(r"(?:^|\] |: )(InvalidRecordError|SinkError|SchemaRegistryError|DaggerError): (.*)", re.MULTILINE)
+
+
 def root_message(exc: BaseException) -> str:
     """The most specific line of a (possibly JVM-wrapped) streaming failure: our own error where a Spark task or
     a Python data source raised one (the first, the cause, when a traceback chains several), else the first
@@ -269,9 +272,10 @@ def root_message(exc: BaseException) -> str:
     raised = _PYTHON_ERROR.search(text)  # a user's function (a UDF) raised: its own exception line
     if raised:
         return f"{raised.group(1).rsplit('.', 1)[-1]}: {raised.group(2).strip()}"
-    for marker in ("InvalidRecordError:", "SinkError:", "SchemaRegistryError:", "DaggerError:"):
-        if marker in text:
-            tail = text.split(marker, 1)[1].strip().splitlines()[0]
-            tail = re.sub(r"\s*SQLSTATE: \w+\.?$", "", tail)  # raised in the JVM by raise_error()
-            return f"{marker[:-1]}: {tail}"
+    # raised in the JVM by raise_error(): "[USER_RAISED_EXCEPTION] InvalidRecordError: ..." (the same words inside
+    # a plan the error prints are the expression's text, not the error)
+    raised = _RAISED.search(text)
+    if raised:
+        tail = re.sub(r"\s*SQLSTATE: \w+\.?$", "", raised.group(2).strip())
+        return f"{raised.group(1)}: {tail}"
     return text.strip().splitlines()[0] if text.strip() else type(exc).__name__

@@ -9,6 +9,7 @@ runs on the driver.
 
 from __future__ import annotations
 
+import logging
 import tempfile
 import uuid
 from dataclasses import dataclass, field
@@ -28,6 +29,8 @@ if TYPE_CHECKING:
     from dagger.plugins.sink import Sink
     from dagger.plugins.source import Source
     from dagger.schema.descriptor_sets import DescriptorSet
+
+log = logging.getLogger("dagger")
 
 
 @dataclass(frozen=True)
@@ -135,8 +138,30 @@ class JobContext:
         if self._spark is None:
             from dagger.session.spark import get_session
 
-            self._spark = get_session(self.config)
+            config = self.config
+            if self.real_time and not self.options.validating:
+                from dagger import realtime
+
+                master = realtime.local_master(config, realtime.partition_counts(config))
+                if master is not None:  # a reader task per partition, all the time: one thread each
+                    log.info(
+                        "real-time mode: the topics have more partitions than this machine has cores; the local "
+                        "session runs %s (a thread per partition: the tasks mostly wait for records)",
+                        master,
+                    )
+                    config = config.model_copy(update={"SPARK_MASTER": master})
+            self._spark = get_session(config)
         return self._spark
+
+    @property
+    def jvm_protobuf(self) -> bool:
+        """Whether protobuf is decoded and encoded in the JVM (``SPARK_PROTOBUF_CODEC=jvm`` and Dagger's JVM
+        classes on the session's class path; a warning once when they are not)."""
+        if self.config.SPARK_PROTOBUF_CODEC != "jvm":
+            return False
+        from dagger.serde.proto_jvm import jvm_codec_or_warn
+
+        return jvm_codec_or_warn(self.spark)
 
     @property
     def store(self) -> CheckpointStore:

@@ -214,9 +214,9 @@ class Job:
         """JobView: ``progress`` with Spark's Kafka sources' offsets in our reader's form (real-time mode)."""
         if not self.real_time:
             return progress
-        from dagger import realtime
+        from dagger.realtime.source import tagged_progress
 
-        return realtime.tagged_progress(progress, self.config)
+        return tagged_progress(progress, self.config)
 
     def after_batches(self, query: StreamingQuery) -> None:
         """Called by the runner between its waits on a running query: a real-time query's finished batch commits

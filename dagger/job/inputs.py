@@ -27,9 +27,10 @@ def register_streams(ctx: JobContext, sql: str | None = None) -> dict[str, Struc
     """
     from pyspark.sql import functions as F
 
-    from dagger import realtime
     from dagger.plugins.source import SourceOptions
     from dagger.processors import check_preprocessor_tables, filters_invalid_records, preprocess
+    from dagger.realtime import stream_refusals
+    from dagger.realtime.source import kafka_stream
     from dagger.serde.formats import stream_table
     from dagger.sources import register_data_sources
 
@@ -56,8 +57,9 @@ def register_streams(ctx: JobContext, sql: str | None = None) -> dict[str, Struc
         filtered_later = filters_invalid_records(config, table)
         if filtered_later:
             stream = source.passing_invalid_records(stream)
-        if ctx.real_time and not realtime.stream_refusals(stream):
-            df = realtime.json_stream(spark, stream, config, resolve=not options.validating)
+        if ctx.real_time and not stream_refusals(stream, ctx.jvm_protobuf):
+            fields = source_options.fields.get(table)
+            df = kafka_stream(spark, stream, config, current(ctx), not options.validating, fields)
         else:
             df = source.build(spark, stream, config, current(ctx), source_options)
         tables[table] = df.schema

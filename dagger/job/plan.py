@@ -41,6 +41,8 @@ class Plan:
     notes: list[str] = field(default_factory=list)
     #: the operators whose state grows with their keys forever (:mod:`dagger.sql.state`); empty for bounded runs
     unbounded_state: list[str] = field(default_factory=list)
+    #: what real-time mode holds and needs (its task slots), shown by ``dagger validate``
+    real_time: list[str] = field(default_factory=list)
     #: the Longbow the SQL output's columns ask for (:mod:`dagger.longbow.schema`), None without one
     longbow: LongbowSchema | None = None
 
@@ -119,9 +121,16 @@ def plan(ctx: JobContext) -> Plan:
         from dagger import realtime
         from dagger.sql.rewrite import reads_event_time
 
-        refused = realtime.refusals(config, ctx.bounded, ctx.options.available_now, reads_event_time(rewritten), df)
+        event_time = reads_event_time(rewritten)
+        refused = realtime.refusals(config, ctx.bounded, ctx.options.available_now, event_time, df, ctx.jvm_protobuf)
         result.problems.extend(f"SPARK_TRIGGER_MODE=real-time: {why}" for why in refused)
         result.output_mode = "update (real-time mode)"
+        if not refused:
+            master = None if ctx.options.validating else ctx.spark.sparkContext.master
+            note, refusal = realtime.task_slots(config, realtime.partition_counts(config, timeout=3.0), master)
+            result.real_time.append(note)
+            if refusal is not None:
+                result.problems.append(f"SPARK_TRIGGER_MODE=real-time: {refusal}")
     # VARIANT columns (untyped lookup outputs) take their values' type per batch: checked when written
     arrow_schema = without_variants(to_arrow_schema(df.schema, timezone="UTC"))
     from dagger.sinks import sink_problems

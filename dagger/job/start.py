@@ -57,7 +57,7 @@ def start(ctx: JobContext, plan: Plan) -> StreamingQuery | BoundedRun:
 
 
 def _start_real_time(ctx: JobContext, plan: Plan) -> StreamingQuery:
-    from dagger import realtime
+    from dagger.realtime.sink import start_query
 
     config = ctx.config
     log.info(
@@ -69,7 +69,8 @@ def _start_real_time(ctx: JobContext, plan: Plan) -> StreamingQuery:
         ctx.checkpoint,
     )
     ctx.counters.progress_sinks = [s.display_name for s in plan.sinks]
-    return realtime.start(plan.dataframe, config, ctx.checkpoint, config.job_slug)
+    prepare_sinks(ctx, plan.sinks)  # a schema to auto-register is registered now: its id goes in each record
+    return start_query(plan.dataframe, config, plan.sinks[0], ctx.checkpoint, config.job_slug)
 
 
 def _start_micro_batches(ctx: JobContext, plan: Plan) -> StreamingQuery:

@@ -45,6 +45,10 @@ def _run(args: argparse.Namespace, out: TextIO) -> int:
     passed = failed = invalid = 0
     updates: dict[str, tuple[dict, dict]] = {}
     harness = Harness(args.config, args.overrides)
+    if harness.real_time():
+        out.write(
+            "this job runs in Spark's real-time mode (SPARK_TRIGGER_MODE=real-time); its cases run as micro-batches\n"
+        )
     try:
         for case in cases:
             try:

@@ -74,6 +74,15 @@ class Harness:
         self._descriptors: dict[str, DescriptorSet] = {}
         self._root = Path(tempfile.mkdtemp(prefix="dagger-test-", dir=_scratch()))
 
+    def real_time(self) -> bool:
+        """Whether the job runs in Spark's real-time mode (its cases run as micro-batches all the same)."""
+        from dagger.job import load_config
+
+        try:
+            return load_config(self.config_path, self.overrides).SPARK_TRIGGER_MODE == "real-time"
+        except DaggerConfigError:
+            return False  # said by the first case that loads it
+
     def close(self) -> None:
         """Leave nothing behind (the session stays for whoever else uses it in this process)."""
         shutil.rmtree(self._root, ignore_errors=True)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from dagger.job import load_config
-from dagger.realtime import _kafka_options
+from dagger.realtime.source import kafka_options
 from tests.unit.config.test_config import BASE, STREAM
 
 
@@ -14,11 +14,11 @@ def test_additional_consumer_configurations_reach_sparks_kafka_source_as_kafka_o
     extra = {"fetch.min.bytes": "4096", "client.rack": "zone-b"}
     stream = {**STREAM, "SOURCE_KAFKA_CONSUMER_ADDITIONAL_CONFIGURATIONS": json.dumps(extra)}
     config = load_config(data={**BASE, "STREAMS": [stream]})
-    options = _kafka_options(config.STREAMS[0], config, resolve=False)  # resolve=False: no consumer group asked
+    options = kafka_options(config.STREAMS[0], config, resolve=False)  # resolve=False: no consumer group asked
     assert (options["kafka.fetch.min.bytes"], options["kafka.client.rack"]) == ("4096", "zone-b")
 
 
-def test_avro_and_confluent_framed_streams_are_refused_naming_why():
+def test_avro_and_confluent_framed_json_streams_are_refused_naming_why_and_protobuf_is_taken():
     from dagger.realtime import stream_refusals
 
     plain_json = {k: v for k, v in STREAM.items() if not k.startswith("INPUT_SCHEMA_") or k == "INPUT_SCHEMA_TABLE"}
@@ -26,11 +26,22 @@ def test_avro_and_confluent_framed_streams_are_refused_naming_why():
     framed = {**plain_json, "INPUT_SCHEMA_WIRE_FORMAT": "confluent", "INPUT_SCHEMA_TABLE": "framed"}
     avro = {**plain_json, "INPUT_DATATYPE": "AVRO", "INPUT_SCHEMA_TABLE": "avro"}
     del avro["INPUT_SCHEMA_JSON_SCHEMA"]
-    config = load_config(data={**BASE, "STREAMS": [plain_json, framed, avro]})
+    proto = {**STREAM, "INPUT_SCHEMA_TABLE": "proto"}
+    framed_proto = {**STREAM, "INPUT_SCHEMA_TABLE": "framed_proto", "INPUT_SCHEMA_WIRE_FORMAT": "confluent"}
+    config = load_config(
+        data={
+            **BASE,
+            "SCHEMA_REGISTRY_CONFLUENT_URL": "http://127.0.0.1:1",
+            "STREAMS": [plain_json, framed, avro, proto, framed_proto],
+        }
+    )
     assert stream_refusals(config.STREAMS[0]) == []
-    for stream, what in (
-        (config.STREAMS[1], "JSON records (wire format confluent)"),
-        (config.STREAMS[2], "AVRO records (wire format plain)"),
-    ):
-        (why,) = stream_refusals(stream)
-        assert f"real-time mode reads plain JSON records only; this stream's {what}" in why, why
+    assert stream_refusals(config.STREAMS[3]) == [] and stream_refusals(config.STREAMS[4]) == []
+    (framed_why,) = stream_refusals(config.STREAMS[1])
+    assert framed_why.startswith("STREAMS[framed]: JSON records in Confluent's wire format are read by our Kafka")
+    assert "real-time mode reads plain JSON, and protobuf plain or in Confluent's format" in framed_why
+    (avro_why,) = stream_refusals(config.STREAMS[2])
+    assert avro_why.startswith("STREAMS[avro]: INPUT_DATATYPE=AVRO records are read by our Kafka reader")
+    (ptars_why,) = stream_refusals(config.STREAMS[3], jvm_protobuf=False)
+    assert "protobuf is decoded by ptars in Python workers here" in ptars_why
+    assert ptars_why.endswith("set SPARK_PROTOBUF_CODEC=jvm")

@@ -58,6 +58,17 @@ def test_is_drained(batches, drained):
             "InvalidRecordError: stream 't': record at offset 3 cannot be decoded",
         ),
         ("  first line\nsecond", "first line"),
+        (  # a failure of the SQL whose plan, printed with it, holds the text of our raise_error() expressions
+            "[CAST_INVALID_INPUT] The value 'o-0' cannot be cast to \"INT\". SQLSTATE: 22018\n== Plan ==\n"
+            "Project [CASE WHEN x THEN raise_error(concat(InvalidRecordError: stream 't': record at topic , ...)",
+            "[CAST_INVALID_INPUT] The value 'o-0' cannot be cast to \"INT\". SQLSTATE: 22018",
+        ),
+        (  # raised by raise_error() in the JVM
+            "[USER_RAISED_EXCEPTION] InvalidRecordError: stream 't': record at topic a partition 0 offset 3 cannot be "
+            "decoded: not a valid M. Set X. SQLSTATE: P0001",
+            "InvalidRecordError: stream 't': record at topic a partition 0 offset 3 cannot be decoded: not a valid M. "
+            "Set X.",
+        ),
         (  # a Python data source's failure, as Spark wraps it: the traceback's last line holds the message
             "[PYTHON_STREAMING_DATA_SOURCE_RUNTIME_ERROR] Failed when Python streaming data source perform "
             'initialOffset: Traceback (most recent call last):\n  File "/x/dagger/sources/kafka.py", line 231\n'

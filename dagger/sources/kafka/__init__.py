@@ -17,44 +17,6 @@ if TYPE_CHECKING:
     from dagger.config.model import JobConfig, StreamConfig
     from dagger.dead_letter import DeadLetterSpec
     from dagger.schema.descriptor_sets import DescriptorSet
-    from dagger.sources.kafka.spec import KafkaSourceSpec
-
-
-def decoded_table(df: DataFrame, spec: KafkaSourceSpec) -> DataFrame:
-    """The stream's table from what the reader emits (runs on the driver): the reader's columns as they are, or,
-    for Avro, the values the reader handed over decoded in the JVM."""
-    dead_letter = spec.dead_letter if spec.invalid_policy == "dead-letter" else None
-    if spec.jvm_decode:
-        from dagger.serde.proto_jvm import proto_table
-
-        return proto_table(
-            df,
-            spec.descriptor_set_b64,
-            spec.message_name,
-            spec.table,
-            spec.invalid_policy,
-            spec.rowtime,
-            spec.rowtime_name,
-            spec.fields,
-            dead_letter,
-        )
-    if spec.data_type != "AVRO":
-        return df
-    from dagger.serde.avro_decode import avro_table
-
-    writers = {int(k): v for k, v in (spec.avro_writers or {}).items()}
-    return avro_table(
-        df,
-        writers,
-        spec.avro_reader,
-        spec.table,
-        spec.invalid_policy,
-        spec.rowtime,
-        spec.rowtime_name,
-        spec.fields,
-        dead_letter,
-        framed=spec.confluent is not None,
-    )
 
 
 class KafkaSource(Source):
@@ -160,6 +122,7 @@ class KafkaSource(Source):
         descriptors: DescriptorSet,
         options: SourceOptions,
     ) -> DataFrame:
+        from dagger.sources.kafka.decoded import decoded_table
         from dagger.sources.kafka.reader import SOURCE_FORMAT
 
         spec = self.spec(stream, config, descriptors, options)

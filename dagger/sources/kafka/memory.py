@@ -25,7 +25,8 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStrea
 from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
 from pyspark.sql.types import StructType
 
-from dagger.sources.kafka import KafkaSource, decoded_table
+from dagger.sources.kafka import KafkaSource
+from dagger.sources.kafka.decoded import decoded_table
 from dagger.sources.kafka.fetcher import Chunk
 from dagger.sources.kafka.partitions import KafkaPartition, read_partition
 from dagger.sources.kafka.spec import STREAM_KEY, KafkaSourceSpec, decoder_for

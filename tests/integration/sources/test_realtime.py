@@ -130,6 +130,7 @@ def test_a_job_real_time_mode_cannot_run_is_refused_with_every_reason(broker, st
         [kafka_stream(broker, source)],
         sql,
         SPARK_TRIGGER_MODE="real-time",
+        SPARK_PROTOBUF_CODEC="ptars",  # protobuf in Python workers: real-time mode takes Dagger's JVM codec only
         **kafka_sink(broker, out, "dagger.examples.BookingCountMessage"),
     )
     path = tmp_path / "job.json"
@@ -137,12 +138,19 @@ def test_a_job_real_time_mode_cannot_run_is_refused_with_every_reason(broker, st
     validated = dagger("validate", str(path))
     assert validated.returncode == 2, validated.stdout + validated.stderr
     problems = validated.stdout
-    assert "STREAMS[data_stream_0]: INPUT_DATATYPE=PROTO is decoded by ptars in Python workers" in problems
+    assert "STREAMS[data_stream_0]: protobuf is decoded by ptars in Python workers here" in problems
     assert "Spark 4.2's real-time mode runs stateless queries only" in problems
-    assert "SINK_KAFKA_DATA_TYPE=PROTO is encoded by ptars in Python workers" in problems
+    assert "SINK_KAFKA_DATA_TYPE=PROTO is encoded by ptars in Python workers here" in problems
     ran = dagger("run", str(path), "--checkpoint-dir", str(tmp_path / "cp"), timeout=180)
     assert ran.returncode == 2, ran.stderr[-3000:]
-    assert "SPARK_TRIGGER_MODE=real-time: STREAMS[data_stream_0]: INPUT_DATATYPE=PROTO" in ran.stderr
+    assert "SPARK_TRIGGER_MODE=real-time: STREAMS[data_stream_0]: protobuf is decoded by ptars" in ran.stderr
+    # with Dagger's codec (the default) only the windowed query keeps this job out
+    data["SPARK_PROTOBUF_CODEC"] = "jvm"
+    path.write_text(json.dumps(data))
+    validated = dagger("validate", str(path))
+    assert validated.returncode == 2, validated.stdout + validated.stderr
+    assert "Spark 4.2's real-time mode runs stateless queries only" in validated.stdout
+    assert "ptars" not in validated.stdout
     assert topic_size(broker.bootstrap, out) == 0
 
 

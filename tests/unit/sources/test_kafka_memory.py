@@ -95,7 +95,7 @@ def test_offsets_out_of_order_are_refused():
 def test_the_memory_data_source_gives_the_table_the_kafka_source_gives(spark):
     """Spark reads the records through the ``dagger-kafka-memory`` data source: one task per topic-partition, the
     same decoding (here under ``drop``: the bad record is kept, marked invalid, for the job to count and drop)."""
-    from dagger.sources.kafka import decoded_table
+    from dagger.sources.kafka.decoded import decoded_table
     from dagger.sources.kafka.memory import MEMORY_FORMAT, records_option
 
     spec = _spec("drop")
@@ -111,7 +111,7 @@ def test_avro_records_in_memory_are_decoded_in_the_jvm_as_from_kafka(spark):
 
     import fastavro
 
-    from dagger.sources.kafka import decoded_table
+    from dagger.sources.kafka.decoded import decoded_table
     from dagger.sources.kafka.memory import MEMORY_FORMAT, records_option
 
     schema = {"type": "record", "name": "O", "fields": [{"name": "n", "type": "string"}, {"name": "x", "type": "long"}]}

@@ -113,11 +113,11 @@ def test_progress_is_counted_once_per_batch_with_lag_per_partition():
 
 
 def test_a_real_time_querys_progress_counts_rows_per_stream_lag_and_the_sinks_written_rows():
-    from dagger import realtime
+    from dagger.realtime.source import tagged_progress
 
     job = fake_job(STREAMS=[STREAM, {**STREAM, "INPUT_SCHEMA_TABLE": "other", "SOURCE_KAFKA_TOPIC_NAMES": "o.*"}])
     job.counters.progress_sinks = ["kafka.out"]
-    job.progress_view = lambda p: realtime.tagged_progress(p, job.config)
+    job.progress_view = lambda p: tagged_progress(p, job.config)
     metrics = JobMetrics(job)
 
     def kafka(pattern: str, end: dict, latest: dict, rows: int) -> dict:  # as Spark's Kafka source reports it

@@ -1,13 +1,6 @@
-"""Spark's real-time mode for the jobs that can run in it (``SPARK_TRIGGER_MODE=real-time``, ``dagger run
---real-time``): see docs/realtime.md.
-
-Real-time mode takes Spark's Kafka source and sink and no Python in the query, and on Spark 4.2 stateless
-queries only. Such a job's streams are read by Spark's Kafka source and decoded by ``from_json`` (JSON streams;
-protobuf is decoded by ptars in Python workers, since Maven Central serves no spark-protobuf), and its one Kafka
-sink writes ``to_json`` through Spark's Kafka sink. :func:`refusals` names whatever keeps a job out.
-
-Runs on the driver (planning); the query then runs in the JVM alone.
-"""
+"""Spark's Kafka source for a job's streams (real-time mode): its options from a stream's keys, each stream decoded
+in the JVM into its table (protobuf by Dagger's decoder, JSON by ``from_json``), and the query's progress in our
+reader's form. Runs on the driver (planning); the query then runs in the JVM alone."""
 
 from __future__ import annotations
 
@@ -22,86 +15,8 @@ if TYPE_CHECKING:
 
     from dagger.config.model import JobConfig, StreamConfig
 
-#: plan nodes that run Python: real-time mode's operator allowlist has none of them
-_PYTHON_NODES = ("PythonUDF", "PythonUDTF", "MapInArrow", "MapInPandas", "FlatMapGroupsInPandas", "PythonDataSource")
 
-
-def stream_refusals(stream: StreamConfig) -> list[str]:
-    """Why ``stream`` cannot be read in real-time mode (empty: it can)."""
-    from dagger.plugins.source import source_of
-    from dagger.sources.kafka import KafkaSource
-
-    table = stream.INPUT_SCHEMA_TABLE
-    if not isinstance(source_of(stream), KafkaSource):
-        return [f"STREAMS[{table}]: real-time mode reads Kafka streams only (Spark's Kafka source)"]
-    out = []
-    if stream.INPUT_DATATYPE == "AVRO" or getattr(stream.format, "INPUT_SCHEMA_WIRE_FORMAT", "plain") != "plain":
-        out.append(
-            f"STREAMS[{table}]: real-time mode reads plain JSON records only; this stream's "
-            f"{stream.INPUT_DATATYPE} records (wire format {stream.format.INPUT_SCHEMA_WIRE_FORMAT}) are read by "
-            "our Kafka reader, which runs in micro-batches"
-        )
-    elif stream.INPUT_DATATYPE != "JSON":
-        out.append(
-            f"STREAMS[{table}]: INPUT_DATATYPE={stream.INPUT_DATATYPE} is decoded by ptars in Python workers, and "
-            "real-time mode runs no Python (Spark's JVM protobuf decoder, spark-protobuf, is not served by Maven "
-            "Central); INPUT_DATATYPE=JSON streams are decoded in the JVM"
-        )
-    policy = stream.settings.SOURCE_KAFKA_INVALID_RECORD_POLICY
-    if policy == "dead-letter":
-        out.append(
-            f"STREAMS[{table}]: SOURCE_KAFKA_INVALID_RECORD_POLICY=dead-letter writes a second output, and a "
-            "real-time query has one sink; use fail or drop"
-        )
-    return out
-
-
-def refusals(config: JobConfig, bounded: bool, available_now: bool, reads_event_time: bool, df: Any) -> list[str]:
-    """Why the job cannot run in real-time mode, each naming what to change (empty: it can)."""
-    out: list[str] = []
-    if bounded or available_now:
-        out.append("real-time mode runs unbounded streams: not with --available-now, --from/--to or ending offsets")
-    for stream in config.STREAMS:
-        out.extend(stream_refusals(stream))
-    if reads_event_time:
-        out.append(
-            "the SQL groups, joins, windows or deduplicates: Spark 4.2's real-time mode runs stateless queries only "
-            "(projections, filters, unions, broadcast joins with static tables; Spark 4.3 adds aggregations)"
-        )
-    if config.PROCESSOR_PREPROCESSOR_ENABLE or config.PROCESSOR_POSTPROCESSOR_ENABLE:
-        out.append("pre- and post-processors run in Python workers; real-time mode runs no Python")
-    plan = _analyzed_plan(df)
-    python = sorted({node for node in _PYTHON_NODES if node in plan})
-    if python:
-        out.append(f"the query runs Python ({', '.join(python)}: a Python UDF or Longbow); real-time mode runs none")
-    sinks = config.sink_configs
-    if len(sinks) != 1 or sinks[0][1].SINK_TYPE != "kafka":
-        out.append("real-time mode writes one Kafka sink (SINK_TYPE=kafka); SINKS with several, or other types, no")
-    else:
-        sink = sinks[0][1].settings
-        if sink.SINK_KAFKA_DATA_TYPE != "JSON":
-            out.append(
-                "SINK_KAFKA_DATA_TYPE=PROTO is encoded by ptars in Python workers; real-time mode writes "
-                "SINK_KAFKA_DATA_TYPE=JSON (to_json in the JVM)"
-            )
-        if sink.SINK_KAFKA_JSON_SCHEMA:
-            out.append("SINK_KAFKA_JSON_SCHEMA shapes records in Python; leave it out in real-time mode")
-    return out
-
-
-def _analyzed_plan(df: Any) -> str:
-    """The analyzed logical plan with its node and expression classes (a streaming plan cannot be optimized
-    outside a running query)."""
-    if df is None:
-        return ""
-    analyzed = df._jdf.queryExecution().analyzed()
-    try:
-        return analyzed.toJSON()
-    except Exception:  # noqa: BLE001 - a node without a JSON form: its text still names Python nodes
-        return analyzed.toString()
-
-
-def _kafka_options(stream: StreamConfig, config: JobConfig, resolve: bool = True) -> dict[str, str]:
+def kafka_options(stream: StreamConfig, config: JobConfig, resolve: bool = True) -> dict[str, str]:
     """Spark's Kafka source options from a stream's keys: Dagger's ``SOURCE_KAFKA_CONSUMER_CONFIG_*`` are Kafka's
     Java client settings, which Spark's source takes as ``kafka.<setting>``. Spark uses the start only when the
     checkpoint has no offsets yet (a first run); ``resolve=False`` (``dagger validate``) leaves the group's offsets
@@ -206,6 +121,94 @@ def tagged_progress(progress: dict[str, Any], config: JobConfig) -> dict[str, An
     return {**progress, "sources": sources}
 
 
+def kafka_stream(
+    spark: SparkSession,
+    stream: StreamConfig,
+    config: JobConfig,
+    descriptors: Any,
+    resolve: bool = True,
+    fields: list[str] | None = None,
+) -> DataFrame:
+    """A stream read by Spark's Kafka source, decoded in the JVM into its table (protobuf or JSON)."""
+    if stream.INPUT_DATATYPE == "JSON":
+        return json_stream(spark, stream, config, resolve)
+    return protobuf_stream(spark, stream, config, descriptors, resolve, fields)
+
+
+def protobuf_stream(
+    spark: SparkSession,
+    stream: StreamConfig,
+    config: JobConfig,
+    descriptors: Any,
+    resolve: bool = True,
+    fields: list[str] | None = None,
+) -> DataFrame:
+    """A protobuf stream read by Spark's Kafka source: the table's columns (the message's fields, those in
+    ``fields`` when given; the validity flag; rowtime), decoded by Dagger's decoder in the JVM. Confluent's header
+    is read there too: its schema id must be one of the subject's versions the job read at start (another one
+    stops the query, saying to restart, under any policy: a version registered since is read after a restart), its
+    message-index path the stream's message. An undecodable record fails the query naming topic, partition and
+    offset (``fail``), or is marked invalid (``drop``)."""
+    from pyspark.sql import functions as F
+
+    from dagger.serde.formats import proto_message, registered, rowtime_field_number, stream_subject
+    from dagger.serde.jvm_frames import RECORD, decoded_table
+    from dagger.serde.proto_jvm import ERROR, proto_record, record_names
+    from dagger.serde.types import timestamp_field
+    from dagger.sinks.kafka_registry import message_path
+
+    message = proto_message(stream, descriptors)
+    descriptor = descriptors.find_message(message)
+    number = rowtime_field_number(stream, descriptors)
+    rowtime_name = timestamp_field(descriptor, number).name if number is not None else None
+    if fields is not None and rowtime_name is not None and rowtime_name not in fields:
+        fields = [*fields, rowtime_name]
+    paths = None
+    if stream_subject(stream) is not None:
+        schemas = registered(stream, descriptors, "PROTOBUF")
+        paths = {}
+        for schema_id in schemas.schemas:
+            path = message_path(schemas.file_descriptors(schema_id)[-1], message)
+            if path is not None:
+                paths[schema_id] = list(path)
+    reader = spark.readStream.format("kafka")
+    for name, value in kafka_options(stream, config, resolve).items():
+        reader = reader.option(name, value)
+    raw = reader.load().select("value", "topic", "partition", "offset")
+    decoded = proto_record(spark, F.col("value"), descriptors.serialized, message, fields, confluent=paths)
+    names = record_names(spark, descriptors.serialized, message, fields)
+    reason = F.col(f"{RECORD}.{ERROR}")
+    table = stream.INPUT_SCHEMA_TABLE
+    unknown = F.concat(
+        F.lit(f"InvalidRecordError: stream '{table}': record at topic "),
+        F.col("topic"),
+        F.lit(" partition "),
+        F.col("partition").cast("string"),
+        F.lit(" offset "),
+        F.col("offset").cast("string"),
+        F.lit(": "),
+        reason,
+        F.lit(
+            ". If the subject has a version registered since the job started, restart the job: it resumes from its "
+            "checkpoint and reads every version the subject has then; nothing is lost"
+        ),
+    )
+    if paths is not None:  # an unknown id is never a record to drop: a newer version of the subject's schema
+        reason = F.when(reason.startswith("schema id "), F.raise_error(unknown)).otherwise(reason)
+    return decoded_table(
+        raw,
+        decoded,
+        reason,
+        names,
+        table,
+        stream.settings.SOURCE_KAFKA_INVALID_RECORD_POLICY,
+        config.FLINK_ROWTIME_ATTRIBUTE_NAME,
+        rowtime_name,
+        coordinates=("topic", "partition", "offset"),
+        payload="value",
+    )
+
+
 def json_stream(spark: SparkSession, stream: StreamConfig, config: JobConfig, resolve: bool = True) -> DataFrame:
     """A JSON stream read by Spark's Kafka source: the table's columns (the JSON Schema's properties, the validity
     flag, rowtime), decoded by ``from_json``; an undecodable record fails the query naming topic, partition and
@@ -219,7 +222,7 @@ def json_stream(spark: SparkSession, stream: StreamConfig, config: JobConfig, re
     key = f"STREAMS[{stream.INPUT_SCHEMA_TABLE}].INPUT_SCHEMA_JSON_SCHEMA"
     record = json_struct(stream.format.INPUT_SCHEMA_JSON_SCHEMA or "", key)
     reader = spark.readStream.format("kafka")
-    for name, value in _kafka_options(stream, config, resolve).items():
+    for name, value in kafka_options(stream, config, resolve).items():
         reader = reader.option(name, value)
     raw = reader.load()
     parsed = raw.select(
@@ -254,22 +257,3 @@ def json_stream(spark: SparkSession, stream: StreamConfig, config: JobConfig, re
     else:  # a number of epoch seconds, as Dagger reads one
         event = F.timestamp_micros((F.col(f"r.`{time_field}`") * 1_000_000).cast("long"))
     return parsed.select(*columns, F.coalesce(valid, F.lit(False)).alias(VALIDITY_COLUMN), event.alias(rowtime))
-
-
-def start(df: DataFrame, config: JobConfig, checkpoint: str, name: str) -> Any:
-    """The query: ``to_json`` of every output column into Spark's Kafka sink, Spark's real-time trigger."""
-    from pyspark.sql import functions as F
-
-    sink = config.sink_configs[0][1].settings
-    writer = (
-        df.select(F.to_json(F.struct(*[F.col(f"`{c}`") for c in df.columns])).alias("value"))
-        .writeStream.format("kafka")
-        .queryName(name)
-        .option("kafka.bootstrap.servers", sink.SINK_KAFKA_BROKERS)
-        .option("topic", sink.SINK_KAFKA_TOPIC)
-        .option("checkpointLocation", checkpoint)
-        .outputMode("update")
-    )
-    for key, value in sink.SINK_KAFKA_PRODUCER_CONFIG.items():
-        writer = writer.option(f"kafka.{key}", str(value))
-    return writer.trigger(realTime=f"{config.realtime_checkpoint_ms} milliseconds").start()

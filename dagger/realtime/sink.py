@@ -1,0 +1,74 @@
+"""Spark's Kafka sink for a real-time job's one Kafka sink: each output row encoded in the JVM, the producer's
+settings translated from librdkafka's names (:mod:`dagger.kafka.java_client`). Runs on the driver (planning)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+    from dagger.config.model import JobConfig
+
+
+def start_query(df: DataFrame, config: JobConfig, sink: Any, checkpoint: str, name: str) -> Any:
+    """The query: every output row encoded in the JVM (protobuf by Dagger's encoder, JSON by ``to_json``, behind
+    Confluent's header where the sink writes that format) into Spark's Kafka sink, Spark's real-time trigger. A row
+    the encoder refuses stops the query naming its column (a real-time query has no dead-letter output)."""
+    from dagger.kafka.java_client import java_producer_settings
+
+    settings = config.sink_configs[0][1].settings
+    columns = {"value": _encoded(df, sink.value, sink.display_name)}
+    if sink.key is not None:
+        columns["key"] = _encoded(df, sink.key, sink.display_name)
+    writer = (
+        df.select(*[column.alias(part) for part, column in columns.items()])
+        .writeStream.format("kafka")
+        .queryName(name)
+        .option("kafka.bootstrap.servers", settings.SINK_KAFKA_BROKERS)
+        .option("topic", settings.SINK_KAFKA_TOPIC)
+        .option("checkpointLocation", checkpoint)
+        .outputMode("update")
+    )
+    for key, value in sink_producer_options(settings, java_producer_settings(df.sparkSession)).items():
+        writer = writer.option(f"kafka.{key}", value)
+    return writer.trigger(realTime=f"{config.realtime_checkpoint_ms} milliseconds").start()
+
+
+def sink_producer_options(settings: Any, known: set[str] | None = None) -> dict[str, str]:
+    """The Kafka sink's producer settings for the Java client: its keys' (``SINK_KAFKA_LINGER_MS``, large messages),
+    then ``SINK_KAFKA_PRODUCER_CONFIG`` translated from librdkafka's names."""
+    from dagger.kafka.java_client import producer_options
+
+    options = {"linger.ms": str(settings.SINK_KAFKA_LINGER_MS)}
+    if settings.SINK_KAFKA_PRODUCE_LARGE_MESSAGE_ENABLE:
+        options.update({"max.request.size": "20971520", "compression.type": "snappy"})
+    options.update(producer_options(settings.SINK_KAFKA_PRODUCER_CONFIG, "SINK_KAFKA_PRODUCER_CONFIG", known))
+    return options
+
+
+def _encoded(df: DataFrame, part: Any, sink_name: str) -> Any:
+    """One part (value or key) of the records, encoded in the JVM."""
+    import base64
+
+    from pyspark.sql import functions as F
+
+    names = list(part.columns) if part.columns is not None else df.columns
+    if part.data_type == "JSON":
+        text = F.to_json(F.struct(*[F.col(f"`{c}`") for c in names])).cast("binary")
+        return F.concat(F.lit(part.header), text) if part.header else text
+    from dagger.serde.proto_jvm import proto_bytes
+
+    descriptor_set = base64.b64decode(part.descriptor_set_b64)
+    encoded = proto_bytes(
+        df.sparkSession, df.schema, descriptor_set, part.message, part.header, part.named("message"), part.columns
+    )
+    refusal = F.concat(
+        F.lit(f"sink '{sink_name}': a row cannot be written as {part.message} ({part.part}): "),
+        encoded["error"],
+        F.lit(
+            ". A real-time query has no dead-letter output: change the SQL's output, or run in micro-batches, "
+            "where rejected rows go to DEAD_LETTER_KAFKA_TOPIC or DEAD_LETTER_PATH"
+        ),
+    )
+    return F.when(encoded["error"].isNull(), encoded["value"]).otherwise(F.raise_error(refusal).cast("binary"))
