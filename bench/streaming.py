@@ -7,6 +7,10 @@ Parts (``BENCH_PARTS``, comma-separated; all by default):
   per core (``bench/peers/copy_loop.py``): the practical ceiling for Python here.
 * ``stateless``: decode -> ``WHERE amount_paid_by_cash < 500`` (about half) -> 5 fields incl. a nested one ->
   protobuf encode -> Kafka sink.
+* ``stateless_ptars``, ``stateless_dagger_jvm``, ``stateless_spark_jvm``: the stateless job as before issue 53
+  (ptars in Python workers, Dagger's reader and writer), with Dagger's reader and writer handing the records to the
+  JVM codec, and on Spark's Kafka source and sink with the JVM codec (``SPARK_KAFKA_CONNECTOR``); ``stateless``
+  runs the defaults.
 * ``stateless_json``: the stateless job over the same records as JSON objects (protobuf out);
   ``stateless_json_out``: JSON in and JSON out (``SINK_KAFKA_DATA_TYPE=JSON``).
 * ``stateless_avro``: the stateless job over the same records as Avro in Confluent's wire format (schema in the
@@ -43,6 +47,13 @@ Parts (``BENCH_PARTS``, comma-separated; all by default):
   ``BENCH_REALTIME_SECONDS`` (240: four of the default intervals, each with its pause): end-to-end latency from
   each input record's produce timestamp to its output's, how many records were lost (outputs against the inputs
   the filter keeps), start-up and peak memory by kind of process.
+* ``latency_realtime_proto``: the same, protobuf in and protobuf out (Dagger's codec in the JVM); every latency
+  part also reports the worst p99 of any 60-s window of input time (sliding by a second).
+* ``latency_ptars``, ``latency_dagger_jvm``: ``latency`` as before issue 53 (ptars in Python workers, Dagger's reader
+  and writer: ``SPARK_PROTOBUF_CODEC=ptars``, ``SPARK_KAFKA_CONNECTOR=dagger``) and with Dagger's reader and writer
+  handing the records to the JVM codec (``SPARK_KAFKA_CONNECTOR=dagger``); ``latency_spark_jvm``: Spark's Kafka
+  source and sink with the JVM codec (``SPARK_KAFKA_CONNECTOR=spark``); ``latency`` itself runs the defaults.
+  The latency parts' input topic has ``BENCH_LATENCY_PARTITIONS`` partitions (4).
 * ``latency_window``: the same for the window job with 10-second windows and event time at wall-clock pace,
   latency counted from the input record that closes a window to the window's rows (``latency_window.png``).
 * ``latency_spark``, ``latency_window_spark``: the stateless and the 10-second window job on Spark's Kafka source
@@ -95,12 +106,14 @@ WARMUP_RUNS = int(os.environ.get("BENCH_WARMUP_RUNS", "2"))  # unmeasured runs o
 WARMUP_RECORDS = int(os.environ.get("BENCH_WARMUP_RECORDS", "0"))
 LATENCY_RATE = float(os.environ.get("BENCH_LATENCY_RATE", "20000"))
 LATENCY_SECONDS = float(os.environ.get("BENCH_LATENCY_SECONDS", "60"))
-LATENCY_PARTITIONS = int(os.environ.get("BENCH_LATENCY_PARTITIONS", "2"))  # of the latency parts' input topic
+LATENCY_PARTITIONS = int(os.environ.get("BENCH_LATENCY_PARTITIONS", "4"))  # of the latency parts' input topic
 WARMUP_SECONDS = float(os.environ.get("BENCH_WARMUP_SECONDS", "20"))
 PARTS = os.environ.get(
     "BENCH_PARTS",
-    "baseline,stateless,stateless_avro,stateless_avro_spark,stateless_spark,stateless_json,stateless_json_out,stateless_json_spark,window,window_spark,"
-    "join,join_spark,bytewax,quix,flink,flink_window,latency,latency_spark,latency_realtime,latency_flink,"
+    "baseline,stateless,stateless_ptars,stateless_dagger_jvm,stateless_spark_jvm,stateless_avro,stateless_avro_spark,stateless_spark,stateless_json,stateless_json_out,stateless_json_spark,window,window_spark,"
+    "join,join_spark,bytewax,quix,flink,flink_window,latency,latency_ptars,latency_dagger_jvm,latency_spark_jvm,"
+    "latency_spark,"
+    "latency_realtime,latency_realtime_proto,latency_flink,"
     "latency_window,latency_window_spark,latency_join,latency_join_spark,longbow",
 ).split(",")
 PEERS_PYTHON = os.path.abspath(os.environ.get("BENCH_PEERS_PYTHON", str(ROOT / ".venv-peers" / "bin" / "python")))
@@ -128,6 +141,15 @@ JOBS = {
     "stateless_avro_spark": (STATELESS_SQL, "dagger.examples.BookingSummaryMessage"),
     "stateless_json_out": (STATELESS_SQL, "dagger.examples.BookingSummaryMessage"),
     "window": (WINDOW_SQL, "dagger.examples.BookingCountMessage"),
+    "stateless_ptars": (STATELESS_SQL, "dagger.examples.BookingSummaryMessage"),
+    "stateless_dagger_jvm": (STATELESS_SQL, "dagger.examples.BookingSummaryMessage"),
+    "stateless_spark_jvm": (STATELESS_SQL, "dagger.examples.BookingSummaryMessage"),
+}
+#: the job settings of the parts that pin how protobuf is read and written (issue 53's before and after)
+PART_SETTINGS = {
+    "stateless_ptars": {"SPARK_PROTOBUF_CODEC": "ptars", "SPARK_KAFKA_CONNECTOR": "dagger"},
+    "stateless_dagger_jvm": {"SPARK_KAFKA_CONNECTOR": "dagger"},
+    "stateless_spark_jvm": {"SPARK_KAFKA_CONNECTOR": "spark"},
 }
 WATERMARK_DELAY_MS = 10_000  # FLINK_WATERMARK_DELAY_MS of the benchmark's jobs
 #: the window job as a Spark user writes it (Spark's window(); its watermark on the decoded table)
@@ -165,6 +187,9 @@ REALTIME_SECONDS = float(os.environ.get("BENCH_REALTIME_SECONDS", "240"))
 THROUGHPUT = (
     "baseline",
     "stateless",
+    "stateless_ptars",
+    "stateless_dagger_jvm",
+    "stateless_spark_jvm",
     "stateless_avro",
     "stateless_avro_spark",
     "stateless_spark",
@@ -328,6 +353,8 @@ class Bench:
         self.input_join = f"bench-in-join-{uuid.uuid4().hex[:6]}"  # the join's input (JOIN_RECORDS)
         self.input_avro = f"bench-in-avro-{uuid.uuid4().hex[:6]}"  # the same records as Confluent Avro
         self.registry = None  # the test registry of the Avro part
+        #: part → CPU seconds (user + system, from /proc) of each of its runs, of the processes that ran it
+        self.cpu_seconds: dict[str, list[float]] = {}
         self.json_schema: dict | None = None
         self.spark = None
         self.results: dict = {}
@@ -366,6 +393,9 @@ class Bench:
         self.expected = {
             "baseline": RECORDS,
             "stateless": kept,
+            "stateless_ptars": kept,
+            "stateless_dagger_jvm": kept,
+            "stateless_spark_jvm": kept,
             "stateless_spark": kept,
             "bytewax": kept,
             "quix": kept,
@@ -445,6 +475,9 @@ class Bench:
             BENCH_GROUP=f"{name}-{uuid.uuid4().hex[:8]}",
             **settings,
         )
+        import resource
+
+        used = resource.getrusage(resource.RUSAGE_CHILDREN)
         launched = time.time()
         running = [
             subprocess.Popen([python, *c], env=env, cwd=PEERS, stderr=subprocess.PIPE, text=True) for c in commands
@@ -453,7 +486,23 @@ class Bench:
             _, err = p.communicate(timeout=3600)
             if p.returncode != 0:
                 raise RuntimeError(f"{name} process {p.args} failed ({p.returncode}): {err[-2000:]}")
+        # the CPU seconds of the processes and everything they started (reaped, so counted in RUSAGE_CHILDREN)
+        now = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = (now.ru_utime - used.ru_utime) + (now.ru_stime - used.ru_stime)
+        self.cpu_seconds.setdefault(name, []).append(cpu)
         return self.finish(name, out, launched)
+
+    def session_cpu(self) -> float:
+        """User + system CPU seconds used so far by this process's tree (the driver, Spark's JVM, its Python
+        workers) without the services it runs for the bench (the broker): what a job in the shared session used,
+        taken before and after its run. Peers' processes, once reaped, are in its children's times, so a run of ours
+        is measured between two readings with no peer running."""
+        from testing import proctree
+
+        services = set()
+        if self.broker.process is not None:
+            services.update(proctree.tree(self.broker.process.pid))
+        return proctree.cpu_seconds(os.getpid(), skip=services)
 
     def finish(self, name: str, out: str, launched: float, records: int = RECORDS) -> float:
         """Measure one run from its output topic, then delete the topic (the broker keeps the same data for
@@ -538,15 +587,18 @@ class Bench:
         if name.startswith("stateless_json_out"):
             del data["SINK_KAFKA_PROTO_MESSAGE"]
             data["SINK_KAFKA_DATA_TYPE"] = "JSON"
+        data.update(PART_SETTINGS.get(name.removesuffix("-warmup"), {}))
         manager = Job(load_config(data=data), checkpoint_dir=str(checkpoint), available_now=True, spark=spark)
         # the _spark variant plans the job as a session without Dagger's JVM classes does: from_avro decodes
         spark_decodes = mock.patch("dagger.serde.avro_decode.jvm_rows", return_value=None)
+        used = self.session_cpu()
         launched = time.time()
         with spark_decodes if name.startswith("stateless_avro_spark") else contextlib.nullcontext():
             query = manager.start()
         query.awaitTermination()
         if query.exception() is not None:
             raise RuntimeError(f"{name} job failed: {query.exception()}")
+        self.cpu_seconds.setdefault(name, []).append(self.session_cpu() - used)
         return self.finish(name, out, launched)
 
     def warm_up(self, part: str) -> None:
@@ -570,6 +622,15 @@ class Bench:
 
     def stateless(self) -> float:
         return self.dagger("stateless", *JOBS["stateless"])
+
+    def stateless_ptars(self) -> float:
+        return self.dagger("stateless_ptars", *JOBS["stateless_ptars"])
+
+    def stateless_dagger_jvm(self) -> float:
+        return self.dagger("stateless_dagger_jvm", *JOBS["stateless_dagger_jvm"])
+
+    def stateless_spark_jvm(self) -> float:
+        return self.dagger("stateless_spark_jvm", *JOBS["stateless_spark_jvm"])
 
     def stateless_avro(self) -> float:
         return self.dagger("stateless_avro", *JOBS["stateless_avro"])
@@ -763,6 +824,60 @@ class Bench:
             "latency_realtime", STATELESS_SQL, "", EVENTS_PER_SECOND, _json_latencies, True, real_time=True
         )
 
+    def latency_ptars(self) -> dict:
+        """``latency`` as the job ran before issue 53: protobuf decoded and encoded by ptars in Python workers, read
+        and written by Dagger's Kafka reader and writer (``SPARK_PROTOBUF_CODEC=ptars``,
+        ``SPARK_KAFKA_CONNECTOR=dagger``)."""
+        return self._latency_run(
+            "latency_ptars",
+            STATELESS_SQL,
+            "dagger.examples.BookingSummaryMessage",
+            EVENTS_PER_SECOND,
+            _latencies,
+            True,
+            settings={"SPARK_PROTOBUF_CODEC": "ptars", "SPARK_KAFKA_CONNECTOR": "dagger"},
+        )
+
+    def latency_dagger_jvm(self) -> dict:
+        """``latency`` on Dagger's Kafka reader and writer with protobuf decoded and encoded in the JVM (the reader
+        hands the values over): ``SPARK_KAFKA_CONNECTOR=dagger``."""
+        return self._latency_run(
+            "latency_dagger_jvm",
+            STATELESS_SQL,
+            "dagger.examples.BookingSummaryMessage",
+            EVENTS_PER_SECOND,
+            _latencies,
+            True,
+            settings={"SPARK_KAFKA_CONNECTOR": "dagger"},
+        )
+
+    def latency_spark_jvm(self) -> dict:
+        """``latency`` on Spark's Kafka source and sink with protobuf decoded and encoded in the JVM, no Python worker
+        on the records' way: ``SPARK_KAFKA_CONNECTOR=spark``."""
+        return self._latency_run(
+            "latency_spark_jvm",
+            STATELESS_SQL,
+            "dagger.examples.BookingSummaryMessage",
+            EVENTS_PER_SECOND,
+            _latencies,
+            True,
+            settings={"SPARK_KAFKA_CONNECTOR": "spark"},
+        )
+
+    def latency_realtime_proto(self) -> dict:
+        """``dagger run --real-time`` of the stateless workload, protobuf in and protobuf out (Dagger's codec in the
+        JVM, Spark's Kafka source and sink), under the same load: as ``latency_realtime``."""
+        return self._latency_run(
+            "latency_realtime_proto",
+            STATELESS_SQL,
+            "dagger.examples.BookingSummaryMessage",
+            EVENTS_PER_SECOND,
+            _latencies,
+            True,
+            real_time=True,
+            json_records=False,
+        )
+
     def longbow(self) -> dict:
         """``bench/longbow.py`` as a process of its own, its results into the same directory."""
         env = dict(
@@ -793,6 +908,8 @@ class Bench:
         watermark: bool = False,
         streams: int = 1,
         rate: float = LATENCY_RATE,
+        json_records: bool | None = None,
+        settings: dict[str, str] | None = None,
     ) -> dict:
         """Launch ``dagger run`` of ``sql`` and feed it at a steady rate; ``measure(bootstrap, source, out, begin,
         end)`` gives the latencies of the records fed from ``BENCH_WARMUP_SECONDS`` after its first output for
@@ -801,7 +918,8 @@ class Bench:
 
         ``drain``: after the feed, wait until every record the job should write is written (else a few batches).
         ``real_time``: JSON records in and out, ``dagger run --real-time`` (checkpoint interval
-        ``BENCH_REALTIME_CHECKPOINT_MS``, by default the job's). ``peer``: the same work run by another program
+        ``BENCH_REALTIME_CHECKPOINT_MS``, by default the job's); ``json_records`` (default: ``real_time``) JSON records
+        in and out, else protobuf. ``settings``: job config keys over the defaults. ``peer``: the same work run by another program
         instead of ``dagger run``: ``flink`` (``bench/peers/flink_job.py``; no job metrics, so no micro-batch
         breakdown). ``spark_sql``: instead of ``dagger run``, this SQL as Spark writes it on Spark's Kafka source and
         sink (``bench/spark_kafka.py``, in the session ``dagger run`` starts; its breakdown from Spark's recent
@@ -814,25 +932,27 @@ class Bench:
         from testing.job_metrics import per_batch_ms, scrape
 
         seconds = REALTIME_SECONDS if real_time else LATENCY_SECONDS
+        as_json = real_time if json_records is None else json_records
         ours = peer is None and spark_sql is None  # dagger run: its metrics endpoint gives the batch breakdown
         source, out = self.topic(f"{name}-in", LATENCY_PARTITIONS), self.topic(f"{name}-out")
         job = Path(tempfile.mkdtemp(prefix=f"bench-{name}-")) / "job.json"
         port = free_port()  # the job's own metrics: where a micro-batch's time goes (Spark's durationMs)
         generator = RecordGenerator(
             self.booking(),
-            seed=2 if real_time else 1,
+            seed=2 if as_json else 1,
             start=START,
             events_per_second=events_per_second,
-            data_type="JSON" if real_time else "PROTO",
+            data_type="JSON" if as_json else "PROTO",
         )
         data = job_config(
-            self.bootstrap, self.descriptors, source, out, sql, message, generator.json_schema() if real_time else None
+            self.bootstrap, self.descriptors, source, out, sql, message, generator.json_schema() if as_json else None
         )
-        if real_time:
+        if as_json:
             del data["SINK_KAFKA_PROTO_MESSAGE"]
             data.update(SINK_KAFKA_DATA_TYPE="JSON")
-            if REALTIME_CHECKPOINT_MS:
-                data.update(SPARK_REALTIME_CHECKPOINT_INTERVAL_MS=str(REALTIME_CHECKPOINT_MS))
+        if real_time and REALTIME_CHECKPOINT_MS:
+            data.update(SPARK_REALTIME_CHECKPOINT_INTERVAL_MS=str(REALTIME_CHECKPOINT_MS))
+        data.update(settings or {})
         if streams == 2:  # the join: a second stream over the same topic, in a group of its own
             other = dict(data["STREAMS"][0], INPUT_SCHEMA_TABLE="data_stream_1")
             other["SOURCE_KAFKA_CONSUMER_CONFIG_GROUP_ID"] += "-1"
@@ -896,7 +1016,7 @@ class Bench:
                 if streams == 2:  # each input meets itself: one row each
                     expected = output_end(self.bootstrap, source)[0]
                 else:
-                    expected = (_expected_json_outputs if real_time else _expected_outputs)(self.bootstrap, source)
+                    expected = (_expected_json_outputs if as_json else _expected_outputs)(self.bootstrap, source)
                 deadline = time.time() + 60  # let the job write the last records
                 while time.time() < deadline and output_end(self.bootstrap, out)[0] < expected:
                     memory.sample()
@@ -940,6 +1060,10 @@ class Bench:
             "batch_breakdown_ms": breakdown,
             "p50_ms": round(_percentile(latencies, 50)),
             "p99_ms": round(_percentile(latencies, 99)),
+            "worst_60s_p99_ms": _worst_window_p99(timed, 60.0),
+            "partitions": LATENCY_PARTITIONS,
+            "format": "JSON" if as_json else "protobuf",
+            **({"settings": settings} if settings else {}),
             "max_ms": round(max(latencies)),
             "startup_s": round(window["first_output"] - launched, 1),
             "class_archive": archived,
@@ -982,6 +1106,10 @@ class Bench:
                     "records_per_s": round(statistics.median(rates[part])),
                     "runs": [round(r) for r in rates[part]],
                 }
+                cpu = self.cpu_seconds.get(part, [])[-RUNS:]  # the measured runs' CPU seconds (utime + stime)
+                if cpu:
+                    results[part]["cpu_seconds"] = round(statistics.median(cpu), 1)
+                    results[part]["records_per_cpu_s"] = round(RECORDS / max(statistics.median(cpu), 1e-3))
                 startups = self.startups.get(part, [])[-RUNS:]  # the measured runs' launch to first output
                 if startups:
                     first = statistics.median(startups)
@@ -1173,6 +1301,34 @@ def _plot_latency(timed: list[tuple[float, float]], begin: float, path: Path, na
     plt.close(fig)
 
 
+def _worst_window_p99(timed: list[tuple[float, float]], width: float) -> int | None:
+    """The highest p99 of any ``width``-second window of input time (sliding by a second) over ``timed`` (input
+    time in s, latency in ms): what a p99 that must hold in every window is held to. None when the measured span
+    is shorter than one window."""
+    if not timed or timed[-1][0] - timed[0][0] < width:
+        return None
+    import numpy as np
+
+    times = np.array([t for t, _ in timed])
+    values = np.array([ms for _, ms in timed])
+    worst = 0.0
+    start = times[0]
+    while start + width <= times[-1] + 1:
+        lo, hi = np.searchsorted(times, [start, start + width])
+        if hi > lo:  # the same rank as _percentile's
+            window = values[lo:hi]
+            worst = max(
+                worst,
+                float(
+                    np.partition(window, min(len(window) - 1, int(len(window) * 0.99)))[
+                        min(len(window) - 1, int(len(window) * 0.99))
+                    ]
+                ),
+            )
+        start += 1.0
+    return round(worst)
+
+
 def _percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(len(ordered) * q / 100))]
@@ -1221,10 +1377,14 @@ def report(results: dict) -> None:
         elif name in results:
             r = results[name]
             ratio = f" ({r['vs_baseline']:.2f}× baseline)" if "vs_baseline" in r else ""
-            rows.append(f"| {label} | {r['records_per_s']:,} records/s{ratio} | {target} |")
+            cpu = f"; {r['records_per_cpu_s']:,} per CPU-second" if "records_per_cpu_s" in r else ""
+            rows.append(f"| {label} | {r['records_per_s']:,} records/s{ratio}{cpu} | {target} |")
 
     rate("baseline", "baseline: confluent-kafka copy loop, 2 processes")
     rate("stateless", "stateless job", "≥ 1.0× baseline")
+    rate("stateless_ptars", "stateless job, protobuf by ptars, Dagger's reader and writer (before issue 53)")
+    rate("stateless_dagger_jvm", "stateless job, protobuf in the JVM, Dagger's reader and writer")
+    rate("stateless_spark_jvm", "stateless job, protobuf in the JVM, Spark's Kafka source and sink")
     rate("stateless_spark", "stateless, Spark's Kafka source and sink, ptars in mapInArrow")
     rate("stateless_avro", "stateless job over Confluent Avro input (the same records)", "≥ 0.8× stateless")
     rate("stateless_avro_spark", "the same, decoded by Spark's from_avro")
@@ -1286,7 +1446,11 @@ def report(results: dict) -> None:
             )
             rows.append(f"| real-time job: start-up, launch to first output | {rt['startup_s']} s | ≤ 6 s |")
     for part, job, target in (
-        ("latency", "stateless job", "p50 ≤ 120, p99 ≤ 250 ms"),
+        ("latency", "stateless job, protobuf (the defaults)", "p99 ≤ 150 ms (4 partitions), ≤ 200 ms (32)"),
+        ("latency_ptars", "stateless job, protobuf by ptars, Dagger's reader and writer (before issue 53)", ""),
+        ("latency_dagger_jvm", "stateless job, protobuf in the JVM, Dagger's reader and writer", ""),
+        ("latency_spark_jvm", "stateless job, protobuf in the JVM, Spark's Kafka source and sink", ""),
+        ("latency_realtime_proto", "stateless job, protobuf, real-time mode", "p50 ≤ 20, p99 ≤ 50 ms, 0 lost"),
         ("latency_spark", "stateless, Spark's Kafka source and sink, ptars in mapInArrow", ""),
         ("latency_window", "10-s window job, after the window closes", "p99 ≤ 250 ms"),
         ("latency_window_spark", "10-s window, Spark's Kafka source and sink, after the window closes", ""),
@@ -1297,9 +1461,10 @@ def report(results: dict) -> None:
         lat = results.get(part, {})
         if "p99_ms" not in lat:
             continue
+        worst = f", worst 60-s window p99 {lat['worst_60s_p99_ms']:,} ms" if lat.get("worst_60s_p99_ms") else ""
         rows.append(
-            f"| {job}: latency p50 / p99 at {lat['rate']:,.0f} records/s | {lat['p50_ms']:,} / {lat['p99_ms']:,} ms "
-            f"| {target} |"
+            f"| {job}: latency p50 / p99 at {lat['rate']:,.0f} records/s, {lat.get('partitions', 2)} partitions | "
+            f"{lat['p50_ms']:,} / {lat['p99_ms']:,} ms (max {lat['max_ms']:,}{worst}) | {target} |"
         )
         phases = lat.get("batch_breakdown_ms") or {}
         if phases:
@@ -1311,7 +1476,7 @@ def report(results: dict) -> None:
         rows.append(
             f"| {job}: peak memory of its processes, proportional (PSS) / resident (RSS summed) | "
             f"{lat['peak_pss_mib']:,} / {lat['peak_rss_mib']:,} MiB | "
-            f"{ {'latency': '≤ 1,536 MiB', 'latency_window': '≤ 2,048 MiB'}.get(part, '') } |"
+            f"{ {'latency': '≤ 1,229 MiB (RSS)', 'latency_window': '≤ 2,048 MiB'}.get(part, '') } |"
         )
         held = lat.get("memory_at_peak") or {}
         if held:

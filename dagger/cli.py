@@ -503,6 +503,8 @@ def _validate(config: JobConfig, full: bool = False) -> int:
         out.write("rewritten for Spark:\n  - " + "\n  - ".join(plan.notes) + "\n")
     if plan.real_time:
         out.write("real-time mode:\n  - " + "\n  - ".join(plan.real_time) + "\n")
+    if plan.connector:
+        out.write(f"Kafka connector: {plan.connector}\n")
     if plan.unbounded_state:
         from dagger.sql.state import retention_note
 

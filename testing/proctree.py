@@ -38,10 +38,13 @@ def tree(root: int) -> list[int]:
     return out
 
 
-def cpu_seconds(root: int) -> float:
-    """User + system CPU seconds of ``root``'s tree, including children that have exited and been reaped."""
+def cpu_seconds(root: int, skip: set[int] | frozenset[int] = frozenset()) -> float:
+    """User + system CPU seconds of ``root``'s tree, including children that have exited and been reaped; ``skip``:
+    processes of the tree left out (services it runs beside the work measured)."""
     total = 0
     for pid in tree(root):
+        if pid in skip:
+            continue
         fields = _stat(pid)
         if fields:
             total += sum(int(v) for v in fields[11:15])  # utime, stime, cutime, cstime

@@ -13,7 +13,10 @@ The SQL is the bench's own (``STATELESS_SQL``, ``WINDOW_SQL``): the input table 
 ``rowtime`` from ``event_timestamp`` and a watermark ``WATERMARK_DELAY_MS`` behind it, as Dagger declares it.
 Flink's protobuf format maps enums to STRING and ``google.protobuf.Timestamp`` to ``ROW<seconds, nanos>``, so the
 window's ``TUMBLE_END`` (a ``TIMESTAMP_LTZ``) is turned into that row on its way to the sink. The sink is at-least-once
-with no checkpoints (the producer flushes when the bounded input ends); records carry the produce time.
+with no checkpoints (the producer flushes when the bounded input ends); records carry the produce time. Tuned as
+Flink's documentation says for throughput: ``pipeline.object-reuse``, and the producer's batching
+(``batch.size`` 1 MB as librdkafka's default, ``linger.ms`` 5). Flink's protobuf format decodes every field of the
+input message (all 13); ours decode the 5 the SQL reads.
 """
 
 from __future__ import annotations
@@ -93,6 +96,9 @@ def main() -> None:
     config.set("pipeline.jars", ";".join(j.as_uri() for j in jars))
     config.set("parallelism.default", str(PARALLELISM))
     config.set("table.local-time-zone", "UTC")
+    # the tuning Flink's documentation gives for throughput: object reuse between chained operators (records are
+    # not copied on their way from the source to the sink), and the Kafka sink's producer batching below
+    config.set("pipeline.object-reuse", "true")
     version = get_gateway().jvm.org.apache.flink.runtime.util.EnvironmentInformation.getVersion()
     print(f"[flink] Apache Flink {version}: {JOB}, {'bounded' if BOUNDED else 'unbounded'}", flush=True)
 
@@ -104,7 +110,16 @@ def main() -> None:
         **bounded,
     )
     env.execute_sql(f"CREATE TABLE data_stream_0 ({SOURCE_COLUMNS}\n) WITH ({source})")
-    sink = kafka(OUTPUT, message, **{"sink.delivery-guarantee": "at-least-once"})
+    sink = kafka(
+        OUTPUT,
+        message,
+        **{
+            "sink.delivery-guarantee": "at-least-once",
+            # the producer's batching, as ours (librdkafka batches up to 1 MB; the Java client's default is 16 KB)
+            "properties.batch.size": "1000000",
+            "properties.linger.ms": "5",
+        },
+    )
     env.execute_sql(f"CREATE TABLE sink ({columns}) WITH ({sink})")
     env.execute_sql(f"INSERT INTO sink {query}").wait()
 

@@ -631,6 +631,17 @@ class JobConfig(_Strict):
         "worker on the record's way); `ptars`, by ptars in the Python workers (the codec before 2026-11-28). "
         "`jvm` falls back to `ptars`, with a warning, when Dagger's JVM classes are not on the class path.",
     )
+    SPARK_KAFKA_CONNECTOR: Literal["auto", "dagger", "spark"] = Field(
+        "dagger",
+        description="What reads the Kafka streams and writes the Kafka sink of a micro-batch job: `dagger`, "
+        "Dagger's reader and writer (Python workers with librdkafka: event-time alignment across partitions, dead "
+        "letters, every sink); `spark`, Spark's own Kafka source and sink with the records decoded and encoded in "
+        "the JVM, no Python worker at all, for jobs that need none (stateless SQL without Python UDFs, protobuf or "
+        "plain JSON streams under `fail` or `drop`, one Kafka sink, no dead-letter output: what real-time mode "
+        "takes); `auto`: `spark` for such a job whose streams and sink are all protobuf, else `dagger`, logged at "
+        "start. A checkpoint keeps the connector it was made with. `dagger validate` says which "
+        "one a job gets and why.",
+    )
     SPARK_PRUNE_INPUT_COLUMNS: bool = Field(
         True,
         description="Decode only the fields of a Kafka stream's message that the SQL names (Spark cannot prune "

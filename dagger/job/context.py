@@ -100,6 +100,10 @@ class JobContext:
         self.bounded = fixtures.bounded if fixtures is not None else self._is_bounded()
         #: Spark's real-time mode: streams read by Spark's Kafka source, one Kafka sink (dagger.realtime)
         self.real_time = config.SPARK_TRIGGER_MODE == "real-time" and fixtures is None  # a test runs micro-batches
+        #: the streams read by Spark's Kafka source and the sink written by Spark's Kafka sink (real-time mode, or
+        #: micro-batches by SPARK_KAFKA_CONNECTOR: dagger.job.plan.choose_connector), and why (validate shows it)
+        self.spark_kafka = self.real_time
+        self.connector_note: str | None = None
         #: while this file exists, live sources admit no new input (:meth:`dagger.job.Job.stop`)
         self.hold_file = str(Path(tempfile.gettempdir()) / f"dagger-hold-{config.job_slug}-{uuid.uuid4().hex[:8]}")
         #: the descriptor sets in use (:mod:`dagger.job.descriptors` fetches, pins and refreshes them)

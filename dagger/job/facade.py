@@ -211,8 +211,9 @@ class Job:
         self.planned = None
 
     def progress_view(self, progress: dict[str, Any]) -> dict[str, Any]:
-        """JobView: ``progress`` with Spark's Kafka sources' offsets in our reader's form (real-time mode)."""
-        if not self.real_time:
+        """JobView: ``progress`` with Spark's Kafka sources' offsets in our reader's form (real-time mode, Spark's
+        connector)."""
+        if not self.context.spark_kafka:
             return progress
         from dagger.realtime.source import tagged_progress
 
@@ -222,7 +223,7 @@ class Job:
         """Called by the runner between its waits on a running query: a real-time query's finished batch commits
         its end offsets to each stream's consumer group (our reader commits its own as it plans the next
         micro-batch)."""
-        progress = query.lastProgress if self.real_time and self.options.commit_offsets else None
+        progress = query.lastProgress if self.context.spark_kafka and self.options.commit_offsets else None
         if not progress or progress.get("batchId", -1) <= self._committed_batch:
             return
         self._finish_sources(progress)
@@ -234,7 +235,7 @@ class Job:
         options = self.options
         if not options.commit_offsets or self.bounded or options.from_ms is not None or query.exception() is not None:
             return
-        if self.real_time:
+        if self.context.spark_kafka:
             self.after_batches(query)
         else:
             self._finish_sources(query.lastProgress or {})

@@ -57,9 +57,10 @@ def register_streams(ctx: JobContext, sql: str | None = None) -> dict[str, Struc
         filtered_later = filters_invalid_records(config, table)
         if filtered_later:
             stream = source.passing_invalid_records(stream)
-        if ctx.real_time and not stream_refusals(stream, ctx.jvm_protobuf):
+        if ctx.spark_kafka and not stream_refusals(stream, ctx.jvm_protobuf):
             fields = source_options.fields.get(table)
-            df = kafka_stream(spark, stream, config, current(ctx), not options.validating, fields)
+            resolve = not options.validating
+            df = kafka_stream(spark, stream, config, current(ctx), resolve, fields, not ctx.real_time)
         else:
             df = source.build(spark, stream, config, current(ctx), source_options)
         tables[table] = df.schema

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import dagger.job.descriptors as descriptors
 import dagger.job.functions as functions
 from dagger.errors import DaggerConfigError, SqlError
-from dagger.job.inputs import register_streams
+from dagger.job.inputs import reads_event_time, register_streams
 from dagger.longbow.schema import LongbowKind, LongbowSchema, check_types, longbow_schema
 
 if TYPE_CHECKING:
@@ -45,6 +45,8 @@ class Plan:
     real_time: list[str] = field(default_factory=list)
     #: the Longbow the SQL output's columns ask for (:mod:`dagger.longbow.schema`), None without one
     longbow: LongbowSchema | None = None
+    #: which Kafka connector a micro-batch job reads and writes with, and why (``SPARK_KAFKA_CONNECTOR``)
+    connector: str | None = None
 
 
 def sinks(ctx: JobContext) -> list[Sink]:
@@ -63,6 +65,79 @@ def sinks(ctx: JobContext) -> list[Sink]:
                     sink.dead_letter = DeadLetterSpec(ctx.config.job_slug, path=ctx.fixtures.dead_letter_dir)
         ctx.built_sinks = (in_use, built)
     return ctx.built_sinks[1]
+
+
+def choose_connector(ctx: JobContext, rewritten: str) -> list[str]:
+    """Decide what reads the Kafka streams and writes the Kafka sink of a live micro-batch job
+    (``SPARK_KAFKA_CONNECTOR``): sets ``ctx.spark_kafka`` and ``ctx.connector_note``; returns the problems of a job
+    that asks for Spark's connector and cannot have it. A checkpoint keeps the connector it was made with (their
+    offsets differ); one made before the choice existed is Dagger's."""
+    from dagger.realtime import connector_refusals
+
+    config = ctx.config
+    asked = config.SPARK_KAFKA_CONNECTOR
+    ctx.spark_kafka, ctx.connector_note = False, None
+    if ctx.fixtures is not None or asked == "dagger":
+        return []
+    from dagger.sources.kafka import KafkaSource
+
+    if asked == "auto" and not any(isinstance(ctx.source(s), KafkaSource) for s in config.STREAMS):
+        return []  # no Kafka stream: nothing to choose
+    kept = None if ctx.options.validating else _checkpoint_connector(ctx)
+    if kept == "dagger" and asked == "auto":
+        ctx.connector_note = "Dagger's Kafka reader and writer: the checkpoint was made with them"
+        return []
+    refused = connector_refusals(
+        config,
+        ctx.bounded,
+        reads_event_time(ctx, rewritten),
+        sinks(ctx),
+        ctx.jvm_protobuf,
+        protobuf_only=asked == "auto",
+    )
+    if asked == "spark" and kept == "dagger":
+        refused.append("the checkpoint was made with Dagger's Kafka reader (a new checkpoint takes Spark's)")
+    if refused:
+        if asked == "spark":
+            return [f"SPARK_KAFKA_CONNECTOR=spark: {why}" for why in refused]
+        ctx.connector_note = f"Dagger's Kafka reader and writer ({refused[0]})"
+        return []
+    ctx.spark_kafka = True
+    ctx.connector_note = (
+        "Spark's Kafka source and sink, the records decoded and encoded in the JVM: no Python worker on the "
+        "records' way (SPARK_KAFKA_CONNECTOR=dagger keeps Dagger's reader and writer)"
+    )
+    return []
+
+
+def _checkpoint_connector(ctx: JobContext) -> str | None:
+    """The connector the job's checkpoint was made with: its own record, else ``dagger`` when Spark has started a
+    query there already, else None (a new checkpoint)."""
+    recorded = ctx.store.read_json("dagger/connector.json")
+    if recorded is not None:
+        return recorded.get("connector")
+    return "dagger" if ctx.store.read_json("metadata") is not None else None
+
+
+def _python_keeps_daggers_connector(
+    ctx: JobContext, df: DataFrame, tables: dict[str, StructType], rewritten: str, problems: list[str]
+) -> tuple[DataFrame, dict[str, StructType]]:
+    """A query that runs Python (a Python UDF) keeps Python workers anyway: with ``auto`` it is planned again on
+    Dagger's reader and writer; with ``spark`` it is a problem."""
+    from dagger.realtime import python_nodes
+
+    python = python_nodes(df)
+    if longbow_schema(df.columns, ctx.config.FLINK_ROWTIME_ATTRIBUTE_NAME) is not None:
+        python.append("Longbow")
+    if not python:
+        return df, tables
+    why = f"the query runs Python ({', '.join(python)})"
+    if ctx.config.SPARK_KAFKA_CONNECTOR == "spark":
+        problems.append(f"SPARK_KAFKA_CONNECTOR=spark: {why}")
+        return df, tables
+    ctx.spark_kafka, ctx.connector_note = False, f"Dagger's Kafka reader and writer ({why})"
+    tables = register_streams(ctx, rewritten)
+    return ctx.spark.sql(rewritten), tables
 
 
 def plan(ctx: JobContext) -> Plan:
@@ -89,10 +164,13 @@ def plan(ctx: JobContext) -> Plan:
     )
     rewritten = rewrite.sql
     functions.register(ctx, [rewritten, config.model_dump_json()])
+    connector_problems = choose_connector(ctx, rewritten) if not ctx.real_time else []
     tables = register_streams(ctx, rewritten)
     running = None
     try:
         df = ctx.spark.sql(rewritten)
+        if ctx.spark_kafka and not ctx.real_time:
+            df, tables = _python_keeps_daggers_connector(ctx, df, tables, rewritten, connector_problems)
         if not ctx.bounded:  # a GROUP BY that forgets idle keys, as Dagger's retention
             running = running_aggregates(
                 ctx.spark, rewritten, df.columns, config.FLINK_RETENTION_IDLE_STATE_MINUTE, rowtime
@@ -110,6 +188,8 @@ def plan(ctx: JobContext) -> Plan:
 
     df = postprocess(df, functions.processor_context(ctx, "post"))
     result = Plan(config.sql, rewritten, tables, df.schema, dataframe=df, notes=rewrite.notes, longbow=longbow)
+    result.connector = ctx.connector_note
+    result.problems.extend(connector_problems)
     if running:
         result.notes.append(running[1])
         ctx.processor_settings[STATE_STORE_PROVIDER] = ROCKSDB_STATE_STORE  # transformWithState needs it

@@ -1,5 +1,5 @@
 """Starting a planned job: a streaming query writing every micro-batch to every sink through the ``dagger-sink``
-writer (or Spark's own Kafka sink in real-time mode), or, for bounded input, one batch query. The session is tuned
+writer (or Spark's own Kafka sink in real-time mode and on Spark's connector), or, for bounded input, one batch query. The session is tuned
 for the job (:mod:`dagger.session.tuning`) and the sinks are given their counters and state directories first.
 Runs on the driver.
 """
@@ -33,7 +33,8 @@ def start(ctx: JobContext, plan: Plan) -> StreamingQuery | BoundedRun:
 
     config = ctx.config
     if plan.problems:
-        what = "the job cannot run" if ctx.real_time else "the SQL output does not fit the sink"
+        connector = any(p.startswith("SPARK_KAFKA_CONNECTOR=") for p in plan.problems)
+        what = "the job cannot run" if ctx.real_time or connector else "the SQL output does not fit the sink"
         raise DaggerConfigError(f"{what}:\n  - " + "\n  - ".join(plan.problems))
     tune(ctx.spark, config, ctx.store.local, ctx.processor_settings)
     for note in plan.notes:
@@ -51,8 +52,12 @@ def start(ctx: JobContext, plan: Plan) -> StreamingQuery | BoundedRun:
     if ctx.bounded:
         return _start_bounded(ctx, plan)
     descriptors.pin(ctx, plan.tables, plan.rewritten_sql)
+    if ctx.fixtures is None:  # the next run keeps the connector: the two keep offsets differently
+        ctx.store.write_json("dagger/connector.json", {"connector": "spark" if ctx.spark_kafka else "dagger"})
     if ctx.real_time:
         return _start_real_time(ctx, plan)
+    if ctx.spark_kafka:
+        return _start_spark_kafka(ctx, plan)
     return _start_micro_batches(ctx, plan)
 
 
@@ -71,6 +76,32 @@ def _start_real_time(ctx: JobContext, plan: Plan) -> StreamingQuery:
     ctx.counters.progress_sinks = [s.display_name for s in plan.sinks]
     prepare_sinks(ctx, plan.sinks)  # a schema to auto-register is registered now: its id goes in each record
     return start_query(plan.dataframe, config, plan.sinks[0], ctx.checkpoint, config.job_slug)
+
+
+def _start_spark_kafka(ctx: JobContext, plan: Plan) -> StreamingQuery:
+    """Micro-batches on Spark's Kafka source and sink (``SPARK_KAFKA_CONNECTOR``), the records decoded and encoded
+    in the JVM."""
+    from dagger.realtime.sink import start_query
+
+    config = ctx.config
+    if ctx.options.available_now:
+        trigger: dict[str, Any] = {"availableNow": True}
+    else:
+        trigger = {"processingTime": f"{config.trigger_interval_ms} milliseconds"}
+    log.info(
+        "starting %r in micro-batches on %s: %d stream(s) by Spark's Kafka source -> %s by Spark's Kafka sink, "
+        "checkpoint %s, descriptors sha256 %s",
+        config.FLINK_JOB_ID,
+        plan.dataframe.sparkSession.sparkContext.master,
+        len(plan.tables),
+        "; ".join(s.describe() for s in plan.sinks),
+        ctx.checkpoint,
+        descriptors.current(ctx).sha256[:12],
+    )
+    log.info("Kafka connector: %s", ctx.connector_note)
+    ctx.counters.progress_sinks = [s.display_name for s in plan.sinks]
+    prepare_sinks(ctx, plan.sinks)  # a schema to auto-register is registered now: its id goes in each record
+    return start_query(plan.dataframe, config, plan.sinks[0], ctx.checkpoint, config.job_slug, trigger)
 
 
 def _start_micro_batches(ctx: JobContext, plan: Plan) -> StreamingQuery:
@@ -99,6 +130,8 @@ def _start_micro_batches(ctx: JobContext, plan: Plan) -> StreamingQuery:
                 config.trigger_interval_ms,
                 " and ".join(sorted({c.SINK_TYPE for _, c in config.sink_configs})),
             )
+    if ctx.connector_note is not None:
+        log.info("Kafka connector: %s", ctx.connector_note)
     log.info(
         "starting %r on master %s: %d stream(s) -> %s, output mode %s, checkpoint %s, descriptors sha256 %s",
         config.FLINK_JOB_ID,

@@ -9,6 +9,9 @@ sink, whose producer settings are translated from librdkafka's names (:mod:`dagg
 :func:`refusals` names whatever keeps a job out, and :func:`task_slots` what it holds; the streams are read in
 :mod:`dagger.realtime.source`, the sink written in :mod:`dagger.realtime.sink`.
 
+Micro-batch jobs that need no Python take the same source and sink (``SPARK_KAFKA_CONNECTOR``):
+:func:`connector_refusals` names what keeps a job on Dagger's reader and writer.
+
 Runs on the driver (planning); the query then runs in the JVM alone.
 """
 
@@ -76,8 +79,7 @@ def refusals(
         )
     if config.PROCESSOR_PREPROCESSOR_ENABLE or config.PROCESSOR_POSTPROCESSOR_ENABLE:
         out.append("pre- and post-processors run in Python workers; real-time mode runs no Python")
-    plan = _analyzed_plan(df)
-    python = sorted({node for node in _PYTHON_NODES if node in plan})
+    python = python_nodes(df)
     if python:
         out.append(f"the query runs Python ({', '.join(python)}: a Python UDF or Longbow); real-time mode runs none")
     sinks = config.sink_configs
@@ -96,14 +98,77 @@ def refusals(
             )
     if sink.SINK_KAFKA_JSON_SCHEMA or sink.SINK_KAFKA_KEY_JSON_SCHEMA:
         out.append("SINK_KAFKA_JSON_SCHEMA shapes records in Python; leave it out in real-time mode")
+    return out + _producer_problems(sink)
+
+
+def connector_refusals(
+    config: JobConfig,
+    bounded: bool,
+    reads_event_time: bool,
+    sinks: list[Any],
+    jvm_protobuf: bool,
+    protobuf_only: bool = False,
+) -> list[str]:
+    """Why a micro-batch job keeps Dagger's Kafka reader and writer instead of Spark's Kafka source and sink
+    (``SPARK_KAFKA_CONNECTOR``; empty: it can take Spark's): what real-time mode refuses, but for the trigger, and
+    what only our reader and writer keep (event-time alignment, dead letters). ``protobuf_only``: the ``auto``
+    choice, which takes Spark's connector for protobuf streams and sinks only (JSON keeps Dagger's decoder and
+    encoder, whose handling of JSON differs from ``from_json``'s and ``to_json``'s). The Python nodes of the plan
+    are checked by :func:`python_nodes` once it is built."""
+    out: list[str] = []
+    if bounded:
+        out.append("--from/--to or ending offsets bound the streams (Dagger's reader runs bounded reads)")
+    for stream in config.STREAMS:
+        table = stream.INPUT_SCHEMA_TABLE
+        why = [w for w in stream_refusals(stream, jvm_protobuf) if "dead-letter" not in w]
+        out.extend(why)
+        if getattr(stream.settings, "SOURCE_KAFKA_INVALID_RECORD_POLICY", None) == "dead-letter":
+            out.append(
+                f"STREAMS[{table}]: SOURCE_KAFKA_INVALID_RECORD_POLICY=dead-letter (Dagger's reader writes them)"
+            )
+        if not why and protobuf_only and stream.INPUT_DATATYPE != "PROTO":
+            out.append(f"STREAMS[{table}]: INPUT_DATATYPE={stream.INPUT_DATATYPE} (auto takes protobuf streams only)")
+    if reads_event_time and config.event_time_alignment:
+        out.append(
+            "the SQL reads event time: Dagger's reader aligns the partitions in event time (SPARK_EVENT_TIME_ALIGNMENT)"
+        )
+    if config.PROCESSOR_PREPROCESSOR_ENABLE or config.PROCESSOR_POSTPROCESSOR_ENABLE:
+        out.append("pre- and post-processors run in Python workers")
+    if len(sinks) != 1 or config.sink_configs[0][1].SINK_TYPE != "kafka":
+        out.append("Spark's Kafka sink writes one Kafka sink (SINK_TYPE=kafka) only")
+        return out
+    if sinks[0].dead_letter is not None:
+        out.append("the job has a dead-letter output for rejected rows (DEAD_LETTER_KAFKA_TOPIC or DEAD_LETTER_PATH)")
+    settings = config.sink_configs[0][1].settings
+    for part, data_type in (("value", settings.SINK_KAFKA_DATA_TYPE), ("key", _key_type(settings))):
+        key = "SINK_KAFKA_DATA_TYPE" if part == "value" else "SINK_KAFKA_KEY_DATA_TYPE"
+        if data_type == "AVRO":
+            out.append(f"{key}=AVRO is encoded by Dagger's writer")
+        elif data_type == "PROTO" and not jvm_protobuf:
+            out.append(f"{key}=PROTO is encoded by ptars in Python workers here (SPARK_PROTOBUF_CODEC=ptars)")
+        elif data_type == "JSON" and protobuf_only:
+            out.append(f"{key}=JSON (auto takes protobuf sinks only)")
+    if settings.SINK_KAFKA_JSON_SCHEMA or settings.SINK_KAFKA_KEY_JSON_SCHEMA:
+        out.append("SINK_KAFKA_JSON_SCHEMA shapes records in Python")
+    return out + _producer_problems(settings)
+
+
+def _producer_problems(settings: Any) -> list[str]:
+    """What keeps the sink's ``SINK_KAFKA_PRODUCER_CONFIG`` from Spark's Java producer (empty: nothing)."""
     from dagger.errors import DaggerConfigError
     from dagger.realtime.sink import sink_producer_options
 
     try:
-        sink_producer_options(sink)
+        sink_producer_options(settings)
     except DaggerConfigError as exc:
-        out.append(str(exc))
-    return out
+        return [str(exc)]
+    return []
+
+
+def python_nodes(df: Any) -> list[str]:
+    """The plan nodes of ``df`` that run Python (a Python UDF, Longbow), sorted."""
+    plan = _analyzed_plan(df)
+    return sorted({node for node in _PYTHON_NODES if node in plan})
 
 
 def _key_type(sink: Any) -> str | None:

@@ -1,5 +1,6 @@
-"""Spark's Kafka sink for a real-time job's one Kafka sink: each output row encoded in the JVM, the producer's
-settings translated from librdkafka's names (:mod:`dagger.kafka.java_client`). Runs on the driver (planning)."""
+"""Spark's Kafka sink for a job's one Kafka sink (real-time mode, and micro-batches on Spark's connector:
+``SPARK_KAFKA_CONNECTOR``): each output row encoded in the JVM, the producer's settings translated from
+librdkafka's names (:mod:`dagger.kafka.java_client`). Runs on the driver (planning)."""
 
 from __future__ import annotations
 
@@ -11,16 +12,21 @@ if TYPE_CHECKING:
     from dagger.config.model import JobConfig
 
 
-def start_query(df: DataFrame, config: JobConfig, sink: Any, checkpoint: str, name: str) -> Any:
+def start_query(
+    df: DataFrame, config: JobConfig, sink: Any, checkpoint: str, name: str, trigger: dict[str, Any] | None = None
+) -> Any:
     """The query: every output row encoded in the JVM (protobuf by Dagger's encoder, JSON by ``to_json``, behind
-    Confluent's header where the sink writes that format) into Spark's Kafka sink, Spark's real-time trigger. A row
-    the encoder refuses stops the query naming its column (a real-time query has no dead-letter output)."""
+    Confluent's header where the sink writes that format) into Spark's Kafka sink. ``trigger``: Spark's trigger
+    arguments for micro-batches (``processingTime`` or ``availableNow``); None: real-time mode's, with the job's
+    checkpoint interval. A row the encoder refuses stops the query naming its column: such a query has no
+    dead-letter output."""
     from dagger.kafka.java_client import java_producer_settings
 
     settings = config.sink_configs[0][1].settings
-    columns = {"value": _encoded(df, sink.value, sink.display_name)}
+    real_time = trigger is None
+    columns = {"value": _encoded(df, sink.value, sink.display_name, real_time)}
     if sink.key is not None:
-        columns["key"] = _encoded(df, sink.key, sink.display_name)
+        columns["key"] = _encoded(df, sink.key, sink.display_name, real_time)
     writer = (
         df.select(*[column.alias(part) for part, column in columns.items()])
         .writeStream.format("kafka")
@@ -28,11 +34,13 @@ def start_query(df: DataFrame, config: JobConfig, sink: Any, checkpoint: str, na
         .option("kafka.bootstrap.servers", settings.SINK_KAFKA_BROKERS)
         .option("topic", settings.SINK_KAFKA_TOPIC)
         .option("checkpointLocation", checkpoint)
-        .outputMode("update")
+        .outputMode("update" if real_time else "append")
     )
     for key, value in sink_producer_options(settings, java_producer_settings(df.sparkSession)).items():
         writer = writer.option(f"kafka.{key}", value)
-    return writer.trigger(realTime=f"{config.realtime_checkpoint_ms} milliseconds").start()
+    if real_time:
+        return writer.trigger(realTime=f"{config.realtime_checkpoint_ms} milliseconds").start()
+    return writer.trigger(**trigger).start()
 
 
 def sink_producer_options(settings: Any, known: set[str] | None = None) -> dict[str, str]:
@@ -40,14 +48,15 @@ def sink_producer_options(settings: Any, known: set[str] | None = None) -> dict[
     then ``SINK_KAFKA_PRODUCER_CONFIG`` translated from librdkafka's names."""
     from dagger.kafka.java_client import producer_options
 
-    options = {"linger.ms": str(settings.SINK_KAFKA_LINGER_MS)}
+    # batches of up to 1 MB per partition, as librdkafka's (the micro-batch writer's) default; the Java client's is 16 KB
+    options = {"linger.ms": str(settings.SINK_KAFKA_LINGER_MS), "batch.size": "1000000"}
     if settings.SINK_KAFKA_PRODUCE_LARGE_MESSAGE_ENABLE:
         options.update({"max.request.size": "20971520", "compression.type": "snappy"})
     options.update(producer_options(settings.SINK_KAFKA_PRODUCER_CONFIG, "SINK_KAFKA_PRODUCER_CONFIG", known))
     return options
 
 
-def _encoded(df: DataFrame, part: Any, sink_name: str) -> Any:
+def _encoded(df: DataFrame, part: Any, sink_name: str, real_time: bool) -> Any:
     """One part (value or key) of the records, encoded in the JVM."""
     import base64
 
@@ -69,6 +78,9 @@ def _encoded(df: DataFrame, part: Any, sink_name: str) -> Any:
         F.lit(
             ". A real-time query has no dead-letter output: change the SQL's output, or run in micro-batches, "
             "where rejected rows go to DEAD_LETTER_KAFKA_TOPIC or DEAD_LETTER_PATH"
+            if real_time
+            else ". Set DEAD_LETTER_KAFKA_TOPIC (+ _BROKERS) or DEAD_LETTER_PATH to keep the job running and collect "
+            "rejected rows there (the job then writes with Dagger's Kafka writer)"
         ),
     )
     return F.when(encoded["error"].isNull(), encoded["value"]).otherwise(F.raise_error(refusal).cast("binary"))

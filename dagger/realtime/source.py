@@ -16,11 +16,14 @@ if TYPE_CHECKING:
     from dagger.config.model import JobConfig, StreamConfig
 
 
-def kafka_options(stream: StreamConfig, config: JobConfig, resolve: bool = True) -> dict[str, str]:
+def kafka_options(
+    stream: StreamConfig, config: JobConfig, resolve: bool = True, micro_batches: bool = False
+) -> dict[str, str]:
     """Spark's Kafka source options from a stream's keys: Dagger's ``SOURCE_KAFKA_CONSUMER_CONFIG_*`` are Kafka's
     Java client settings, which Spark's source takes as ``kafka.<setting>``. Spark uses the start only when the
     checkpoint has no offsets yet (a first run); ``resolve=False`` (``dagger validate``) leaves the group's offsets
-    unasked."""
+    unasked. ``micro_batches``: Spark's connector outside real-time mode, where ``SPARK_MAX_RECORDS_PER_TRIGGER``
+    bounds a micro-batch as it bounds our reader's (real-time mode refuses a bound)."""
     from dagger.sources.kafka.positions import start_position
 
     s = stream.settings
@@ -41,6 +44,8 @@ def kafka_options(stream: StreamConfig, config: JobConfig, resolve: bool = True)
             options[f"kafka.{name}"] = str(value)
     for key, value in s.SOURCE_KAFKA_CONSUMER_ADDITIONAL_CONFIGURATIONS.items():
         options[f"kafka.{key}"] = str(value)
+    if micro_batches and config.SPARK_MAX_RECORDS_PER_TRIGGER is not None:
+        options["maxOffsetsPerTrigger"] = str(config.SPARK_MAX_RECORDS_PER_TRIGGER)
     position = start_position(stream)
     if position.kind == "timestamp":
         options["startingTimestamp"] = str(position.timestamp_ms)
@@ -128,11 +133,13 @@ def kafka_stream(
     descriptors: Any,
     resolve: bool = True,
     fields: list[str] | None = None,
+    micro_batches: bool = False,
 ) -> DataFrame:
-    """A stream read by Spark's Kafka source, decoded in the JVM into its table (protobuf or JSON)."""
+    """A stream read by Spark's Kafka source, decoded in the JVM into its table (protobuf or JSON);
+    ``micro_batches``: outside real-time mode (:func:`kafka_options`)."""
     if stream.INPUT_DATATYPE == "JSON":
-        return json_stream(spark, stream, config, resolve)
-    return protobuf_stream(spark, stream, config, descriptors, resolve, fields)
+        return json_stream(spark, stream, config, resolve, micro_batches)
+    return protobuf_stream(spark, stream, config, descriptors, resolve, fields, micro_batches)
 
 
 def protobuf_stream(
@@ -142,6 +149,7 @@ def protobuf_stream(
     descriptors: Any,
     resolve: bool = True,
     fields: list[str] | None = None,
+    micro_batches: bool = False,
 ) -> DataFrame:
     """A protobuf stream read by Spark's Kafka source: the table's columns (the message's fields, those in
     ``fields`` when given; the validity flag; rowtime), decoded by Dagger's decoder in the JVM. Confluent's header
@@ -172,7 +180,7 @@ def protobuf_stream(
             if path is not None:
                 paths[schema_id] = list(path)
     reader = spark.readStream.format("kafka")
-    for name, value in kafka_options(stream, config, resolve).items():
+    for name, value in kafka_options(stream, config, resolve, micro_batches).items():
         reader = reader.option(name, value)
     raw = reader.load().select("value", "topic", "partition", "offset")
     decoded = proto_record(spark, F.col("value"), descriptors.serialized, message, fields, confluent=paths)
@@ -209,7 +217,9 @@ def protobuf_stream(
     )
 
 
-def json_stream(spark: SparkSession, stream: StreamConfig, config: JobConfig, resolve: bool = True) -> DataFrame:
+def json_stream(
+    spark: SparkSession, stream: StreamConfig, config: JobConfig, resolve: bool = True, micro_batches: bool = False
+) -> DataFrame:
     """A JSON stream read by Spark's Kafka source: the table's columns (the JSON Schema's properties, the validity
     flag, rowtime), decoded by ``from_json``; an undecodable record fails the query naming topic, partition and
     offset (``fail``), or is marked invalid (``drop``)."""
@@ -222,7 +232,7 @@ def json_stream(spark: SparkSession, stream: StreamConfig, config: JobConfig, re
     key = f"STREAMS[{stream.INPUT_SCHEMA_TABLE}].INPUT_SCHEMA_JSON_SCHEMA"
     record = json_struct(stream.format.INPUT_SCHEMA_JSON_SCHEMA or "", key)
     reader = spark.readStream.format("kafka")
-    for name, value in kafka_options(stream, config, resolve).items():
+    for name, value in kafka_options(stream, config, resolve, micro_batches).items():
         reader = reader.option(name, value)
     raw = reader.load()
     parsed = raw.select(

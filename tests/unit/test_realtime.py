@@ -45,3 +45,38 @@ def test_avro_and_confluent_framed_json_streams_are_refused_naming_why_and_proto
     (ptars_why,) = stream_refusals(config.STREAMS[3], jvm_protobuf=False)
     assert "protobuf is decoded by ptars in Python workers here" in ptars_why
     assert ptars_why.endswith("set SPARK_PROTOBUF_CODEC=jvm")
+
+
+def test_sparks_connector_takes_stateless_protobuf_jobs_with_one_kafka_sink_and_names_what_keeps_others_out():
+    from dagger.realtime import connector_refusals
+
+    kafka = {"SINK_TYPE": "kafka", "SINK_KAFKA_BROKERS": "127.0.0.1:9092", "SINK_KAFKA_TOPIC": "out",
+             "SINK_KAFKA_PROTO_MESSAGE": "dagger.examples.BookingSummaryMessage"}  # fmt: skip
+
+    def why(bounded: bool = False, event_time: bool = False, jvm: bool = True, auto: bool = True, **changes) -> list:
+        config = load_config(data={**BASE, **kafka, **changes})
+        sinks = [type("S", (), {"dead_letter": changes.get("DEAD_LETTER_PATH")})()]
+        return connector_refusals(config, bounded, event_time, sinks, jvm, protobuf_only=auto)
+
+    assert why() == []
+    assert why(bounded=True) == ["--from/--to or ending offsets bound the streams (Dagger's reader runs bounded reads)"]
+    assert why(event_time=True) == [
+        "the SQL reads event time: Dagger's reader aligns the partitions in event time (SPARK_EVENT_TIME_ALIGNMENT)"
+    ]
+    assert why(event_time=True, SPARK_EVENT_TIME_ALIGNMENT="false") == []  # no alignment asked: Spark's will do
+    assert why(DEAD_LETTER_PATH="/tmp/dl") == [
+        "the job has a dead-letter output for rejected rows (DEAD_LETTER_KAFKA_TOPIC or DEAD_LETTER_PATH)"
+    ]
+    stream, sink = why(jvm=False)
+    assert "protobuf is decoded by ptars in Python workers here" in stream
+    assert sink == "SINK_KAFKA_DATA_TYPE=PROTO is encoded by ptars in Python workers here (SPARK_PROTOBUF_CODEC=ptars)"
+    json_out = {k: v for k, v in kafka.items() if k != "SINK_KAFKA_PROTO_MESSAGE"}
+    config = load_config(data={**BASE, **json_out, "SINK_KAFKA_DATA_TYPE": "JSON"})
+    sinks = [type("S", (), {"dead_letter": None})()]
+    assert connector_refusals(config, False, False, sinks, True, protobuf_only=True) == [
+        "SINK_KAFKA_DATA_TYPE=JSON (auto takes protobuf sinks only)"
+    ]
+    assert connector_refusals(config, False, False, sinks, True, protobuf_only=False) == []  # asked for: taken
+    config = load_config(data={**BASE, **kafka, "SINK_KAFKA_PRODUCER_CONFIG": '{"ssl.curves.list": "P-256"}'})
+    (curves,) = connector_refusals(config, False, False, sinks, True)
+    assert "ssl.curves.list has no counterpart in the Java client" in curves

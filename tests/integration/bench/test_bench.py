@@ -25,7 +25,8 @@ CORE = "baseline,stateless,stateless_spark,stateless_json_spark,quix,latency,lat
         pytest.param(CORE, marks=pytest.mark.long),  # minutes: make test-long (CI runs it)
         pytest.param(
             "stateless_json,stateless_json_out,stateless_avro,window,window_spark,join,join_spark,bytewax,latency_window,"
-            "latency_realtime,latency_window_spark,latency_join,latency_join_spark",
+            "latency_realtime,latency_window_spark,latency_join,latency_join_spark,stateless_ptars,stateless_dagger_jvm,"
+            "stateless_spark_jvm,latency_ptars,latency_dagger_jvm,latency_spark_jvm,latency_realtime_proto",
             marks=pytest.mark.variant,
         ),
     ],
@@ -78,6 +79,10 @@ def test_a_tiny_run_of_every_part_reports_each_measurement(tmp_path, parts):
             assert joined["lost"] == 0 and joined["outputs"] == joined["inputs_kept"] > 0, part
             assert joined["measured_records"] > 0 and joined["p50_ms"] <= joined["p99_ms"], part
         assert results["latency_window_spark"]["measured_records"] > 0
+        proto = results["latency_realtime_proto"]  # protobuf in and out in real-time mode: nothing lost either
+        assert proto["format"] == "protobuf" and proto["lost"] == 0 and proto["outputs"] == proto["inputs_kept"] > 0
+        for part in ("stateless_ptars", "stateless_dagger_jvm", "stateless_spark_jvm"):
+            assert results[part]["cpu_seconds"] > 0 and results[part]["records_per_cpu_s"] > 0, part
         assert "| interval join, Spark's Kafka source and sink: records lost | 0 of " in table
         return
     assert results["stateless"]["vs_baseline"] > 0 and results["stateless"]["vs_quix"] > 0
