@@ -51,7 +51,7 @@ Parts (``BENCH_PARTS``, comma-separated; all by default):
   part also reports the worst p99 of any 60-s window of input time (sliding by a second).
 * ``latency_ptars``, ``latency_dagger_jvm``: ``latency`` as before issue 53 (ptars in Python workers, Dagger's reader
   and writer: ``SPARK_PROTOBUF_CODEC=ptars``, ``SPARK_KAFKA_CONNECTOR=dagger``) and with Dagger's reader and writer
-  handing the records to the JVM codec (``SPARK_KAFKA_CONNECTOR=dagger``); ``latency_spark_jvm``: Spark's Kafka
+  handing the records to the JVM codec (``SPARK_PROTOBUF_CODEC=jvm``); ``latency_spark_jvm``: Spark's Kafka
   source and sink with the JVM codec (``SPARK_KAFKA_CONNECTOR=spark``); ``latency`` itself runs the defaults.
   The latency parts' input topic has ``BENCH_LATENCY_PARTITIONS`` partitions (4).
 * ``latency_window``: the same for the window job with 10-second windows and event time at wall-clock pace,
@@ -148,7 +148,7 @@ JOBS = {
 #: the job settings of the parts that pin how protobuf is read and written (issue 53's before and after)
 PART_SETTINGS = {
     "stateless_ptars": {"SPARK_PROTOBUF_CODEC": "ptars", "SPARK_KAFKA_CONNECTOR": "dagger"},
-    "stateless_dagger_jvm": {"SPARK_KAFKA_CONNECTOR": "dagger"},
+    "stateless_dagger_jvm": {"SPARK_PROTOBUF_CODEC": "jvm", "SPARK_KAFKA_CONNECTOR": "dagger"},
     "stateless_spark_jvm": {"SPARK_KAFKA_CONNECTOR": "spark"},
 }
 WATERMARK_DELAY_MS = 10_000  # FLINK_WATERMARK_DELAY_MS of the benchmark's jobs
@@ -475,21 +475,24 @@ class Bench:
             BENCH_GROUP=f"{name}-{uuid.uuid4().hex[:8]}",
             **settings,
         )
-        import resource
+        from testing import proctree
 
-        used = resource.getrusage(resource.RUSAGE_CHILDREN)
         launched = time.time()
         running = [
             subprocess.Popen([python, *c], env=env, cwd=PEERS, stderr=subprocess.PIPE, text=True) for c in commands
         ]
-        for p in running:
-            _, err = p.communicate(timeout=3600)
-            if p.returncode != 0:
-                raise RuntimeError(f"{name} process {p.args} failed ({p.returncode}): {err[-2000:]}")
-        # the CPU seconds of the processes and everything they started (reaped, so counted in RUSAGE_CHILDREN)
-        now = resource.getrusage(resource.RUSAGE_CHILDREN)
-        cpu = (now.ru_utime - used.ru_utime) + (now.ru_stime - used.ru_stime)
-        self.cpu_seconds.setdefault(name, []).append(cpu)
+        # the CPU seconds of the processes and everything they start (a JVM a PyFlink process starts is not
+        # waited for by it, so not in anyone's children times): each process's own, sampled until it ends
+        cpu = proctree.CpuSampler([p.pid for p in running])
+        cpu.start()
+        try:
+            for p in running:
+                _, err = p.communicate(timeout=3600)
+                if p.returncode != 0:
+                    raise RuntimeError(f"{name} process {p.args} failed ({p.returncode}): {err[-2000:]}")
+        finally:
+            cpu.stop()
+        self.cpu_seconds.setdefault(name, []).append(cpu.seconds)
         return self.finish(name, out, launched)
 
     def session_cpu(self) -> float:
@@ -840,7 +843,7 @@ class Bench:
 
     def latency_dagger_jvm(self) -> dict:
         """``latency`` on Dagger's Kafka reader and writer with protobuf decoded and encoded in the JVM (the reader
-        hands the values over): ``SPARK_KAFKA_CONNECTOR=dagger``."""
+        hands the values over): ``SPARK_PROTOBUF_CODEC=jvm``, ``SPARK_KAFKA_CONNECTOR=dagger``."""
         return self._latency_run(
             "latency_dagger_jvm",
             STATELESS_SQL,
@@ -848,7 +851,7 @@ class Bench:
             EVENTS_PER_SECOND,
             _latencies,
             True,
-            settings={"SPARK_KAFKA_CONNECTOR": "dagger"},
+            settings={"SPARK_PROTOBUF_CODEC": "jvm", "SPARK_KAFKA_CONNECTOR": "dagger"},
         )
 
     def latency_spark_jvm(self) -> dict:
@@ -950,6 +953,8 @@ class Bench:
         if as_json:
             del data["SINK_KAFKA_PROTO_MESSAGE"]
             data.update(SINK_KAFKA_DATA_TYPE="JSON")
+        if real_time:  # `dagger run` starts local[N] when the topic has more partitions than cores
+            data.pop("SPARK_MASTER", None)
         if real_time and REALTIME_CHECKPOINT_MS:
             data.update(SPARK_REALTIME_CHECKPOINT_INTERVAL_MS=str(REALTIME_CHECKPOINT_MS))
         data.update(settings or {})

@@ -163,3 +163,42 @@ class PeakMemory:
             kind: {"processes": k["processes"], "rss_mib": round(k["rss"] / 2**20), "pss_mib": round(k["pss"] / 2**20)}
             for kind, k in sorted(self.kinds.items(), key=lambda item: -item[1]["pss"])
         }
+
+
+class CpuSampler:
+    """User + system CPU seconds of the trees of ``roots`` while they run: a thread reads every process of the
+    trees each ``interval`` and keeps each one's latest own total, so a process that is never waited for (a JVM a
+    PyFlink process starts) counts too; one that ends between two readings loses at most ``interval`` of its
+    CPU, and one that starts and ends between them is missed."""
+
+    def __init__(self, roots: list[int], interval: float = 0.2):
+        import threading
+
+        self.roots, self.interval = roots, interval
+        self._latest: dict[int, int] = {}
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="cpu-sampler", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._done.set()
+        self._thread.join()
+
+    @property
+    def seconds(self) -> float:
+        return sum(self._latest.values()) / _TICKS
+
+    def _run(self) -> None:
+        while True:
+            self._sample()
+            if self._done.wait(self.interval):
+                return
+
+    def _sample(self) -> None:
+        for root in self.roots:
+            for pid in tree(root):
+                fields = _stat(pid)
+                if fields:  # its own utime + stime: a child's are counted from its own readings, not twice
+                    self._latest[pid] = max(self._latest.get(pid, 0), int(fields[11]) + int(fields[12]))

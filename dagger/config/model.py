@@ -624,12 +624,14 @@ class JobConfig(_Strict):
         "reader and writer each) instead of one per partition, which shortens them; a backlog is read with one "
         "task per partition. `0`: always one task per partition.",
     )
-    SPARK_PROTOBUF_CODEC: Literal["jvm", "ptars"] = Field(
-        "jvm",
+    SPARK_PROTOBUF_CODEC: Literal["auto", "jvm", "ptars"] = Field(
+        "auto",
         description="Where protobuf records are decoded and encoded: `jvm`, by Dagger's own codec in the JVM "
-        "(`dagger/jvm/Proto*.java`: the wire format straight into Spark's rows, no Python object and no Python "
-        "worker on the record's way); `ptars`, by ptars in the Python workers (the codec before 2026-11-28). "
-        "`jvm` falls back to `ptars`, with a warning, when Dagger's JVM classes are not on the class path.",
+        "(`dagger/jvm/Proto*.java`: the wire format straight into Spark's rows, no Python object on the record's "
+        "way); `ptars`, by ptars in the Python workers (the codec before 2026-11-28); `auto` (the default): the JVM "
+        "where the records never meet Python (real-time mode, Spark's Kafka connector: `SPARK_KAFKA_CONNECTOR`), "
+        "ptars in Dagger's Kafka reader and writer, whose Python workers hold the records anyway (measured faster "
+        "there: docs/performance.md). Without Dagger's JVM classes on the class path, ptars, with a warning.",
     )
     SPARK_KAFKA_CONNECTOR: Literal["auto", "dagger", "spark"] = Field(
         "dagger",

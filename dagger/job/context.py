@@ -159,9 +159,10 @@ class JobContext:
 
     @property
     def jvm_protobuf(self) -> bool:
-        """Whether protobuf is decoded and encoded in the JVM (``SPARK_PROTOBUF_CODEC=jvm`` and Dagger's JVM
-        classes on the session's class path; a warning once when they are not)."""
-        if self.config.SPARK_PROTOBUF_CODEC != "jvm":
+        """Whether protobuf can be decoded and encoded in the JVM where the records never meet Python (real-time
+        mode, Spark's Kafka connector): ``SPARK_PROTOBUF_CODEC`` other than ``ptars``, and Dagger's JVM classes on
+        the session's class path (a warning once when they are not)."""
+        if self.config.SPARK_PROTOBUF_CODEC == "ptars":
             return False
         from dagger.serde.proto_jvm import jvm_codec_or_warn
 

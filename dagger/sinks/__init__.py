@@ -49,7 +49,7 @@ def build_sinks(config: JobConfig, descriptors: DescriptorSet) -> list[Sink]:
     sinks = []
     for name, entry in config.sink_configs:
         sink = build_sink(entry, descriptors).bind(name, dead_letter, frozenset(entry.SINK_ERROR_TYPES_FOR_FAILURE))
-        if config.SPARK_PROTOBUF_CODEC != "jvm":  # protobuf records encoded by ptars in the sink's writers
+        if config.SPARK_PROTOBUF_CODEC != "jvm":  # ptars in Dagger's writers (auto: the records are there anyway)
             for part in getattr(sink, "parts", []):
                 part.jvm_protobuf = False
         if getattr(entry.settings, "needs_registry", False):  # the registry's keys are the job's

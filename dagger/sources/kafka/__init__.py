@@ -126,7 +126,7 @@ class KafkaSource(Source):
         from dagger.sources.kafka.reader import SOURCE_FORMAT
 
         spec = self.spec(stream, config, descriptors, options)
-        if spec.data_type == "PROTO" and config.SPARK_PROTOBUF_CODEC == "jvm":
+        if spec.data_type == "PROTO" and config.SPARK_PROTOBUF_CODEC == "jvm":  # auto: ptars in the reader's worker
             from dagger.serde.proto_jvm import jvm_codec_or_warn
 
             spec.jvm_decode = jvm_codec_or_warn(spark)
