@@ -160,7 +160,7 @@ def protobuf_stream(
     from pyspark.sql import functions as F
 
     from dagger.serde.formats import proto_message, registered, rowtime_field_number, stream_subject
-    from dagger.serde.jvm_frames import RECORD, decoded_table
+    from dagger.serde.jvm_frames import RECORD, decoded_table, record_at
     from dagger.serde.proto_jvm import ERROR, proto_record, record_names
     from dagger.serde.types import timestamp_field
     from dagger.sinks.kafka_registry import message_path
@@ -188,12 +188,8 @@ def protobuf_stream(
     reason = F.col(f"{RECORD}.{ERROR}")
     table = stream.INPUT_SCHEMA_TABLE
     unknown = F.concat(
-        F.lit(f"InvalidRecordError: stream '{table}': record at topic "),
-        F.col("topic"),
-        F.lit(" partition "),
-        F.col("partition").cast("string"),
-        F.lit(" offset "),
-        F.col("offset").cast("string"),
+        F.lit("InvalidRecordError: "),
+        record_at(table),
         F.lit(": "),
         reason,
         F.lit(
@@ -227,6 +223,7 @@ def json_stream(
     from pyspark.sql.types import TimestampType
 
     from dagger.serde.json_schema import json_struct
+    from dagger.serde.jvm_frames import record_at
 
     rowtime = config.FLINK_ROWTIME_ATTRIBUTE_NAME
     key = f"STREAMS[{stream.INPUT_SCHEMA_TABLE}].INPUT_SCHEMA_JSON_SCHEMA"
@@ -247,12 +244,7 @@ def json_stream(
         valid = valid & F.col(f"r.`{time_field}`").isNotNull()
     if stream.settings.SOURCE_KAFKA_INVALID_RECORD_POLICY == "fail":
         message = F.concat(
-            F.lit(f"stream '{stream.INPUT_SCHEMA_TABLE}': record at topic "),
-            F.col("topic"),
-            F.lit(" partition "),
-            F.col("partition").cast("string"),
-            F.lit(" offset "),
-            F.col("offset").cast("string"),
+            record_at(stream.INPUT_SCHEMA_TABLE),
             F.lit(
                 " cannot be decoded as JSON of INPUT_SCHEMA_JSON_SCHEMA. Set SOURCE_KAFKA_INVALID_RECORD_POLICY to "
                 "'drop' to keep the job running past undecodable records."

@@ -78,6 +78,22 @@ def frame_columns(
     ]
 
 
+def record_at(table: str, coordinates: tuple[str, str, str] = ("topic", "partition", "offset")) -> Any:
+    """``stream '<table>': record at topic T partition P offset O``: where a record is, for the errors that name it
+    (``coordinates``: the columns holding topic, partition and offset)."""
+    from pyspark.sql import functions as F
+
+    topic, partition, offset = coordinates
+    return F.concat(
+        F.lit(f"stream '{table}': record at topic "),
+        F.col(topic),
+        F.lit(" partition "),
+        F.col(partition).cast("string"),
+        F.lit(" offset "),
+        F.col(offset).cast("string"),
+    )
+
+
 def decoded_table(
     df: Any,
     decoded: Any,
@@ -100,18 +116,13 @@ def decoded_table(
     coordinates (``named`` adds to them: the message a protobuf record was read as)."""
     from pyspark.sql import functions as F
 
-    topic, partition, offset = coordinates
     valid = F.col(VALIDITY_COLUMN) if VALIDITY_COLUMN in df.columns else F.lit(True)
     df = df.withColumn(RECORD, F.when(valid, decoded))
     df = df.withColumn(REASON, F.when(valid, reason))
     if policy == "fail":
         message = F.concat(
-            F.lit(f"InvalidRecordError: stream '{table}': record at topic "),  # the runner's marker of our errors
-            F.col(topic),
-            F.lit(" partition "),
-            F.col(partition).cast("string"),
-            F.lit(" offset "),
-            F.col(offset).cast("string"),
+            F.lit("InvalidRecordError: "),  # the runner's marker of our errors
+            record_at(table, coordinates),
             F.lit(" cannot be decoded: "),
             F.col(REASON),
             F.lit(
