@@ -159,8 +159,6 @@ def main(argv: list[str]) -> None:
     bootstrap servers, topics, descriptors, output message and Spark settings of the Dagger job config
     ``JOB.json`` on Spark's Kafka source and sink until terminated. Runs on the driver."""
     import argparse
-    import signal
-    import threading
     import urllib.request
     from pathlib import Path
 
@@ -174,10 +172,33 @@ def main(argv: list[str]) -> None:
     parser.add_argument("sql")
     parser.add_argument("--tables", type=int, default=1, help="streams over the input: data_stream_0, _1, ...")
     parser.add_argument("--watermark", action="store_true", help="FLINK_WATERMARK_DELAY_MS on each rowtime")
+    parser.add_argument(
+        "--bare",
+        action="store_true",
+        help="Spark's floor: each record's value copied from the source to the sink, in a session of Spark's own "
+        "defaults (the SQL is not run)",
+    )
+    parser.add_argument("--async-progress", action="store_true", help="the sink's asyncProgressTrackingEnabled")
     args = parser.parse_args(argv)
-    config = load_config(path=args.job)
     data = json.loads(Path(args.job).read_text())
     stream = data["STREAMS"][0]
+    if args.bare:
+        spark = bare_session(data.get("SPARK_MASTER") or "local[2]")
+        records = kafka_source(
+            spark, stream["SOURCE_KAFKA_CONSUMER_CONFIG_BOOTSTRAP_SERVERS"], stream["SOURCE_KAFKA_TOPIC_NAMES"]
+        )
+        writer = (
+            records.select("value")
+            .writeStream.format("kafka")
+            .option("kafka.bootstrap.servers", data["SINK_KAFKA_BROKERS"])
+            .option("topic", data["SINK_KAFKA_TOPIC"])
+            .option("checkpointLocation", str(Path(args.job).parent / "cp"))
+        )
+        if args.async_progress:
+            writer = writer.option("asyncProgressTrackingEnabled", "true")
+        _run_until_terminated(writer.start(), Path(args.job).parent)
+        return
+    config = load_config(path=args.job)
     with urllib.request.urlopen(data["SCHEMA_REGISTRY_STENCIL_URLS"]) as answer:  # noqa: S310 - the bench's server
         descriptors = answer.read()
     spark = get_session(config)
@@ -195,13 +216,32 @@ def main(argv: list[str]) -> None:
         watermark=f"{config.FLINK_WATERMARK_DELAY_MS} milliseconds" if args.watermark else None,
         available_now=False,
     )
+    _run_until_terminated(query, Path(args.job).parent)
+
+
+def bare_session(master: str) -> Any:
+    """A session of Spark's own defaults with the Kafka connector's jars: nothing of Dagger's but the jars' list."""
+    from pyspark.sql import SparkSession
+
+    from dagger.session.jars import session_settings
+
+    builder = SparkSession.builder.master(master).appName("spark-floor")
+    for key, value in session_settings().items():
+        builder = builder.config(key, value)
+    return builder.getOrCreate()
+
+
+def _run_until_terminated(query: Any, folder: Any) -> None:
+    """Until SIGTERM; then the last micro-batches' ``durationMs`` (Spark keeps 100) into ``progress.json``."""
+    import signal
+    import threading
+
     stopping = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stopping.set())
     while not stopping.is_set() and query.isActive:
         query.awaitTermination(0.5)
-    # where the last micro-batches' time went (Spark keeps the last 100), for the bench's breakdown
     recent = [{"timestamp": p.timestamp, "durationMs": dict(p.durationMs)} for p in query.recentProgress]
-    (Path(args.job).parent / "progress.json").write_text(json.dumps(recent))
+    (folder / "progress.json").write_text(json.dumps(recent))
     query.stop()
 
 

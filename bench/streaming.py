@@ -53,6 +53,9 @@ Parts (``BENCH_PARTS``, comma-separated; all by default):
   and writer: ``SPARK_PROTOBUF_CODEC=ptars``, ``SPARK_KAFKA_CONNECTOR=dagger``) and with Dagger's reader and writer
   handing the records to the JVM codec (``SPARK_PROTOBUF_CODEC=jvm``); ``latency_spark_jvm``: Spark's Kafka
   source and sink with the JVM codec (``SPARK_KAFKA_CONNECTOR=spark``); ``latency`` itself runs the defaults.
+* ``latency_spark_floor``, ``latency_spark_floor_async``: Spark's own floor, nothing of ours in the query or the
+  session (``bench/spark_kafka.py --bare``): each record's value copied from Spark's Kafka source to its sink, with
+  Spark's defaults, and with the sink's asynchronous progress tracking.
   The latency parts' input topic has ``BENCH_LATENCY_PARTITIONS`` partitions (4).
 * ``latency_window``: the same for the window job with 10-second windows and event time at wall-clock pace,
   latency counted from the input record that closes a window to the window's rows (``latency_window.png``).
@@ -867,6 +870,29 @@ class Bench:
             settings={"SPARK_KAFKA_CONNECTOR": "spark"},
         )
 
+    def latency_spark_floor(self) -> dict:
+        """Spark's own micro-batch floor on this workload, nothing of Dagger's in the query or the session: each
+        record's value copied from Spark's Kafka source to its sink (no decoding, no SQL), Spark's default trigger
+        and settings (``bench/spark_kafka.py --bare``)."""
+        return self._spark_floor("latency_spark_floor")
+
+    def latency_spark_floor_async(self) -> dict:
+        """``latency_spark_floor`` with the sink's asynchronous progress tracking (``asyncProgressTrackingEnabled``:
+        the offset and commit logs written beside the next micro-batch instead of before and after it)."""
+        return self._spark_floor("latency_spark_floor_async", "--async-progress")
+
+    def _spark_floor(self, name: str, *args: str) -> dict:
+        return self._latency_run(
+            name,
+            STATELESS_SQL,  # the job config's, unused: `--bare` copies the values
+            "dagger.examples.BookingSummaryMessage",
+            EVENTS_PER_SECOND,
+            _copied_latencies,
+            True,
+            spark_sql="-",
+            spark_args=("--bare", *args),
+        )
+
     def latency_realtime_proto(self) -> dict:
         """``dagger run --real-time`` of the stateless workload, protobuf in and protobuf out (Dagger's codec in the
         JVM, Spark's Kafka source and sink), under the same load: as ``latency_realtime``."""
@@ -913,6 +939,7 @@ class Bench:
         rate: float = LATENCY_RATE,
         json_records: bool | None = None,
         settings: dict[str, str] | None = None,
+        spark_args: tuple[str, ...] = (),
     ) -> dict:
         """Launch ``dagger run`` of ``sql`` and feed it at a steady rate; ``measure(bootstrap, source, out, begin,
         end)`` gives the latencies of the records fed from ``BENCH_WARMUP_SECONDS`` after its first output for
@@ -976,7 +1003,7 @@ class Bench:
         env = None
         if spark_sql is not None:
             command = [sys.executable, str(ROOT / "bench" / "spark_kafka.py"), str(job), spark_sql]
-            command += ["--tables", str(streams)] + (["--watermark"] if watermark else [])
+            command += ["--tables", str(streams)] + (["--watermark"] if watermark else []) + list(spark_args)
         elif peer == "flink":
             command = [FLINK_PYTHON, str(PEERS / "flink_job.py")]
             env = dict(
@@ -986,8 +1013,13 @@ class Bench:
                 BENCH_OUTPUT=out,
                 BENCH_FLINK_BOUNDED="0",
             )
-        archive = jvm_classes.archive_path()
-        archived = archive is not None and archive.exists()  # warm: start-up maps Spark's classes
+        from dagger.session import jars as session_jars
+
+        # the archive of the session's class path (the connectors' jars), as the session names it
+        class_path = session_jars.session_settings().get("spark.driver.extraClassPath", "")
+        archive = jvm_classes.archive_path(class_path)
+        # warm: start-up maps Spark's classes (a session of ours; not Flink's, nor Spark's bare one)
+        archived = archive is not None and archive.exists() and peer is None and "--bare" not in spark_args
         launched = time.time()
         log_path = job.parent / "job.log"  # a file, not a pipe: a pipe nobody reads would stall the job's logging
         log_file = log_path.open("w")
@@ -1018,7 +1050,7 @@ class Bench:
             print(f"[bench] {name}: fed until {time.time() - launched:.0f} s after launch", flush=True)
             expected = None
             if drain:
-                if streams == 2:  # each input meets itself: one row each
+                if streams == 2 or "--bare" in spark_args:  # each input meets itself / is copied: one row each
                     expected = output_end(self.bootstrap, source)[0]
                 else:
                     expected = (_expected_json_outputs if as_json else _expected_outputs)(self.bootstrap, source)
@@ -1258,6 +1290,15 @@ def _latencies(bootstrap: str, source: str, out: str, begin: float, end: float) 
     )
 
 
+def _copied_latencies(bootstrap: str, source: str, out: str, begin: float, end: float) -> list[tuple[float, float]]:
+    """As :func:`_latencies`, for records copied unchanged (``latency_spark_floor``)."""
+    sent = _read(bootstrap, source, "dagger.examples.BookingLogMessage")
+    written = _read(bootstrap, out, "dagger.examples.BookingLogMessage")
+    return sorted(
+        (sent[s] / 1000, written[s] - sent[s]) for s in written if s in sent and begin * 1000 <= sent[s] < end * 1000
+    )
+
+
 def _window_latencies(bootstrap: str, source: str, out: str, begin: float, end: float) -> list[tuple[float, float]]:
     """``(closing input's produce time (s), output produce time - closing input's produce time (ms))`` per output
     row of a window closed by an input produced in [begin, end). A window ending at W closes when the watermark
@@ -1455,6 +1496,12 @@ def report(results: dict) -> None:
         ("latency_ptars", "stateless job, protobuf by ptars, Dagger's reader and writer (before issue 53)", ""),
         ("latency_dagger_jvm", "stateless job, protobuf in the JVM, Dagger's reader and writer", ""),
         ("latency_spark_jvm", "stateless job, protobuf in the JVM, Spark's Kafka source and sink", ""),
+        ("latency_spark_floor", "Spark's floor: each value copied by Spark's Kafka source and sink, its defaults", ""),
+        (
+            "latency_spark_floor_async",
+            "Spark's floor with the sink's asynchronous progress tracking (asyncProgressTrackingEnabled)",
+            "",
+        ),
         ("latency_realtime_proto", "stateless job, protobuf, real-time mode", "p50 ≤ 20, p99 ≤ 50 ms, 0 lost"),
         ("latency_spark", "stateless, Spark's Kafka source and sink, ptars in mapInArrow", ""),
         ("latency_window", "10-s window job, after the window closes", "p99 ≤ 250 ms"),

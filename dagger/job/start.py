@@ -81,6 +81,7 @@ def _start_real_time(ctx: JobContext, plan: Plan) -> StreamingQuery:
 def _start_spark_kafka(ctx: JobContext, plan: Plan) -> StreamingQuery:
     """Micro-batches on Spark's Kafka source and sink (``SPARK_KAFKA_CONNECTOR``), the records decoded and encoded
     in the JVM."""
+    from dagger.realtime import stateful
     from dagger.realtime.sink import start_query
 
     config = ctx.config
@@ -88,6 +89,8 @@ def _start_spark_kafka(ctx: JobContext, plan: Plan) -> StreamingQuery:
         trigger: dict[str, Any] = {"availableNow": True}
     else:
         trigger = {"processingTime": f"{config.trigger_interval_ms} milliseconds"}
+    # Spark logs a batch's progress beside the next one where it can: a stateless query, not available-now
+    async_progress = not ctx.options.available_now and not stateful(plan.dataframe)
     log.info(
         "starting %r in micro-batches on %s: %d stream(s) by Spark's Kafka source -> %s by Spark's Kafka sink, "
         "checkpoint %s, descriptors sha256 %s",
@@ -101,7 +104,7 @@ def _start_spark_kafka(ctx: JobContext, plan: Plan) -> StreamingQuery:
     log.info("Kafka connector: %s", ctx.connector_note)
     ctx.counters.progress_sinks = [s.display_name for s in plan.sinks]
     prepare_sinks(ctx, plan.sinks)  # a schema to auto-register is registered now: its id goes in each record
-    return start_query(plan.dataframe, config, plan.sinks[0], ctx.checkpoint, config.job_slug, trigger)
+    return start_query(plan.dataframe, config, plan.sinks[0], ctx.checkpoint, config.job_slug, trigger, async_progress)
 
 
 def _start_micro_batches(ctx: JobContext, plan: Plan) -> StreamingQuery:

@@ -250,6 +250,24 @@ def local_master(config: JobConfig, counts: dict[str, int] | None) -> str | None
     return f"local[{slots}]" if slots > local_cores(config.SPARK_MASTER) else None
 
 
+#: logical nodes that keep state across micro-batches (a join of two streams keeps both sides; any join is counted)
+_STATEFUL_NODES = (
+    "logical.Aggregate",
+    "logical.Join",
+    "logical.Deduplicate",
+    "logical.DeduplicateWithinWatermark",
+    "logical.FlatMapGroupsWithState",
+    "logical.TransformWithState",
+    "logical.Window",
+)
+
+
+def stateful(df: Any) -> bool:
+    """Whether ``df``'s query keeps state across micro-batches (an aggregation, a join, a deduplication)."""
+    plan = _analyzed_plan(df)
+    return any(f'{node}"' in plan or f"{node.split('.')[-1]} " in plan for node in _STATEFUL_NODES)
+
+
 def _analyzed_plan(df: Any) -> str:
     """The analyzed logical plan with its node and expression classes (a streaming plan cannot be optimized
     outside a running query)."""

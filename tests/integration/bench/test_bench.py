@@ -26,7 +26,8 @@ CORE = "baseline,stateless,stateless_spark,stateless_json_spark,quix,latency,lat
         pytest.param(
             "stateless_json,stateless_json_out,stateless_avro,window,window_spark,join,join_spark,bytewax,latency_window,"
             "latency_realtime,latency_window_spark,latency_join,latency_join_spark,stateless_ptars,stateless_dagger_jvm,"
-            "stateless_spark_jvm,latency_ptars,latency_dagger_jvm,latency_spark_jvm,latency_realtime_proto",
+            "stateless_spark_jvm,latency_ptars,latency_dagger_jvm,latency_spark_jvm,latency_realtime_proto,"
+            "latency_spark_floor,latency_spark_floor_async",
             marks=pytest.mark.variant,
         ),
     ],
@@ -74,6 +75,10 @@ def test_a_tiny_run_of_every_part_reports_each_measurement(tmp_path, parts):
         assert "JVM" in held and "fork server" not in held, held
         assert held.get("Python workers", {}).get("processes", 0) <= 1, held
         assert "| real-time job: start-up, launch to first output |" in table
+        for part in ("latency_spark_floor", "latency_spark_floor_async"):  # Spark's floor: every record copied
+            floor = results[part]
+            assert floor["lost"] == 0 and floor["outputs"] == floor["inputs_kept"] > 0, part
+            assert floor["measured_records"] > 0 and not floor["class_archive"], part
         for part in ("latency_join", "latency_join_spark"):  # each input meets itself: one joined row each
             joined = results[part]
             assert joined["lost"] == 0 and joined["outputs"] == joined["inputs_kept"] > 0, part

@@ -129,6 +129,47 @@ def test_a_restart_keeps_the_connector_its_checkpoint_was_made_with(spark, broke
         run_job(spark, data, tmp_path / "cp")
 
 
+def test_a_running_job_logs_each_batch_beside_the_next_and_an_available_now_run_resumes_from_its_checkpoint(
+    spark, broker, stencil, topic, tmp_path
+):
+    """Spark's asynchronous progress tracking (a stateless query on a processing-time trigger): each micro-batch's
+    offsets are logged while the next one runs, every batch still logged, so an ``--available-now`` run (which
+    Spark refuses the option) resumes from the checkpoint, each record written once."""
+    import time
+
+    from dagger.job import Job, load_config
+
+    source, out = topic("sc-async", 2), topic("sc-async-out")
+    values = bookings(50, START)  # cash i * 10 < 500: every one is written
+    stream = kafka_stream(broker, source)
+    data = job(stencil, [stream], SQL, SPARK_KAFKA_CONNECTOR="spark",
+               **kafka_sink(broker, out, Summary.DESCRIPTOR.full_name))  # fmt: skip
+    manager = Job(load_config(data=data), checkpoint_dir=str(tmp_path / "cp"), available_now=False, spark=spark)
+    query = manager.start()
+    try:
+        execution = query._jsq.streamingQuery().getClass().getSimpleName()
+        assert execution == "AsyncProgressTrackingMicroBatchExecution"
+        for round_ in range(4):  # four rounds of ten records while it runs: a micro-batch (or more) each
+            produce(broker.bootstrap, source, ((None, v) for v in values[round_ * 10 : round_ * 10 + 10]), partitions=2)
+            deadline = time.monotonic() + 60
+            while topic_size(broker.bootstrap, out) < round_ * 10 + 10 and time.monotonic() < deadline:
+                assert query.exception() is None, query.exception()
+                time.sleep(0.2)
+            assert topic_size(broker.bootstrap, out) == round_ * 10 + 10
+        batches = query.lastProgress["batchId"]
+    finally:
+        query.stop()
+    manager.finish(query)
+    assert batches >= 3
+    group = stream["SOURCE_KAFKA_CONSUMER_CONFIG_GROUP_ID"]
+    assert _committed(broker.bootstrap, group, source, 2) == _ends(broker.bootstrap, source, 2)
+    produce(broker.bootstrap, source, ((None, v) for v in values[40:]), partitions=2)
+    manager, query = run_job(spark, data, tmp_path / "cp")  # available-now: Spark's synchronous logs
+    assert query.exception() is None, query.exception()
+    assert query._jsq.streamingQuery().getClass().getSimpleName() == "MicroBatchExecution"
+    assert _written(broker.bootstrap, out) == sorted(_summary(Booking.FromString(v)) for v in values)
+
+
 @pytest.mark.parametrize(
     ("change", "why"),
     [
@@ -184,3 +225,18 @@ def test_validate_says_a_qualifying_job_takes_sparks_connector(broker, stencil, 
     assert (
         "Kafka connector: Spark's Kafka source and sink, the records decoded and encoded in the JVM" in validated.stdout
     )
+
+
+def test_a_query_that_keeps_state_is_told_from_one_that_does_not(spark):
+    """Spark's asynchronous progress tracking takes stateless queries only: the plan says which a query is."""
+    from pyspark.sql import functions as F
+
+    from dagger.realtime import stateful
+
+    rates = spark.readStream.format("rate").load()
+    assert not stateful(rates.where(F.col("value") % 2 == 0).select((F.col("value") * 2).alias("twice")))
+    assert stateful(rates.groupBy("value").count())
+    assert stateful(rates.dropDuplicates(["value"]))
+    assert stateful(rates.alias("a").join(rates.alias("b"), "value"))
+    windowed = rates.withWatermark("timestamp", "10 seconds").groupBy(F.window("timestamp", "1 minute")).count()
+    assert stateful(windowed)
