@@ -44,14 +44,6 @@ IGNORED_KEYS: dict[str, str] = {
     "SOURCE_PARQUET_SCHEMA_MATCH_STRATEGY": "unused by Dagger too: columns are matched to the message by name",
 }
 
-#: SINK_TYPE -> key -> why a sink of that type does nothing with a key another sink type uses
-IGNORED_SINK_KEYS: dict[str, dict[str, str]] = {
-    "bigquery": {
-        "SINK_CONNECTOR_SCHEMA_PROTO_KEY_CLASS": "BigQuery rows have no key (a Kafka sink encodes its record keys "
-        "with this message)",
-    },
-}
-
 
 def ignored_keys_set(config: Any) -> list[tuple[str, str]]:
     """``(where, reason)`` for every listed key a job config sets: top-level keys, stream keys
@@ -68,18 +60,19 @@ def ignored_keys_set(config: Any) -> list[tuple[str, str]]:
     for i, sink in enumerate(entries):
         where = f"SINKS[{i}]." if config.SINKS is not None else ""
         found += [(f"{where}{k}", IGNORED_KEYS[k]) for k in sink.keys_set if k in IGNORED_KEYS]
-        scoped = IGNORED_SINK_KEYS.get(sink.SINK_TYPE, {})
+        scoped = sink.settings.ignored_keys  # keys another sink type uses that this one does nothing with
         found += [(f"{where}{k}", scoped[k]) for k in sink.keys_set if k in scoped]
     return found
 
 
-def markdown_table() -> str:
-    """The table ``docs/config.md`` shows."""
+def markdown_table(sink_settings: dict[str, Any]) -> str:
+    """The table ``docs/config.md`` shows; ``sink_settings``: each ``SINK_TYPE``'s settings model, whose
+    ``ignored_keys`` are listed for it."""
     rows = ["| Key | Why it does nothing here |", "|---|---|"]
     rows += [f"| `{key}` | {reason} |" for key, reason in sorted(IGNORED_KEYS.items())]
     rows += [
         f"| `{key}` (`SINK_TYPE={sink}`) | {reason} |"
-        for sink, keys in sorted(IGNORED_SINK_KEYS.items())
-        for key, reason in sorted(keys.items())
+        for sink, model in sorted(sink_settings.items())
+        for key, reason in sorted(model.ignored_keys.items())
     ]
     return "\n".join(rows)

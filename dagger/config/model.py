@@ -324,10 +324,6 @@ SINK_ERROR_TYPES = (
 )
 
 
-#: the sinks Dagger flushes at each checkpoint: with them its checkpoint interval is the write cadence
-CHECKPOINT_FLUSHED_SINKS = frozenset({"influx", "bigquery"})
-
-
 class JobConfig(_Strict):
     """A whole Dagger job: streams, SQL, sink and the settings around them."""
 
@@ -783,7 +779,7 @@ class JobConfig(_Strict):
             self.model_fields_set
         ):
             return self.SPARK_TRIGGER_INTERVAL_MS
-        if all(sink.SINK_TYPE in CHECKPOINT_FLUSHED_SINKS for _, sink in self.sink_configs):
+        if all(sink.settings.flushes_at_checkpoint for _, sink in self.sink_configs):
             return self.FLINK_CHECKPOINT_INTERVAL_MS
         return self.SPARK_TRIGGER_INTERVAL_MS
 

@@ -79,9 +79,7 @@ def choose_connector(ctx: JobContext, rewritten: str) -> list[str]:
     ctx.spark_kafka, ctx.connector_note = False, None
     if ctx.fixtures is not None or asked == "dagger":
         return []
-    from dagger.sources.kafka import KafkaSource
-
-    if asked == "auto" and not any(isinstance(ctx.source(s), KafkaSource) for s in config.STREAMS):
+    if asked == "auto" and not any(ctx.source(s).supports_real_time for s in config.STREAMS):
         return []  # no Kafka stream: nothing to choose
     kept = None if ctx.options.validating else _checkpoint_connector(ctx)
     if kept == "dagger" and asked == "auto":

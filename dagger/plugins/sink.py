@@ -52,10 +52,28 @@ COUNTERS = ("written", "dead_letters", "dropped")
 COMMON_KEYS = frozenset({"SINK_TYPE", "SINK_NAME", "SINK_ERROR_TYPES_FOR_FAILURE", "SINKS"})
 
 
+class UntestableSinkError(ValueError):
+    """A sink whose records ``dagger test`` cannot read back (not captured, or a type that cannot be)."""
+
+
 class SinkSettings(BaseModel):
-    """Base of a sink's settings model: its ``SINK_*`` keys, typed, each with a default and a description."""
+    """Base of a sink's settings model: its ``SINK_*`` keys, typed, each with a default and a description; and what
+    the sink can do, declared here so that the config and the planner ask instead of testing ``SINK_TYPE``."""
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    #: Dagger writes this sink at each checkpoint (InfluxDB, BigQuery): a job whose sinks all do takes a config's
+    #: ``FLINK_CHECKPOINT_INTERVAL_MS`` as its micro-batch interval, the same write cadence
+    flushes_at_checkpoint: ClassVar[bool] = False
+    #: keys other sink types use that this one does nothing with, each with why (listed in docs/config.md)
+    ignored_keys: ClassVar[dict[str, str]] = {}
+    #: Spark's own Kafka sink can write it: real-time mode and ``SPARK_KAFKA_CONNECTOR``
+    supports_real_time: ClassVar[bool] = False
+
+    def output_message(self) -> str | None:
+        """The protobuf message this sink writes its rows as (lookups type their output by it, as Dagger does);
+        None when it writes no protobuf."""
+        return None
 
     @property
     def large_messages(self) -> bool:
@@ -155,6 +173,20 @@ class Sink(ABC):
     def describe(self) -> str:
         """One line for logs and ``dagger validate``."""
         return self.name
+
+    def written_records(self, capture: str) -> list[dict[str, Any]]:
+        """``dagger test``: the records this sink wrote in a case (kept in the directory ``capture`` instead of
+        being sent: :mod:`dagger.sinks.capture`), read back as plain records (:mod:`dagger.sinks.readback`).
+        Runs on the driver. A sink that cannot be read back leaves this out."""
+        raise UntestableSinkError(
+            f"sink {self.display_name}: dagger test cannot read back what a {self.name} sink writes (its plugin "
+            "has no Sink.written_records); leave it out of the job's cases, or test the job without it"
+        )
+
+    def expected_record(self, record: dict[str, Any], partial: bool) -> dict[str, Any]:
+        """A case's expected ``record`` in the form :meth:`written_records` gives (``partial``: the case compares
+        only the fields it names)."""
+        return record
 
     @abstractmethod
     def writer(self, partition_id: int, batch_id: int) -> SinkWriter:

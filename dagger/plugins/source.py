@@ -85,6 +85,10 @@ class Source(ABC):
     #: whether its reader decodes only the fields the SQL names (:class:`SourceOptions` ``fields``); sources
     #: Spark prunes by itself (Parquet) leave this off
     decodes_named_fields: ClassVar[bool] = False
+    #: whether Spark's own Kafka source can read it: real-time mode and ``SPARK_KAFKA_CONNECTOR``
+    supports_real_time: ClassVar[bool] = False
+    #: whether ``dagger test`` can feed a case's records to it (it reads records, not files)
+    test_input: ClassVar[bool] = False
 
     def check(self, stream: StreamConfig) -> None:  # noqa: B027 - optional hook
         """Raise ``ValueError`` naming a key this stream lacks or sets wrongly (run while the config loads)."""

@@ -31,10 +31,9 @@ def stream_refusals(stream: StreamConfig, jvm_protobuf: bool = True) -> list[str
     """Why ``stream`` cannot be read in real-time mode (empty: it can); ``jvm_protobuf``: Dagger's protobuf codec
     is in the JVM (``SPARK_PROTOBUF_CODEC=jvm`` and its classes on the class path)."""
     from dagger.plugins.source import source_of
-    from dagger.sources.kafka import KafkaSource
 
     table = stream.INPUT_SCHEMA_TABLE
-    if not isinstance(source_of(stream), KafkaSource):
+    if not source_of(stream).supports_real_time:
         return [f"STREAMS[{table}]: real-time mode reads Kafka streams only (Spark's Kafka source)"]
     out = []
     wire = getattr(stream.format, "INPUT_SCHEMA_WIRE_FORMAT", "plain")
@@ -83,7 +82,7 @@ def refusals(
     if python:
         out.append(f"the query runs Python ({', '.join(python)}: a Python UDF or Longbow); real-time mode runs none")
     sinks = config.sink_configs
-    if len(sinks) != 1 or sinks[0][1].SINK_TYPE != "kafka":
+    if len(sinks) != 1 or not sinks[0][1].settings.supports_real_time:
         out.append("real-time mode writes one Kafka sink (SINK_TYPE=kafka); SINKS with several, or other types, no")
         return out
     sink = sinks[0][1].settings
@@ -134,7 +133,7 @@ def connector_refusals(
         )
     if config.PROCESSOR_PREPROCESSOR_ENABLE or config.PROCESSOR_POSTPROCESSOR_ENABLE:
         out.append("pre- and post-processors run in Python workers")
-    if len(sinks) != 1 or config.sink_configs[0][1].SINK_TYPE != "kafka":
+    if len(sinks) != 1 or not config.sink_configs[0][1].settings.supports_real_time:
         out.append("Spark's Kafka sink writes one Kafka sink (SINK_TYPE=kafka) only")
         return out
     if sinks[0].dead_letter is not None:

@@ -34,7 +34,7 @@ from __future__ import annotations
 import json
 import re
 import time
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -43,6 +43,8 @@ from pydantic import Field, model_validator
 from dagger.errors import SinkError
 from dagger.optional import require
 from dagger.plugins.sink import Sink, SinkSettings, SinkWriter
+from dagger.sinks.capture import read_spool_rows
+from dagger.sinks.readback import point
 from dagger.sinks.rejected import RejectedRows
 
 if TYPE_CHECKING:
@@ -55,6 +57,8 @@ _DEFAULT_BATCH = 5000
 
 class InfluxSinkSettings(SinkSettings):
     """InfluxDB: one point per row, tags from `tag_*`/`label_*` columns, over the 1.x or 2.x write API."""
+
+    flushes_at_checkpoint: ClassVar[bool] = True  # Dagger's InfluxDB sink writes at each checkpoint
 
     SINK_INFLUX_URL: str | None = Field(None, description="InfluxDB URL, e.g. `http://localhost:8086`.")
     SINK_INFLUX_API_VERSION: Literal["1", "2"] = Field(
@@ -455,6 +459,9 @@ class InfluxSink(Sink):
             retries=config.SINK_INFLUX_RETRIES,
             retry_backoff_ms=config.SINK_INFLUX_RETRY_BACKOFF_MS,
         )
+
+    def written_records(self, capture: str) -> list[dict[str, Any]]:
+        return [point(row["line"]) for row in read_spool_rows(capture)]
 
     def describe(self) -> str:
         where = f"bucket {self.bucket}" if self.api_version == "2" else f"db {self.database}"

@@ -14,7 +14,7 @@ and the sink; the records' encoding is :mod:`dagger.sinks.kafka_records`'.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 import pyarrow as pa
 from pydantic import Field, model_validator
@@ -22,7 +22,9 @@ from pydantic import Field, model_validator
 from dagger.config.model import Json
 from dagger.errors import SinkError
 from dagger.plugins.sink import Sink, SinkSettings, SinkWriter
+from dagger.sinks.capture import read_spool
 from dagger.sinks.kafka_records import RecordPart
+from dagger.sinks.readback import canonical, read_back
 from dagger.sinks.rejected import RejectedRows, isolate
 
 if TYPE_CHECKING:
@@ -31,6 +33,8 @@ if TYPE_CHECKING:
 
 class KafkaSinkSettings(SinkSettings):
     """Kafka: rows encoded as protobuf (or JSON objects) and produced in batches with librdkafka."""
+
+    supports_real_time: ClassVar[bool] = True  # Spark's own Kafka sink writes it
 
     SINK_KAFKA_BROKERS: str | None = Field(None, description="Bootstrap servers of the output cluster.")
     SINK_KAFKA_TOPIC: str | None = Field(None, description="Output topic.")
@@ -169,6 +173,11 @@ class KafkaSinkSettings(SinkSettings):
             f"SINK_KAFKA_TOPIC (subject <topic>-{part})",
         )
 
+    def output_message(self) -> str | None:
+        if self.SINK_KAFKA_DATA_TYPE == "PROTO" and self.SINK_KAFKA_PROTO_MESSAGE:
+            return self.SINK_KAFKA_PROTO_MESSAGE
+        return None
+
     def registry_subjects(self) -> list[tuple[str, str]]:
         """The registry subjects the sink looks its schemas up in when the job starts, each with the key that
         names it (none with auto-register or the plain format)."""
@@ -298,6 +307,12 @@ class KafkaSink(Sink):
         (``SPARK_PROTOBUF_CODEC=jvm``)."""
         columns = {self.jvm_column(part.part): part.jvm_column(schema) for part in self.parts}
         return {name: column for name, column in columns.items() if column is not None}
+
+    def written_records(self, capture: str) -> list[dict[str, Any]]:
+        return read_back(self.value, [value for value, _ in read_spool(capture)])
+
+    def expected_record(self, record: dict[str, Any], partial: bool) -> dict[str, Any]:
+        return record if partial else canonical(self.value, record)  # written and read back as the sink's are
 
     def describe(self) -> str:
         key = f" (key {self.key.describe()})" if self.key is not None else ""

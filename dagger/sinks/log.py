@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from dagger.plugins.sink import Sink, SinkSettings, SinkWriter
+from dagger.sinks.capture import read_spool_rows
+from dagger.sinks.readback import logged, rfc3339
 
 if TYPE_CHECKING:
     from dagger.schema.descriptor_sets import DescriptorSet
@@ -23,7 +25,7 @@ if TYPE_CHECKING:
 def format_value(value: Any) -> str:
     """A compact, readable rendering of one value."""
     if isinstance(value, dt.datetime):
-        return value.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%f").rstrip("0").rstrip(".") + "Z"
+        return rfc3339(value)
     if isinstance(value, bytes):
         return value.hex()
     if isinstance(value, dict):
@@ -87,6 +89,12 @@ class LogSink(Sink):
 
     def writer(self, partition_id: int, batch_id: int) -> SinkWriter:
         return _LogWriter(self, partition_id, batch_id)
+
+    def written_records(self, capture: str) -> list[dict[str, Any]]:
+        return [logged(row) for row in read_spool_rows(capture)]
+
+    def expected_record(self, record: dict[str, Any], partial: bool) -> dict[str, Any]:
+        return {k: v for k, v in record.items() if v is not None}  # the log leaves null columns out
 
     def commit(self, results: list[Any], batch_id: int) -> None:
         out = self._stream or sys.stdout

@@ -88,7 +88,6 @@ def case_config(config_path: str, overrides: list[str], case: CaseConfig) -> Job
 def check_case(config: JobConfig, case: CaseConfig) -> None:
     """The case's tables are the job's, its expected sinks are the job's, and its streams can be fed."""
     from dagger.plugins.source import source_of
-    from dagger.sources.kafka import KafkaSource
 
     tables = {s.INPUT_SCHEMA_TABLE: s for s in config.STREAMS}
     for batch in case.INPUT_BATCHES or [case.INPUT or {}]:
@@ -98,7 +97,7 @@ def check_case(config: JobConfig, case: CaseConfig) -> None:
                     f"case {case.NAME!r}: INPUT names table {table!r}; the job's tables are {', '.join(tables)}"
                 )
     for table, stream in tables.items():
-        if not isinstance(source_of(stream), KafkaSource):
+        if not source_of(stream).test_input:
             raise CaseFileError(
                 f"case {case.NAME!r}: stream {table!r} is read by {stream.source_name}; dagger test feeds Kafka "
                 "streams only (a Parquet stream's rows are files: run the job over a small file instead)"

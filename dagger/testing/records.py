@@ -20,6 +20,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from dagger.config.cases import RAW
+from dagger.sinks.readback import avro_value
 
 if TYPE_CHECKING:
     from dagger.config.model import StreamConfig
@@ -98,40 +99,6 @@ def _avro(stream: StreamConfig, descriptors: DescriptorSet, confluent: bool) -> 
         return prefix + out.getvalue()
 
     return encode
-
-
-#: Avro's time types, written in a case as ISO text (as they read back)
-_TIMES = {"timestamp-millis", "timestamp-micros", "local-timestamp-millis", "local-timestamp-micros", "date"}
-
-
-def avro_value(schema: Any, value: Any) -> Any:
-    """A case's JSON value as fastavro writes it for ``schema`` (parsed): ISO text for Avro's time types becomes
-    a datetime or date, base64 text for bytes and fixed becomes bytes; records, arrays, maps and unions are
-    followed (a union's first branch that takes the value)."""
-    import datetime as dt
-
-    if isinstance(schema, list):  # a union
-        for branch in schema:
-            converted = avro_value(branch, value)
-            if converted is not value or not isinstance(value, str):
-                return converted
-        return value
-    if not isinstance(schema, dict) or value is None:
-        return value
-    kind, logical = schema.get("type"), schema.get("logicalType")
-    if isinstance(value, str) and logical in _TIMES:
-        instant = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
-        return instant.date() if logical == "date" else instant
-    if isinstance(value, str) and kind in ("bytes", "fixed") and logical is None:
-        return base64.b64decode(value)
-    if kind == "record" and isinstance(value, dict):
-        fields = {f["name"]: f["type"] for f in schema["fields"]}
-        return {k: avro_value(fields[k], v) if k in fields else v for k, v in value.items()}
-    if kind == "array" and isinstance(value, list):
-        return [avro_value(schema["items"], v) for v in value]
-    if kind == "map" and isinstance(value, dict):
-        return {k: avro_value(schema["values"], v) for k, v in value.items()}
-    return value
 
 
 def _header(stream: StreamConfig, descriptors: DescriptorSet, schema_type: str, message: str | None = None) -> bytes:

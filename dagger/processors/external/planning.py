@@ -49,9 +49,9 @@ def typing_message(source: Any, context: ProcessorContext, where: str) -> Any:
 def sink_message(context: ProcessorContext) -> Any:
     """The protobuf message of the job's (first) Kafka sink, which types lookup outputs as in Dagger; None."""
     for _, sink in context.config.sink_configs:
-        settings = sink.settings
-        if sink.SINK_TYPE == "kafka" and settings.SINK_KAFKA_DATA_TYPE == "PROTO" and settings.SINK_KAFKA_PROTO_MESSAGE:
-            return context.descriptors.find_message(settings.SINK_KAFKA_PROTO_MESSAGE, "SINK_KAFKA_PROTO_MESSAGE")
+        message = sink.settings.output_message()
+        if message:
+            return context.descriptors.find_message(message, "SINK_KAFKA_PROTO_MESSAGE")
     return None
 
 

@@ -29,6 +29,8 @@ class KafkaSource(Source):
     settings = KafkaSourceSettings
     replayable = True
     decodes_named_fields = True
+    supports_real_time = True
+    test_input = True
 
     def check(self, stream: StreamConfig) -> None:
         what = f"Kafka stream '{stream.INPUT_SCHEMA_TABLE}'"

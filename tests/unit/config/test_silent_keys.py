@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from dagger.config.ignored import IGNORED_KEYS, IGNORED_SINK_KEYS, ignored_keys_set
+from dagger.config.ignored import IGNORED_KEYS, ignored_keys_set
 from dagger.config.model import JobConfig, PythonUdfConfig, SinkConfig, StreamConfig
 from dagger.errors import DaggerConfigError
 from dagger.job import load_config
@@ -185,7 +185,9 @@ def test_a_key_one_sink_type_uses_is_named_as_ignored_on_a_sink_type_that_does_n
     }
     found = dict(ignored_keys_set(load_config(data={**BASE, **bigquery})))
     assert found == {
-        "SINK_CONNECTOR_SCHEMA_PROTO_KEY_CLASS": IGNORED_SINK_KEYS["bigquery"]["SINK_CONNECTOR_SCHEMA_PROTO_KEY_CLASS"]
+        "SINK_CONNECTOR_SCHEMA_PROTO_KEY_CLASS": SINKS.get("bigquery").settings.ignored_keys[
+            "SINK_CONNECTOR_SCHEMA_PROTO_KEY_CLASS"
+        ]
     }
     kafka = {
         "SINK_TYPE": "kafka",

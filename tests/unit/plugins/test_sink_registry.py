@@ -194,3 +194,39 @@ def test_a_registered_sink_runs_in_a_job(jsonl, spark, broker, stencil, topic, t
     rows = [json.loads(line) for line in Path(out).read_text().splitlines()]
     assert len(rows) == 5 and {r["order_number"] for r in rows} <= {f"order-{i}" for i in range(10)}
     assert manager.counters.sinks["jsonl"]["written"].value == 5
+
+
+class FlushedSettings(JsonLinesSettings):
+    """JSON lines written at each checkpoint (a test sink declaring what it can do)."""
+
+    flushes_at_checkpoint = True
+    ignored_keys = {"SINK_KAFKA_TOPIC": "a file has no topic"}
+
+
+@pytest.fixture
+def flushed():
+    plugin = register_sink("flushed", FlushedSettings, JsonLinesSink.from_settings)
+    yield plugin
+    SINKS.entries.pop("flushed", None)
+
+
+def test_what_a_sink_declares_is_what_the_config_the_docs_and_dagger_test_ask_of_it(jsonl, flushed):
+    """Capabilities, not names: the trigger interval, the ignored keys, real-time mode and dagger test ask the
+    sink's plugin, so a sink of one's own gets the same treatment as a built-in one that declares the same."""
+    from dagger.config.ignored import ignored_keys_set
+    from dagger.realtime import refusals
+    from dagger.testing.decoding import expected_form, written
+
+    entry = {"SINK_JSONL_PATH": "/tmp/x", "FLINK_CHECKPOINT_INTERVAL_MS": "20000"}
+    declared = load_config(data={**BASE, **entry, "SINK_TYPE": "flushed", "SINK_KAFKA_TOPIC": "t"})
+    plain = load_config(data={**BASE, **entry, "SINK_TYPE": "jsonl", "SINK_KAFKA_TOPIC": "t"})
+    assert (declared.trigger_interval_ms, plain.trigger_interval_ms) == (20_000, 0)  # Dagger's write cadence
+    assert dict(ignored_keys_set(declared)) == {"SINK_KAFKA_TOPIC": "a file has no topic"}
+    assert ignored_keys_set(plain) == []
+    assert "| `SINK_KAFKA_TOPIC` (`SINK_TYPE=flushed`) | a file has no topic |" in render_reference()
+    assert any("writes one Kafka sink" in why for why in refusals(plain, False, False, False, None))  # not declared
+    sink = JsonLinesSink("/tmp/x", 1)
+    sink.capture = "/tmp/nowhere"
+    with pytest.raises(ValueError, match="dagger test cannot read back what a jsonl sink writes"):
+        written(sink)
+    assert expected_form(sink, {"a": None}, partial=False) == {"a": None}  # compared as the case gives it

@@ -8,7 +8,7 @@ import pyarrow as pa
 from dagger.job import load_config
 from dagger.sinks import build_sinks
 from dagger.sinks.capture import read_spool
-from dagger.testing.decoding import read_back
+from dagger.sinks.readback import read_back
 from testing.samples import example_descriptors
 from tests.unit.config.test_config import BASE
 from tests.unit.sinks.test_kafka import KAFKA

@@ -12,7 +12,7 @@ import fastavro
 import pytest
 
 from dagger.sinks.kafka_records import RecordPart
-from dagger.testing.decoding import WrittenRecordError, canonical, read_back
+from dagger.sinks.readback import WrittenRecordError, canonical, read_back
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "descriptors" / "examples.desc"
 SUMMARY = "dagger.examples.BookingSummaryMessage"
@@ -47,7 +47,7 @@ def test_protobuf_reads_back_into_its_json_mapping_and_expected_records_meet_it_
 def _encoded(part: RecordPart, record: dict) -> bytes:
     from google.protobuf import json_format
 
-    from dagger.testing.decoding import _message_class
+    from dagger.sinks.readback import _message_class
 
     return json_format.ParseDict(record, _message_class(part)()).SerializeToString()
 
