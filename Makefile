@@ -75,7 +75,7 @@ test: install test-servers ## lint, then the whole suite (unit + integration aga
 	$(VENV)/bin/ruff check dagger udfs testing tests scripts bench docs/investigations
 	$(VENV)/bin/ruff format --check dagger udfs testing tests scripts bench docs/investigations
 	$(VENV)/bin/hadolint Dockerfile
-	$(VENV)/bin/pytest -q -m "not long and not variant" -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
+	$(VENV)/bin/pytest -q -m "not long and not variant" -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=20
 
 test-long: install test-servers ## the tests of minutes make test leaves out (kills inside commits and flushes, broker outages, an executor kill, sink outages, a standalone cluster, the bench's parts, a short soak); CI runs them after make test
 	$(VENV)/bin/pytest -q -m long -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder

@@ -19,8 +19,20 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
+from dagger import job_log
+from dagger.config.arguments import parse_arguments, split_config_tokens
 from dagger.config.ignored import ignored_keys_set
+from dagger.config.instants import parse_instant
+from dagger.container import exec_role
+from dagger.dead_letter import DeadLetterSpec
 from dagger.errors import DaggerConfigError, DaggerError
+from dagger.longbow.classic import table_name
+from dagger.longbow.plus import input_message
+from dagger.longbow.schema import LongbowKind
+from dagger.plugins.source import source_of
+from dagger.testing.command import run_tests
+from dagger.worker_logging import DATE_FORMAT, FORMAT
+from udfs.docs import render_functions
 
 if TYPE_CHECKING:
     from dagger.config.model import JobConfig
@@ -287,8 +299,6 @@ def _generate(args: argparse.Namespace) -> int:
         raise DaggerConfigError(f"topic {topic!r} looks like a pattern; name one topic with --topic")
     start = None
     if args.start:
-        from dagger.config.instants import parse_instant
-
         start = parse_instant(args.start, "--start")
     descriptor = SchemaRegistry(settings).get().find_message(message, "--message")
     generator = RecordGenerator(
@@ -329,7 +339,6 @@ def _generate(args: argparse.Namespace) -> int:
 
 
 def _setup_logging(verbose: bool) -> None:
-    from dagger.worker_logging import DATE_FORMAT, FORMAT
 
     logging.basicConfig(
         level=logging.DEBUG if verbose else logging.INFO,
@@ -344,12 +353,9 @@ def _setup_logging(verbose: bool) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``dagger`` console script."""
-    from dagger.config.arguments import split_config_tokens
 
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] in ("driver", "executor"):  # a Spark-on-Kubernetes pod started from the image
-        from dagger.container import exec_role
-
         exec_role(argv)
     config_tokens: list[str] = []
     if argv and argv[0] in ("run", "validate"):
@@ -371,18 +377,13 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.write(render_metrics())
         return 0
     if args.command == "function-docs":
-        from udfs.docs import render_functions
-
         sys.stdout.write(render_functions())
         return 0
     if args.command == "test":
-        from dagger.testing.command import run_tests
-
         return run_tests(args)
     try:
         if args.command == "generate":
             return _generate(args)
-        from dagger.config.arguments import parse_arguments
         from dagger.job import load_config
 
         if getattr(args, "real_time", False):
@@ -390,7 +391,6 @@ def main(argv: list[str] | None = None) -> int:
         config = load_config(args.config, args.overrides, arguments=parse_arguments(config_tokens, os.environ))
         if args.command == "validate":
             return _validate(config, full=args.full)
-        from dagger import job_log
 
         job_log.start(
             args.log_file or os.environ.get(job_log.ENV) or job_log.default_path(config.job_slug), args.verbose
@@ -400,15 +400,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"dagger: {exc}", file=sys.stderr)
         return exc.exit_code
     except DaggerError as exc:  # a source, sink or server that failed the job's start: its message says it all
-        from dagger import job_log
-
         job_log.write_trace("the job could not start:")
         print(f"dagger: {exc}", file=sys.stderr)
         return 1
     except Exception as exc:
         if args.verbose:
             raise
-        from dagger import job_log
 
         job_log.write_trace("the job failed:")
         where = job_log.where()
@@ -434,15 +431,12 @@ def _replay_range(config, args) -> tuple[int | None, int | None, str | None]:  #
     """``--from``/``--to`` as epoch ms, and the replay's own checkpoint directory (unless one was given)."""
     from pathlib import Path
 
-    from dagger.config.instants import parse_instant
-
     if args.from_time is None and args.to_time is None:
         return None, None, args.checkpoint_dir
     start = parse_instant(args.from_time, "--from") if args.from_time else None
     end = parse_instant(args.to_time, "--to") if args.to_time else None
     if start and end and start >= end:
         raise DaggerConfigError(f"--from {args.from_time} must be before --to {args.to_time}")
-    from dagger.plugins.source import source_of
 
     if not any(source_of(s).replayable for s in config.STREAMS):
         raise DaggerConfigError(
@@ -468,7 +462,6 @@ def _replay_range(config, args) -> tuple[int | None, int | None, str | None]:  #
 
 def _validate(config: JobConfig, full: bool = False) -> int:
     from dagger.job import Job
-    from dagger.plugins.source import source_of
     from dagger.serde.formats import describe_records
 
     job = Job(config, validating=True)
@@ -514,8 +507,6 @@ def _validate(config: JobConfig, full: bool = False) -> int:
             + "\n"
         )
     if plan.longbow is not None:
-        from dagger.longbow.schema import LongbowKind
-
         lb = plan.longbow
         reads = f", its range from {'longbow_duration' if lb.range == 'duration' else 'longbow_earliest/latest'}"
         if lb.kind is LongbowKind.CLASSIC and config.PROCESSOR_LONGBOW_STORE == "state":
@@ -524,16 +515,11 @@ def _validate(config: JobConfig, full: bool = False) -> int:
                 f"{', '.join(lb.data_columns)} replaced by their history (ARRAY<STRING>, most recent first)"
             )
         elif lb.kind is LongbowKind.CLASSIC:
-            from dagger.longbow.classic import table_name
-
             does = (
                 f"each row written to Bigtable table {table_name(config).path}, its "
                 f"{', '.join(lb.data_columns)} replaced by their history (ARRAY<STRING>, most recent first)"
             )
         elif lb.kind is LongbowKind.WRITER:
-            from dagger.longbow.classic import table_name
-            from dagger.longbow.plus import input_message
-
             does = (
                 f"each row written to Bigtable table {table_name(config).path} as {input_message(config)}, with "
                 "bigtable_table_id, input_class_name and longbow_read_key appended (the synchronizer log)"
@@ -548,7 +534,6 @@ def _validate(config: JobConfig, full: bool = False) -> int:
     for sink in plan.sinks:
         out.write(f"sink {sink.display_name}: {sink.describe()}\n")
         out.write(f"  on a re-run over input already written, it {sink.rerun}\n")
-    from dagger.dead_letter import DeadLetterSpec
 
     dead_letter = DeadLetterSpec.from_config(config)
     out.write(

@@ -13,6 +13,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from dagger.errors import DaggerConfigError, UdfError
+from dagger.plugins.udf import UDFS
+from dagger.python_udfs import register_python
+from udfs import declared, library
+from udfs.declare import UdfContext, functions_of
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -85,8 +89,6 @@ class FunctionCatalog:
 
 def factory_functions(spec: str) -> list[Any]:
     """The functions of one ``FUNCTION_FACTORY_CLASSES`` entry: ``package.module`` or ``package.module:attr``."""
-    from udfs import declared
-    from udfs.declare import functions_of
 
     if spec.rsplit(".", 1)[-1] == "FunctionFactory" and spec.split(".")[0] in ("org", "io", "com"):
         return []  # Dagger's built-in Java factory: its functions are the built-in library, always registered
@@ -117,8 +119,6 @@ def factory_functions(spec: str) -> list[Any]:
 def build_catalog(config: JobConfig, python_functions: list[Any] = ()) -> FunctionCatalog:
     """The library, then registered functions (:mod:`dagger.plugins.udf`), then factory modules, then Python UDF
     files (later names replace earlier ones)."""
-    from dagger.plugins.udf import UDFS
-    from udfs import library
 
     catalog = FunctionCatalog()
     for function in library():
@@ -136,7 +136,6 @@ def build_catalog(config: JobConfig, python_functions: list[Any] = ()) -> Functi
 def udf_context(spark: SparkSession, config: JobConfig, descriptors: DescriptorSet) -> Any:
     """What context-dependent functions need: descriptors, the DARTS location, counters (accumulators)."""
     from udfs.darts import COUNTERS
-    from udfs.declare import UdfContext
 
     base = config.UDF_DART_BASE_URL or (
         f"gs://{config.UDF_DART_GCS_BUCKET_ID}" if config.UDF_DART_GCS_BUCKET_ID else None
@@ -249,8 +248,6 @@ def register(
 
     from pyspark.sql.functions import arrow_udf, udtf
     from pyspark.util import PythonEvalType
-
-    from dagger.python_udfs import register_python
 
     warnings.filterwarnings("ignore", message="It is preferred to specify type hints for arrow UDF")
     chosen = [f for key, f in catalog.functions.items() if only is None or key in only]

@@ -29,6 +29,7 @@ import pyarrow.compute as pc
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
 from dagger.errors import DaggerConfigError
+from dagger.kafka.producer import ProduceError, open_producer
 
 log = logging.getLogger(__name__)
 
@@ -258,7 +259,6 @@ def produce_generated(
     that many partitions (an existing topic keeps its own). ``progress(produced, seconds)`` is called about once
     a second.
     """
-    from dagger.kafka.producer import ProduceError, open_producer
 
     spread = ensure_topic(bootstrap, topic, partitions)
     config = {

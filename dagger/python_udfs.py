@@ -29,6 +29,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dagger.errors import DaggerConfigError, UdfError
+from udfs import declared
+from udfs.declare import Function
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -87,8 +89,6 @@ def _import(path: Path, module_name: str) -> Any:
 
 
 def _functions_of_file(module: Any, stem: str, file: str) -> list[Any]:
-    from udfs import declared
-    from udfs.declare import Function
 
     found = [f for value in vars(module).values() for f in declared(value) if f.module == module.__name__]
     conventional = getattr(module, stem, None)

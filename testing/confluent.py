@@ -11,6 +11,16 @@ from typing import Any
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, timestamp_pb2
 
 #: ``shop/orders.proto``: ``shop.Header`` is message ``[0]``; ``shop.Envelope.Order`` is ``[1, 0]``
+#: a JSON Schema of an order's three fields, as a registry's JSON subject holds it
+ORDER_JSON_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "order_number": {"type": "string"},
+        "service_area_id": {"type": "integer"},
+        "event_timestamp": {"type": "string", "format": "date-time"},
+    },
+}
+
 ORDER = "shop.Envelope.Order"
 HEADER = "shop.Header"
 

@@ -42,7 +42,7 @@ for _key, _value in {
 # fixtures that start a real server or a Spark session: a test using any of them is an integration test, marked
 # here so that `pytest -m "not integration"` is the fast unit layer whatever a module declares
 INTEGRATION_FIXTURES = frozenset(
-    {"broker", "topic", "spark", "influx", "bigquery", "bigtable", "postgres", "elasticsearch", "s3"}
+    {"broker", "topic", "spark", "influx", "bigquery", "bigtable", "postgres", "elasticsearch", "s3", "registry"}
 )
 
 

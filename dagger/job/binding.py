@@ -20,6 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+import dagger.processors.external.kinds
 import dagger.serde.formats  # noqa: F401 - registers the built-in input data types
 import dagger.sinks  # noqa: F401 - registers the built-in sinks
 import dagger.sources  # noqa: F401 - registers the built-in sources
@@ -123,7 +124,6 @@ def _bind_sink(sink: SinkConfig) -> list[str]:
 def _bind_lookups(post: PostProcessorConfig) -> list[str]:
     if not post.external_source:
         return []
-    import dagger.processors.external.kinds  # noqa: F401 - registers Dagger's lookups (only jobs with lookups pay)
 
     plugins = LOOKUPS.plugins()
     order = lookup_order()

@@ -16,8 +16,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from dagger import realtime
+from dagger.checkpoint import CheckpointStore, has_scheme
 from dagger.errors import DaggerConfigError
 from dagger.plugins.source import source_of
+from dagger.session.spark import get_session
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -140,12 +143,8 @@ class JobContext:
     def spark(self) -> SparkSession:
         """The job's Spark session (created from the config on first use, unless one was given)."""
         if self._spark is None:
-            from dagger.session.spark import get_session
-
             config = self.config
             if self.real_time and not self.options.validating:
-                from dagger import realtime
-
                 master = realtime.local_master(config, realtime.partition_counts(config))
                 if master is not None:  # a reader task per partition, all the time: one thread each
                     log.info(
@@ -173,8 +172,6 @@ class JobContext:
         """The job's own files under the checkpoint (descriptor pin, bounded runs, sink markers), where Spark puts
         its own: a plain path is qualified by Hadoop's ``fs.defaultFS`` (HDFS on many clusters, else the disk)."""
         if self._store is None:
-            from dagger.checkpoint import CheckpointStore, has_scheme
-
             location = self.checkpoint
             if not has_scheme(location):
                 jvm = self.spark._jvm

@@ -9,6 +9,10 @@ import logging
 from typing import TYPE_CHECKING
 
 from dagger.errors import DescriptorFetchError
+from dagger.schema.compat import check_and_record, incompatibilities, keep_copy, kept_copy, snapshot
+from dagger.schema.confluent import ConfluentSettings, fetch_subject
+from dagger.schema.descriptor_sets import DescriptorSet, SchemaRegistry, StencilSettings
+from dagger.serde.formats import check_records, stream_subject, stream_table
 
 if TYPE_CHECKING:
     from dagger.job.context import JobContext
@@ -20,8 +24,6 @@ log = logging.getLogger("dagger")
 def current(ctx: JobContext) -> DescriptorSet:
     """The descriptor sets in use: fetched on first use; the checkpoint's copy when the fetch fails at a restart."""
     if ctx.descriptor_set is None:
-        from dagger.schema.descriptor_sets import SchemaRegistry, StencilSettings
-
         settings = StencilSettings.from_config(ctx.config)
         settings.deadline_s = ctx.config.SPARK_FIRST_CONTACT_TIMEOUT_MS / 1000  # at start: fail fast
         try:
@@ -33,7 +35,6 @@ def current(ctx: JobContext) -> DescriptorSet:
 
 def _with_subjects(ctx: JobContext, fetched: DescriptorSet) -> DescriptorSet:
     """``fetched`` (the Stencil sets) with the registry subjects the job reads and writes, fetched now."""
-    from dagger.schema.descriptor_sets import DescriptorSet
 
     subjects = _subjects(ctx)
     return DescriptorSet(fetched.blobs + subjects, absent=fetched.absent) if subjects else fetched
@@ -42,8 +43,6 @@ def _with_subjects(ctx: JobContext, fetched: DescriptorSet) -> DescriptorSet:
 def _subjects(ctx: JobContext) -> list[tuple[str, bytes]]:
     """The Confluent Schema Registry subjects the streams read (``INPUT_SCHEMA_WIRE_FORMAT=confluent``), as
     blobs among the descriptor sets."""
-    from dagger.schema.confluent import ConfluentSettings, fetch_subject
-    from dagger.serde.formats import stream_subject
 
     wanted = {}
     for stream in ctx.config.STREAMS:
@@ -70,7 +69,6 @@ def refresh_seconds(ctx: JobContext) -> float | None:
 def fetch_fresh(ctx: JobContext) -> DescriptorSet | None:
     """The descriptor sets fetched again, when they differ from the ones the job runs with (None when they do not,
     or cannot be fetched: the job goes on with what it has, as Dagger's Stencil cache does)."""
-    from dagger.schema.descriptor_sets import SchemaRegistry, StencilSettings
 
     try:
         fresh = _with_subjects(ctx, SchemaRegistry(StencilSettings.from_config(ctx.config)).get())
@@ -83,8 +81,6 @@ def fetch_fresh(ctx: JobContext) -> DescriptorSet | None:
 def changes(ctx: JobContext, fresh: DescriptorSet, rewritten_sql: str | None) -> tuple[list[str], list[str]]:
     """``(problems, added)`` of switching the running query to ``fresh``: fields the query (``rewritten_sql``) uses
     that were removed or retyped (as the restart check names them), and the columns ``fresh`` adds."""
-    from dagger.schema.compat import incompatibilities, snapshot
-    from dagger.serde.formats import stream_subject, stream_table
     from dagger.sql.rewrite import referenced_columns
 
     rowtime = ctx.config.FLINK_ROWTIME_ATTRIBUTE_NAME
@@ -109,7 +105,6 @@ def changes(ctx: JobContext, fresh: DescriptorSet, rewritten_sql: str | None) ->
 def check(ctx: JobContext) -> None:
     """Resolve every stream's records (message or JSON Schema) and rowtime field before Spark starts (config
     errors → exit 2)."""
-    from dagger.serde.formats import check_records
 
     for stream in ctx.config.STREAMS:
         check_records(stream, current(ctx))
@@ -118,7 +113,6 @@ def check(ctx: JobContext) -> None:
 def pin(ctx: JobContext, tables: dict, rewritten_sql: str) -> None:
     """Check the descriptor sets against the ones the checkpoint recorded (a restart must read its state) and keep
     a copy of them under the checkpoint (for a restart while their server is down)."""
-    from dagger.schema.compat import check_and_record, keep_copy, snapshot
     from dagger.sql.rewrite import referenced_columns
 
     descriptors = current(ctx)
@@ -128,8 +122,6 @@ def pin(ctx: JobContext, tables: dict, rewritten_sql: str) -> None:
 
 def _kept(ctx: JobContext, failure: DescriptorFetchError) -> DescriptorSet:
     """The descriptor sets the checkpoint keeps, when their server is down at a restart; else ``failure``."""
-    from dagger.schema.compat import kept_copy
-    from dagger.schema.descriptor_sets import DescriptorSet
 
     try:
         kept = kept_copy(ctx.store)

@@ -19,6 +19,8 @@ import dagger.job.descriptors as descriptors
 import dagger.job.plan as planning
 import dagger.job.start as starting
 from dagger.job.context import JobContext, JobCounters, RunOptions
+from dagger.plugins.source import source_of
+from dagger.realtime.source import tagged_progress
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -126,7 +128,6 @@ class Job:
         (:meth:`dagger.plugins.source.Source.reach`, :meth:`dagger.plugins.sink.Sink.reach`); raises the first
         :class:`~dagger.errors.SourceError` or :class:`~dagger.errors.SinkError`. The runner calls it while Spark's
         session starts."""
-        from dagger.plugins.source import source_of
 
         for stream in self.config.STREAMS:
             source_of(stream).reach(stream, self.config)
@@ -215,7 +216,6 @@ class Job:
         connector)."""
         if not self.context.spark_kafka:
             return progress
-        from dagger.realtime.source import tagged_progress
 
         return tagged_progress(progress, self.config)
 

@@ -6,7 +6,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from dagger.functions import build_catalog, udf_context
+from dagger.functions import register as register_catalog
 from dagger.job.descriptors import current
+from dagger.plugins.transformer import ProcessorContext
+from dagger.python_udfs import load_python_udfs
 
 if TYPE_CHECKING:
     from dagger.functions import FunctionCatalog
@@ -16,8 +20,6 @@ if TYPE_CHECKING:
 
 def catalog(ctx: JobContext) -> FunctionCatalog:
     """The job's functions: the library, ``FUNCTION_FACTORY_CLASSES`` and ``PYTHON_UDF_CONFIG`` files."""
-    from dagger.functions import build_catalog
-    from dagger.python_udfs import load_python_udfs
 
     if ctx.catalog is None:
         ctx.catalog = build_catalog(ctx.config, load_python_udfs(ctx.config, ctx.spark))
@@ -30,8 +32,6 @@ def register(ctx: JobContext, texts: list[str] | None = None) -> FunctionCatalog
     With ``texts`` (everything the job runs: its rewritten SQL and its settings), only the functions they can
     reach are registered (:meth:`~dagger.functions.FunctionCatalog.needed`).
     """
-    from dagger.functions import register as register_catalog
-    from dagger.functions import udf_context
 
     functions = catalog(ctx)
     counters = ctx.counters
@@ -45,7 +45,6 @@ def register(ctx: JobContext, texts: list[str] | None = None) -> FunctionCatalog
 
 def processor_context(ctx: JobContext, stage: str, table: str = "NULL") -> ProcessorContext:
     """What a pre-processor (``stage`` ``pre``, on ``table``) or a post-processor (``post``) gets."""
-    from dagger.plugins.transformer import ProcessorContext
 
     return ProcessorContext(
         spark=ctx.spark,

@@ -9,7 +9,14 @@ from typing import TYPE_CHECKING
 
 from dagger.job.descriptors import current
 from dagger.job.functions import processor_context
+from dagger.plugins.source import SourceOptions
+from dagger.processors import check_preprocessor_tables, filters_invalid_records, preprocess, table_transformers
+from dagger.realtime import stream_refusals
+from dagger.realtime.source import kafka_stream
+from dagger.schema.projection import source_fields
+from dagger.serde.formats import proto_message, record_struct, rowtime_field, rowtime_field_number, stream_table
 from dagger.serde.types import VALIDITY_COLUMN
+from dagger.sources import register_data_sources
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -26,13 +33,6 @@ def register_streams(ctx: JobContext, sql: str | None = None) -> dict[str, Struc
     With the query ``sql`` (as run), Kafka streams decode only the fields it can read.
     """
     from pyspark.sql import functions as F
-
-    from dagger.plugins.source import SourceOptions
-    from dagger.processors import check_preprocessor_tables, filters_invalid_records, preprocess
-    from dagger.realtime import stream_refusals
-    from dagger.realtime.source import kafka_stream
-    from dagger.serde.formats import stream_table
-    from dagger.sources import register_data_sources
 
     spark, config, options = ctx.spark, ctx.config, ctx.options
     register_data_sources(spark)
@@ -116,8 +116,6 @@ def reads_event_time(ctx: JobContext, sql: str | None) -> bool:
 
 def pruned_fields(ctx: JobContext, sql: str | None) -> dict[str, list[str]]:
     """Table → the fields its Kafka reader decodes, for the tables that need fewer than all."""
-    from dagger.processors import table_transformers
-    from dagger.schema.projection import source_fields
     from dagger.sql.rewrite import referenced_columns
 
     if sql is None or not ctx.config.SPARK_PRUNE_INPUT_COLUMNS:
@@ -133,15 +131,12 @@ def pruned_fields(ctx: JobContext, sql: str | None) -> dict[str, list[str]]:
         ):
             continue  # pre-processors may read any column; JSON records are read whole
         if stream.INPUT_DATATYPE == "AVRO":  # the decoder's reader schema skips the others
-            from dagger.serde.formats import record_struct, rowtime_field
-
             names = record_struct(stream, current(ctx)).fieldNames()
             keep = [n for n in names if used is not None and (n.lower() in used or n == rowtime_field(stream))]
             if used is not None and len(keep) < len(names):
                 pruned[table] = keep
                 log.info("stream '%s' decodes %d of %d fields: %s", table, len(keep), len(names), ", ".join(keep))
             continue
-        from dagger.serde.formats import proto_message, rowtime_field_number
 
         descriptor = current(ctx).find_message(proto_message(stream, current(ctx)))
         fields = source_fields(descriptor, used, rowtime_field_number(stream, current(ctx)))

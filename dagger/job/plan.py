@@ -11,9 +11,20 @@ from typing import TYPE_CHECKING
 
 import dagger.job.descriptors as descriptors
 import dagger.job.functions as functions
+from dagger import realtime
+from dagger.dead_letter import DeadLetterSpec
 from dagger.errors import DaggerConfigError, SqlError
 from dagger.job.inputs import reads_event_time, register_streams
+from dagger.longbow.classic import LongbowMetrics, classic_longbow
+from dagger.longbow.plus import plus_reader, plus_writer
 from dagger.longbow.schema import LongbowKind, LongbowSchema, check_types, longbow_schema
+from dagger.longbow.state import state_longbow
+from dagger.processors import postprocess
+from dagger.realtime import connector_refusals, python_nodes
+from dagger.serde.formats import stream_subject, stream_table
+from dagger.serde.variant import without_variants
+from dagger.session.tuning import ROCKSDB_STATE_STORE, STATE_STORE_PROVIDER
+from dagger.sinks import build_sinks, sink_problems
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -51,14 +62,11 @@ class Plan:
 
 def sinks(ctx: JobContext) -> list[Sink]:
     """The job's sinks, built once (for the descriptor sets in use; a schema refresh builds them again)."""
-    from dagger.sinks import build_sinks
 
     in_use = descriptors.current(ctx)
     if ctx.built_sinks is None or ctx.built_sinks[0] is not in_use:
         built = build_sinks(ctx.config, in_use)
         if ctx.fixtures is not None:  # dagger test: kept, not sent; dead letters in the case's directory
-            from dagger.dead_letter import DeadLetterSpec
-
             for sink in built:
                 sink.capture = ctx.fixtures.capture_dir(sink)
                 if sink.dead_letter is not None:
@@ -72,7 +80,6 @@ def choose_connector(ctx: JobContext, rewritten: str) -> list[str]:
     (``SPARK_KAFKA_CONNECTOR``): sets ``ctx.spark_kafka`` and ``ctx.connector_note``; returns the problems of a job
     that asks for Spark's connector and cannot have it. A checkpoint keeps the connector it was made with (their
     offsets differ); one made before the choice existed is Dagger's."""
-    from dagger.realtime import connector_refusals
 
     config = ctx.config
     asked = config.SPARK_KAFKA_CONNECTOR
@@ -122,7 +129,6 @@ def _python_keeps_daggers_connector(
 ) -> tuple[DataFrame, dict[str, StructType]]:
     """A query that runs Python (a Python UDF) keeps Python workers anyway: with ``auto`` it is planned again on
     Dagger's reader and writer; with ``spark`` it is a problem."""
-    from dagger.realtime import python_nodes
 
     python = python_nodes(df)
     if longbow_schema(df.columns, ctx.config.FLINK_ROWTIME_ATTRIBUTE_NAME) is not None:
@@ -143,8 +149,6 @@ def plan(ctx: JobContext) -> Plan:
     from pyspark.errors import AnalysisException, ParseException
     from pyspark.sql.pandas.types import to_arrow_schema
 
-    from dagger.serde.variant import without_variants
-    from dagger.session.tuning import ROCKSDB_STATE_STORE, STATE_STORE_PROVIDER
     from dagger.sql.retention import running_aggregates
     from dagger.sql.rewrite import rewrite_query
     from dagger.sql.state import unbounded_state
@@ -182,7 +186,6 @@ def plan(ctx: JobContext) -> Plan:
     longbow = longbow_schema(df.columns, rowtime)
     if longbow is not None:  # switched on by the output's column names, as in Dagger (before post-processors)
         df = _longbow(ctx, df, longbow)
-    from dagger.processors import postprocess
 
     df = postprocess(df, functions.processor_context(ctx, "post"))
     result = Plan(config.sql, rewritten, tables, df.schema, dataframe=df, notes=rewrite.notes, longbow=longbow)
@@ -196,7 +199,6 @@ def plan(ctx: JobContext) -> Plan:
     result.output_mode = "batch (bounded input)" if ctx.bounded else _output_mode(ctx, df)
     result.sinks = sinks(ctx)
     if ctx.real_time:
-        from dagger import realtime
         from dagger.sql.rewrite import reads_event_time
 
         event_time = reads_event_time(rewritten)
@@ -211,7 +213,6 @@ def plan(ctx: JobContext) -> Plan:
                 result.problems.append(f"SPARK_TRIGGER_MODE=real-time: {refusal}")
     # VARIANT columns (untyped lookup outputs) take their values' type per batch: checked when written
     arrow_schema = without_variants(to_arrow_schema(df.schema, timezone="UTC"))
-    from dagger.sinks import sink_problems
 
     result.problems.extend(sink_problems(result.sinks, arrow_schema))
     return result
@@ -219,9 +220,6 @@ def plan(ctx: JobContext) -> Plan:
 
 def _longbow(ctx: JobContext, df: DataFrame, longbow: LongbowSchema) -> DataFrame:
     """``df`` through the Longbow its columns ask for (classic on Bigtable or in state, writer, reader)."""
-    from dagger.longbow.classic import LongbowMetrics, classic_longbow
-    from dagger.longbow.plus import plus_reader, plus_writer
-    from dagger.session.tuning import ROCKSDB_STATE_STORE, STATE_STORE_PROVIDER
 
     config = ctx.config
     check_types(longbow, df.schema)
@@ -237,8 +235,6 @@ def _longbow(ctx: JobContext, df: DataFrame, longbow: LongbowSchema) -> DataFram
             )
         )
     if on_state:
-        from dagger.longbow.state import state_longbow
-
         ctx.processor_settings[STATE_STORE_PROVIDER] = ROCKSDB_STATE_STORE  # transformWithState needs it
         return state_longbow(df, longbow, config, metrics)
     store = ctx.fixtures.longbow_store if ctx.fixtures is not None else None  # dagger test: a file, not Bigtable
@@ -251,7 +247,6 @@ def _longbow(ctx: JobContext, df: DataFrame, longbow: LongbowSchema) -> DataFram
 
 def declared_schemas(ctx: JobContext) -> dict[str, StructType]:
     """Table → the schema its message gives it (before any pre-processor), for the SQL rewrite."""
-    from dagger.serde.formats import stream_subject, stream_table
 
     rowtime = ctx.config.FLINK_ROWTIME_ATTRIBUTE_NAME
     return {

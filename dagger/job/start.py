@@ -10,9 +10,17 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 import dagger.job.descriptors as descriptors
+from dagger.bounded import BoundedRun, batch_id_for, fingerprint, record_run
 from dagger.config.ignored import ignored_keys_set
 from dagger.errors import DaggerConfigError
+from dagger.longbow.bigtable import ensure_table
+from dagger.longbow.classic import table_name
 from dagger.longbow.schema import LongbowKind, duration_ms
+from dagger.plugins.sink import COUNTERS
+from dagger.realtime import stateful
+from dagger.realtime.sink import start_query
+from dagger.session.tuning import tune
+from dagger.sinks.spark_writer import SINK_FORMAT, encode_sinks, write_micro_batch
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -28,7 +36,6 @@ log = logging.getLogger("dagger")
 
 def start(ctx: JobContext, plan: Plan) -> StreamingQuery | BoundedRun:
     """Start ``plan``'s query (streaming, real-time or bounded) and return it."""
-    from dagger.session.tuning import tune
     from dagger.sql.state import retention_note
 
     config = ctx.config
@@ -62,7 +69,6 @@ def start(ctx: JobContext, plan: Plan) -> StreamingQuery | BoundedRun:
 
 
 def _start_real_time(ctx: JobContext, plan: Plan) -> StreamingQuery:
-    from dagger.realtime.sink import start_query
 
     config = ctx.config
     log.info(
@@ -81,8 +87,6 @@ def _start_real_time(ctx: JobContext, plan: Plan) -> StreamingQuery:
 def _start_spark_kafka(ctx: JobContext, plan: Plan) -> StreamingQuery:
     """Micro-batches on Spark's Kafka source and sink (``SPARK_KAFKA_CONNECTOR``), the records decoded and encoded
     in the JVM."""
-    from dagger.realtime import stateful
-    from dagger.realtime.sink import start_query
 
     config = ctx.config
     if ctx.options.available_now:
@@ -108,7 +112,6 @@ def _start_spark_kafka(ctx: JobContext, plan: Plan) -> StreamingQuery:
 
 
 def _start_micro_batches(ctx: JobContext, plan: Plan) -> StreamingQuery:
-    from dagger.sinks.spark_writer import SINK_FORMAT, encode_sinks, write_micro_batch
 
     config = ctx.config
     prepare_sinks(ctx, plan.sinks)
@@ -150,8 +153,6 @@ def _start_micro_batches(ctx: JobContext, plan: Plan) -> StreamingQuery:
 
 def _start_bounded(ctx: JobContext, plan: Plan) -> BoundedRun:
     """Run the SQL once over the bounded input and write the result to every sink as one batch."""
-    from dagger.bounded import BoundedRun, batch_id_for, fingerprint, record_run
-    from dagger.sinks.spark_writer import encode_sinks, write_micro_batch
 
     config, counters = ctx.config, ctx.counters
     prepare_sinks(ctx, plan.sinks)
@@ -196,7 +197,6 @@ def with_sink_columns(df: DataFrame, sinks: list[Sink]) -> DataFrame:
 
 def prepare_sinks(ctx: JobContext, sinks: list[Sink]) -> None:
     """Give each sink its counters and state directory, and let it set up its destination."""
-    from dagger.plugins.sink import COUNTERS
 
     context = ctx.spark.sparkContext
     ctx.counters.sinks = {}
@@ -212,8 +212,6 @@ def prepare_sinks(ctx: JobContext, sinks: list[Sink]) -> None:
 
 def _ensure_longbow_table(ctx: JobContext) -> None:
     """Create Longbow's Bigtable table with Dagger's GC rule unless it exists (a failure stops the job)."""
-    from dagger.longbow.bigtable import ensure_table
-    from dagger.longbow.classic import table_name
 
     config = ctx.config
     name = table_name(config)

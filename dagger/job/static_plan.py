@@ -19,6 +19,13 @@ from typing import TYPE_CHECKING, Any
 
 import dagger.job.descriptors as descriptors
 import dagger.job.plan as planning
+from dagger.functions import build_catalog
+from dagger.job.plan import Plan
+from dagger.longbow.schema import longbow_schema
+from dagger.plugins.source import SourceOptions
+from dagger.serde.formats import stream_table
+from dagger.serde.variant import without_variants
+from dagger.sinks import sink_problems
 
 if TYPE_CHECKING:
     from pyspark.sql.types import DataType
@@ -57,13 +64,10 @@ def plan_without_spark(ctx: JobContext) -> tuple[Plan | None, str]:
         return None, "pre- or post-processors"
     if config.PYTHON_UDF_ENABLE:
         return None, "Python UDFs"
-    from dagger.functions import build_catalog
-    from dagger.serde.formats import stream_table
     from dagger.sql.rewrite import rewrite_query
 
     descriptors.check(ctx)
     sinks = planning.sinks(ctx)
-    from dagger.plugins.source import SourceOptions
 
     options = SourceOptions(commit_offsets=ctx.commits_offsets, hold_file=ctx.hold_file)
     for stream in config.STREAMS:  # what building its reader checks: client settings, TLS stores, positions
@@ -83,7 +87,6 @@ def plan_without_spark(ctx: JobContext) -> tuple[Plan | None, str]:
     from pyspark.sql.types import StructField, StructType
 
     schema = StructType([StructField(name, data_type, True) for name, data_type in output])
-    from dagger.longbow.schema import longbow_schema
 
     if longbow_schema(schema.names, rowtime) is not None:
         return None, "Longbow"
@@ -92,9 +95,6 @@ def plan_without_spark(ctx: JobContext) -> tuple[Plan | None, str]:
         return None, why
     from pyspark.sql.pandas.types import to_arrow_schema
 
-    from dagger.job.plan import Plan
-    from dagger.serde.variant import without_variants
-    from dagger.sinks import sink_problems
     from dagger.sql.state import unbounded_state
 
     result = Plan(config.sql, rewrite.sql, tables, schema, output_mode=mode, notes=rewrite.notes)

@@ -30,6 +30,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from dagger.errors import DaggerError
+from dagger.longbow.memory import MemoryStore
 
 FAMILY = "ts"
 MAX_LONG = 2**63 - 1
@@ -252,8 +253,6 @@ def open_store(name: TableName, spec: dict) -> BigtableStore:
     """The store of Longbow's table ``name``: Bigtable, or with ``spec["store"]`` (``dagger test``) the file
     :class:`~dagger.longbow.memory.MemoryStore` keeps it in (the same calls)."""
     if spec.get("store"):
-        from dagger.longbow.memory import MemoryStore
-
         return MemoryStore(spec["store"], name.path)  # type: ignore[return-value]
     return BigtableStore(name, spec["timeout_s"], spec["emulator"])
 

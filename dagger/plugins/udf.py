@@ -24,6 +24,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from dagger.plugins.registry import Plugin, Registry
+from udfs.declare import functions_of
 
 
 class FunctionSettings(BaseModel):
@@ -45,7 +46,6 @@ def register_udf(
 
 def register_module(module: Any) -> list[Plugin]:
     """Register every function ``module`` declares (with the :mod:`udfs.declare` decorators or ``@udfs.udf``)."""
-    from udfs.declare import functions_of
 
     return [
         register_udf(f.name, FunctionSettings, lambda f=f: f, f.doc.splitlines()[0] if f.doc else "")

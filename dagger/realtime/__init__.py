@@ -20,6 +20,11 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
+from dagger.errors import DaggerConfigError
+from dagger.kafka.logs import quiet
+from dagger.plugins.source import source_of
+from dagger.session.spark import local_cores
+
 if TYPE_CHECKING:
     from dagger.config.model import JobConfig, StreamConfig
 
@@ -30,7 +35,6 @@ _PYTHON_NODES = ("PythonUDF", "PythonUDTF", "MapInArrow", "MapInPandas", "FlatMa
 def stream_refusals(stream: StreamConfig, jvm_protobuf: bool = True) -> list[str]:
     """Why ``stream`` cannot be read in real-time mode (empty: it can); ``jvm_protobuf``: Dagger's protobuf codec
     is in the JVM (``SPARK_PROTOBUF_CODEC=jvm`` and its classes on the class path)."""
-    from dagger.plugins.source import source_of
 
     table = stream.INPUT_SCHEMA_TABLE
     if not source_of(stream).supports_real_time:
@@ -154,7 +158,6 @@ def connector_refusals(
 
 def _producer_problems(settings: Any) -> list[str]:
     """What keeps the sink's ``SINK_KAFKA_PRODUCER_CONFIG`` from Spark's Java producer (empty: nothing)."""
-    from dagger.errors import DaggerConfigError
     from dagger.realtime.sink import sink_producer_options
 
     try:
@@ -183,7 +186,6 @@ def partition_counts(config: JobConfig, timeout: float = 5.0) -> dict[str, int] 
     ``timeout``; None when some brokers do not answer in time."""
     from confluent_kafka import Consumer, KafkaException
 
-    from dagger.kafka.logs import quiet
     from dagger.sources.kafka.client import client_config
 
     counts = {}
@@ -213,7 +215,6 @@ def task_slots(config: JobConfig, counts: dict[str, int] | None, session_master:
     the query's stateless work in the same task): ``(a note naming them, why the session cannot give them or
     None)``. ``session_master``: the running session's master; None (``dagger validate``) for the session ``dagger
     run`` would start."""
-    from dagger.session.spark import local_cores
 
     if counts is None:
         return (
@@ -241,7 +242,6 @@ def task_slots(config: JobConfig, counts: dict[str, int] | None, session_master:
 def local_master(config: JobConfig, counts: dict[str, int] | None) -> str | None:
     """The local master a real-time job's session needs when SPARK_MASTER is left to its default and the topics
     have more partitions than the machine has cores (one thread per partition); None when the default serves."""
-    from dagger.session.spark import local_cores
 
     if counts is None or "SPARK_MASTER" in config.model_fields_set or not config.SPARK_MASTER.startswith("local"):
         return None

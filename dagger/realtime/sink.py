@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from dagger.kafka.java_client import java_producer_settings, producer_options
+
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
@@ -33,7 +35,6 @@ def start_query(
     batch is still logged (``asyncProgressTrackingCheckpointIntervalMs`` 0), so the checkpoint stays one an
     ``--available-now`` run (where Spark refuses the option) restarts from; after a crash the batches not yet
     logged are read again: the sink writes at least once, as without it."""
-    from dagger.kafka.java_client import java_producer_settings
 
     settings = config.sink_configs[0][1].settings
     real_time = trigger is None
@@ -62,7 +63,6 @@ def start_query(
 def sink_producer_options(settings: Any, known: set[str] | None = None) -> dict[str, str]:
     """The Kafka sink's producer settings for the Java client: its keys' (``SINK_KAFKA_LINGER_MS``, large messages),
     then ``SINK_KAFKA_PRODUCER_CONFIG`` translated from librdkafka's names."""
-    from dagger.kafka.java_client import producer_options
 
     # batches of up to 1 MB per partition, as librdkafka's (the micro-batch writer's) default; the Java client's is 16 KB
     options = {"linger.ms": str(settings.SINK_KAFKA_LINGER_MS), "batch.size": "1000000"}

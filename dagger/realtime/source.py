@@ -8,7 +8,12 @@ import json
 import re
 from typing import TYPE_CHECKING, Any
 
-from dagger.serde.types import VALIDITY_COLUMN
+from dagger.serde.formats import proto_message, registered, rowtime_field_number, stream_subject
+from dagger.serde.json_schema import json_struct
+from dagger.serde.types import VALIDITY_COLUMN, timestamp_field
+from dagger.sources.kafka import driver_reader
+from dagger.sources.kafka.positions import start_position
+from dagger.sources.kafka.spec import STREAM_KEY
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -24,7 +29,6 @@ def kafka_options(
     checkpoint has no offsets yet (a first run); ``resolve=False`` (``dagger validate``) leaves the group's offsets
     unasked. ``micro_batches``: Spark's connector outside real-time mode, where ``SPARK_MAX_RECORDS_PER_TRIGGER``
     bounds a micro-batch as it bounds our reader's (real-time mode refuses a bound)."""
-    from dagger.sources.kafka.positions import start_position
 
     s = stream.settings
     options = {
@@ -69,7 +73,6 @@ def group_offsets(stream: StreamConfig, config: JobConfig) -> str:
     """``startingOffsets`` for a stream that starts at its consumer group's offsets: every matching partition's
     committed offset (else ``AUTO_OFFSET_RESET``), as our reader resolves them; the keyword when no topic matches
     yet."""
-    from dagger.sources.kafka import driver_reader
 
     reader = driver_reader(stream, config)
     try:
@@ -90,7 +93,6 @@ def tagged_progress(progress: dict[str, Any], config: JobConfig) -> dict[str, An
     (``{"@table": table, "topic:partition": offset}``), so metrics (rows and lag per stream) and group commits read
     it as they read a micro-batch's. Spark names a source by its pattern (``KafkaV2[SubscribePattern[p]]``): the
     n-th source of a pattern is the n-th stream of that pattern in ``STREAMS``."""
-    from dagger.sources.kafka.spec import STREAM_KEY
 
     by_pattern: dict[str, list[str]] = {}
     for stream in config.STREAMS:
@@ -159,10 +161,8 @@ def protobuf_stream(
     offset (``fail``), or is marked invalid (``drop``)."""
     from pyspark.sql import functions as F
 
-    from dagger.serde.formats import proto_message, registered, rowtime_field_number, stream_subject
     from dagger.serde.jvm_frames import RECORD, decoded_table, record_at
     from dagger.serde.proto_jvm import ERROR, proto_record, record_names
-    from dagger.serde.types import timestamp_field
     from dagger.sinks.kafka_registry import message_path
 
     message = proto_message(stream, descriptors)
@@ -222,7 +222,6 @@ def json_stream(
     from pyspark.sql import functions as F
     from pyspark.sql.types import TimestampType
 
-    from dagger.serde.json_schema import json_struct
     from dagger.serde.jvm_frames import record_at
 
     rowtime = config.FLINK_ROWTIME_ATTRIBUTE_NAME

@@ -37,6 +37,10 @@ import numpy as np
 import pyarrow as pa
 from pyspark.sql.pandas.types import to_arrow_schema
 
+from dagger.errors import DescriptorFetchError
+from dagger.schema.confluent import ConfluentSettings, schema_by_id
+from dagger.serde.avro_types import avro_struct
+from dagger.serde.confluent import HEADER, read_frames
 from dagger.serde.decode import DecodeResult, validity_and_rowtime
 from dagger.serde.jvm_frames import (
     OFFSET,
@@ -97,7 +101,6 @@ class AvroFrames:
 
     def decode(self, values: pa.BinaryArray | list, coordinates: tuple[str, int, Any] | None = None) -> Any:
         """Read ``values``' headers; ``coordinates`` = (topic, partition, offsets) go along for error messages."""
-        from dagger.serde.confluent import read_frames
 
         if not isinstance(values, pa.Array):
             values = pa.array(values, pa.binary())
@@ -120,7 +123,6 @@ class AvroFrames:
             reasons = [frames.bad[i] for i in invalid]
             ids = pa.array(np.where(frames.ids >= 0, frames.ids, -1).astype(np.int32))
             payload = values  # the JVM's decoder starts past the header
-        from dagger.serde.confluent import HEADER
 
         starts = pa.array(np.full(n, HEADER if self.confluent is not None else 0, dtype=np.int32))
         columns = frame_columns(ids, payload, starts, coordinates, validity_and_rowtime(n, invalid, None))
@@ -129,9 +131,6 @@ class AvroFrames:
     def _unknown(self, schema_id: int) -> str | None:
         """Why records of ``schema_id`` (not known at start) are invalid; raises when the registry has it."""
         if schema_id not in self._checked:
-            from dagger.errors import DescriptorFetchError
-            from dagger.schema.confluent import ConfluentSettings, schema_by_id
-
             settings = ConfluentSettings(**self.confluent)
             try:
                 entry = schema_by_id(settings, schema_id, "AVRO")
@@ -153,8 +152,6 @@ class AvroFrames:
         """Each record's rowtime in microseconds (None when unreadable): fastavro, for the few records the
         event-time probe reads."""
         import fastavro
-
-        from dagger.serde.confluent import HEADER
 
         reader = self._schema(None)
         out: list[int | None] = []
@@ -208,8 +205,6 @@ def avro_table(
     there with their reason and coordinates (``framed``: their raw value had Confluent's header)."""
     from pyspark.sql import functions as F
 
-    from dagger.serde.avro_types import avro_struct
-
     # the reader schema gains a field no writer has, whose default (true) marks the records that did decode
     expected = json.loads(reader)
     if fields is not None:  # only the fields the query reads are decoded; the others are skipped over
@@ -225,7 +220,6 @@ def avro_table(
         except Exception:  # noqa: BLE001, S110 - a kept field names a type a pruned one defined: decode them all
             pass
     expected["fields"] = [*expected["fields"], {"name": DECODED, "type": "boolean", "default": True}]
-    from dagger.serde.confluent import HEADER
 
     header = HEADER if framed else 0  # the payload column holds the records' whole values
     rows = jvm_rows(df.sparkSession)

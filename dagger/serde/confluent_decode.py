@@ -6,6 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
+from dagger.errors import DescriptorFetchError
+from dagger.schema.confluent import ConfluentSettings, schema_by_id
 from dagger.serde.confluent import payloads, read_frames
 
 
@@ -102,9 +104,6 @@ class ConfluentVerdicts:
     def _judge(self, schema_id: int, path: tuple[int, ...]) -> tuple[str | None, bool]:
         files = self.writers.get(schema_id)
         if files is None:
-            from dagger.errors import DescriptorFetchError
-            from dagger.schema.confluent import ConfluentSettings, schema_by_id
-
             kind = "PROTOBUF" if self.protobuf else "JSON"
             try:
                 entry = schema_by_id(ConfluentSettings(**self.confluent), schema_id, kind)

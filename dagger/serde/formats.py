@@ -8,7 +8,9 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import Field
 from pyspark.sql.types import StructType
 
+from dagger.errors import DaggerConfigError
 from dagger.plugins.format import InputFormatSettings, register_format
+from dagger.serde.avro_types import AvroSchemaError, avro_struct
 from dagger.serde.json_schema import JsonSchemaError, json_struct
 
 if TYPE_CHECKING:
@@ -99,8 +101,6 @@ def stream_subject(stream: StreamConfig) -> tuple[str, str] | None:
     """``(subject, the key that names it)`` of a stream in Confluent's wire format; None for a plain one."""
     import re
 
-    from dagger.errors import DaggerConfigError
-
     if getattr(stream.format, "INPUT_SCHEMA_WIRE_FORMAT", "plain") != "confluent":
         return None
     if stream.format.INPUT_SCHEMA_SUBJECT:
@@ -126,7 +126,6 @@ def avro_schemas(stream: StreamConfig, descriptors: DescriptorSet) -> tuple[str,
 
 def registered(stream: StreamConfig, descriptors: DescriptorSet, schema_type: str):  # noqa: ANN201
     """The :class:`~dagger.schema.confluent.SubjectSchemas` a stream reads, checked to hold ``schema_type``."""
-    from dagger.errors import DaggerConfigError
 
     subject, where = stream_subject(stream)
     schemas = descriptors.subjects.get(subject)
@@ -160,7 +159,6 @@ def json_schema(stream: StreamConfig, descriptors: DescriptorSet) -> str:
 def rowtime_field_number(stream: StreamConfig, descriptors: DescriptorSet) -> int | None:
     """A PROTO stream's rowtime field number: ``INPUT_SCHEMA_EVENT_TIMESTAMP_FIELD_INDEX``, or the number of the
     field ``INPUT_SCHEMA_EVENT_TIMESTAMP_FIELD_NAME`` names."""
-    from dagger.errors import DaggerConfigError
 
     if stream.format.INPUT_SCHEMA_EVENT_TIMESTAMP_FIELD_INDEX is not None or not rowtime_field(stream):
         return stream.format.INPUT_SCHEMA_EVENT_TIMESTAMP_FIELD_INDEX
@@ -179,7 +177,6 @@ _TEXTS: dict[str, str] = {}
 
 def load_text(value: str, where: str) -> str:
     """A schema given inline (``{...}``), or by path, ``file://`` or http(s) URL; read once per process."""
-    from dagger.errors import DaggerConfigError
 
     value = value.strip()
     if not value:
@@ -210,9 +207,6 @@ def record_struct(stream: StreamConfig, descriptors: DescriptorSet) -> StructTyp
     if stream.INPUT_DATATYPE == "JSON":
         return json_struct(json_schema(stream, descriptors), _key(stream, "INPUT_SCHEMA_JSON_SCHEMA"))
     if stream.INPUT_DATATYPE == "AVRO":
-        from dagger.errors import DaggerConfigError
-        from dagger.serde.avro_types import AvroSchemaError, avro_struct
-
         try:
             return avro_struct(avro_schemas(stream, descriptors)[0], _key(stream, "INPUT_SCHEMA_AVRO_SCHEMA"))
         except AvroSchemaError as exc:
@@ -241,7 +235,6 @@ def rowtime_field(stream: StreamConfig) -> str | None:
 
 def check_records(stream: StreamConfig, descriptors: DescriptorSet) -> None:
     """Resolve a stream's record type and rowtime field before Spark starts (a config error names the key)."""
-    from dagger.errors import DaggerConfigError
     from dagger.serde.json_decode import rowtime_type
     from dagger.serde.types import timestamp_field
 

@@ -38,6 +38,8 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from dagger.lenient_json import loads
+
 _SIMPLE: dict[str, DataType] = {
     "string": StringType(),
     "integer": LongType(),
@@ -55,7 +57,6 @@ def parse_schema(text: str | dict, where: str = "INPUT_SCHEMA_JSON_SCHEMA") -> d
     """The schema document of ``text`` (a JSON string, as Dagger's configs hold it, or an already parsed dict)."""
     if isinstance(text, dict):
         return text
-    from dagger.lenient_json import loads
 
     try:
         document, _ = loads(text)

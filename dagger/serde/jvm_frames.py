@@ -30,6 +30,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from dagger.dead_letter import DeadLetterSpec
 from dagger.serde.types import VALIDITY_COLUMN
 
 #: the columns the Python reader hands the JVM (then replaced by the table's)
@@ -160,8 +161,6 @@ def _dead_letters(
     def run(batches: Any) -> Any:
         import pyarrow.compute as pc
         from pyspark import TaskContext
-
-        from dagger.dead_letter import DeadLetterSpec
 
         context = TaskContext.get()
         batch_id = int(context.getLocalProperty("streaming.sql.batchId") or -1) if context else -1

@@ -29,6 +29,8 @@ import numpy as np
 import pyarrow as pa
 from pyspark.sql.pandas.types import to_arrow_schema
 
+from dagger.serde.confluent import read_frames
+from dagger.serde.confluent_decode import ConfluentVerdicts
 from dagger.serde.decode import DecodeResult, validity_and_rowtime
 from dagger.serde.jvm_frames import PAYLOAD, RECORD, START, decoded_table, frame_columns, frames_schema
 
@@ -63,7 +65,6 @@ class ProtoFrames:
         rowtime_source: str | None,
         rowtime: str = "rowtime",
     ):
-        from dagger.serde.confluent_decode import ConfluentVerdicts
 
         self.confluent = confluent
         self.message = message
@@ -75,7 +76,6 @@ class ProtoFrames:
 
     def decode(self, values: pa.BinaryArray | list, coordinates: tuple[str, int, Any] | None = None) -> DecodeResult:
         """Read ``values``' headers; ``coordinates`` = (topic, partition, offsets) go along for error messages."""
-        from dagger.serde.confluent import read_frames
 
         if not isinstance(values, pa.Array):
             values = pa.array(values, pa.binary())

@@ -45,6 +45,8 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from dagger.errors import DaggerConfigError
+
 VALIDITY_COLUMN = "__internal_validation_field__"
 
 TIMESTAMP = "google.protobuf.Timestamp"
@@ -170,7 +172,6 @@ def timestamp_field(
     descriptor: Descriptor, number: int, key: str = "INPUT_SCHEMA_EVENT_TIMESTAMP_FIELD_INDEX"
 ) -> FieldDescriptor:
     """The top-level Timestamp field with proto field number ``number``, or a clear error."""
-    from dagger.errors import DaggerConfigError
 
     field = descriptor.fields_by_number.get(number)
     timestamps = [

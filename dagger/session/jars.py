@@ -29,6 +29,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from dagger.kafka.native import cache_dir
+
 #: Spark's Kafka connector (it brings kafka-clients, the token provider and commons-pool2) and spark-avro, at the
 #: installed Spark's version; and protobuf-java, whose descriptors Dagger's own protobuf codec in the JVM
 #: (``dagger/jvm/Proto*.java``) is built from. spark-protobuf is not served by Maven Central at any version
@@ -66,7 +68,6 @@ def spark_packages() -> list[str]:
 
 
 def cache_root() -> Path:
-    from dagger.kafka.native import cache_dir
 
     return cache_dir() / "jars"
 

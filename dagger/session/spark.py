@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from dagger import job_log
 from dagger.errors import DaggerConfigError
-from dagger.session import class_data
+from dagger.kafka.native import cache_dir
+from dagger.session import class_data, forkserver, jars
 
 if TYPE_CHECKING:
     from dagger.config.model import JobConfig
@@ -75,8 +76,6 @@ def get_session(config: JobConfig, extra: dict[str, str] | None = None) -> Any:
         use_worker_python()
     conf = session_conf(config, master if local else None, extra)
     if local:  # Spark's Kafka connector and spark-avro (make install caches them); the job's settings win
-        from dagger.session import jars
-
         conf = {**jars.session_settings(), **conf}
     if local:  # the driver JVM starts here: Spark's classes from the class-data archive, its logging to the log file
         extra_classes = [conf[k] for k in ("spark.driver.extraClassPath", "spark.jars") if conf.get(k)]
@@ -186,8 +185,6 @@ def worker_python() -> str | None:
     zips = sorted(str(z) for z in [lib / "pyspark.zip", *lib.glob("py4j-*-src.zip")] if z.exists())
     if not zips or ".zip" in py4j.__file__:
         return None
-    from dagger.kafka.native import cache_dir
-    from dagger.session import forkserver
 
     jars = sorted(str(j) for j in (lib.parent.parent / "jars").glob("spark-core_*.jar"))
     script = _WRAPPER.format(
@@ -241,7 +238,6 @@ _FORKSERVER: dict[int, str] = {}  # pid -> socket of the fork server that proces
 def start_forkserver() -> None:
     """Start this process's :mod:`dagger.session.forkserver` (once) and point the worker command at it; its imports run
     while the JVM starts. ``DAGGER_FORKSERVER=0`` turns it off (workers then start as plain interpreters)."""
-    from dagger.session import forkserver
 
     if os.environ.get("DAGGER_FORKSERVER", "1") == "0":
         os.environ.pop(forkserver.SOCKET_ENV, None)  # not one inherited from a parent process either

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from dagger.dead_letter import DeadLetterSpec
 from dagger.plugins.sink import SINKS, register_sink
+from dagger.schema.confluent import ConfluentSettings
 from dagger.sinks.bigquery import BigQuerySink, BigQuerySinkSettings
 from dagger.sinks.influx import InfluxSink, InfluxSinkSettings
 from dagger.sinks.kafka import KafkaSink, KafkaSinkSettings
@@ -43,7 +45,6 @@ def sink_problems(sinks: list[Sink], schema: pa.Schema) -> list[str]:
 
 def build_sinks(config: JobConfig, descriptors: DescriptorSet) -> list[Sink]:
     """The sinks a job writes to (``SINKS``, or the single-sink keys), built from its bound config."""
-    from dagger.dead_letter import DeadLetterSpec
 
     dead_letter = DeadLetterSpec.from_config(config)
     sinks = []
@@ -54,8 +55,6 @@ def build_sinks(config: JobConfig, descriptors: DescriptorSet) -> list[Sink]:
                 part.jvm_protobuf = False
         if getattr(entry.settings, "needs_registry", False):  # the registry's keys are the job's
             from dataclasses import asdict
-
-            from dagger.schema.confluent import ConfluentSettings
 
             sink.registry = asdict(ConfluentSettings.from_config(config))
         sinks.append(sink)

@@ -44,7 +44,8 @@ from pydantic import Field, model_validator
 from dagger.errors import DaggerConfigError, SinkError
 from dagger.optional import require
 from dagger.plugins.sink import Sink, SinkSettings, SinkWriter
-from dagger.serde.types import DURATION, JSON_TYPES, TIMESTAMP, WRAPPERS
+from dagger.schema.descriptor_sets import build_pool
+from dagger.serde.types import DURATION, JSON_TYPES, TIMESTAMP, WRAPPERS, is_map
 from dagger.sinks.capture import read_spool_rows
 from dagger.sinks.readback import plain
 from dagger.sinks.rejected import RejectedRows, RowsRefused, isolate
@@ -154,8 +155,6 @@ def bigquery_schema(descriptor: Any) -> list[Any]:
 def _schema_field(field: Any, path: tuple[str, ...]) -> Any:
     from google.cloud.bigquery import SchemaField
     from google.protobuf.descriptor import FieldDescriptor
-
-    from dagger.serde.types import is_map
 
     mode = "REPEATED" if field.is_repeated else "NULLABLE"
     if is_map(field):
@@ -332,8 +331,6 @@ def _converter(descriptor_set_b64: str, message: str) -> RowConverter:
 
     def build() -> RowConverter:
         from google.protobuf import descriptor_pb2
-
-        from dagger.schema.descriptor_sets import build_pool
 
         fds = descriptor_pb2.FileDescriptorSet.FromString(base64.b64decode(descriptor_set_b64))
         descriptor = build_pool(fds).FindMessageTypeByName(message)

@@ -40,6 +40,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pydantic import Field, model_validator
 
+from dagger.dead_letter import row_json
 from dagger.errors import SinkError
 from dagger.optional import require
 from dagger.plugins.sink import Sink, SinkSettings, SinkWriter
@@ -131,7 +132,6 @@ def _as_text(array: pa.Array) -> pa.Array:
         return array.cast(pa.string())
     if pa.types.is_decimal(t):
         return array.cast(pa.float64()).cast(pa.string())
-    from dagger.dead_letter import row_json
 
     # binary, nested and other types: rare in metrics, converted value by value
     return pa.array([None if v is None else row_json(v).strip('"') for v in array.to_pylist()], pa.string())

@@ -21,6 +21,7 @@ from pydantic import Field, model_validator
 
 from dagger.config.model import Json
 from dagger.errors import SinkError
+from dagger.kafka.logs import quiet
 from dagger.plugins.sink import Sink, SinkSettings, SinkWriter
 from dagger.sinks.capture import read_spool
 from dagger.sinks.kafka_records import RecordPart
@@ -343,7 +344,6 @@ class KafkaSink(Sink):
 
         from confluent_kafka import KafkaError, KafkaException, Producer
 
-        from dagger.kafka.logs import quiet
         from dagger.kafka.producer import PYTHON_CLIENT_ONLY
 
         refused: list[str] = []

@@ -20,6 +20,11 @@ import pyarrow.compute as pc
 
 from dagger.errors import DaggerConfigError, SinkError
 from dagger.plugins.sink import JVM_COLUMN_PREFIX
+from dagger.schema.confluent import ConfluentSettings, register
+from dagger.schema.descriptor_sets import build_pool
+from dagger.serde.avro_encode import avro_column, derived_schema, fit_problems, null_fields
+from dagger.serde.avro_types import avro_struct
+from dagger.serde.formats import load_text
 from dagger.serde.json_schema import JsonSchemaError, json_struct
 from dagger.serde.variant import is_json_text
 from dagger.sinks.rejected import RowsRefused
@@ -127,8 +132,6 @@ class RecordPart:
                 raise DaggerConfigError(str(exc)) from None
         if not self.confluent:
             if self.data_type == "AVRO" and avro_schema:
-                from dagger.serde.formats import load_text
-
                 self.avro_schema = load_text(avro_schema, self.named("avro_schema"))
             return
         if self.auto_register:
@@ -156,8 +159,6 @@ class RecordPart:
         columns = self.columns
         if columns is None and self.part == "key" and self.data_type != "PROTO":
             if self.data_type == "AVRO" and self.avro_schema is not None and not self.auto_register:
-                from dagger.serde.avro_types import avro_struct
-
                 columns = tuple(avro_struct(self.avro_schema, "the key's Avro schema").fieldNames())
             elif self.json_schema:
                 columns = tuple(json_shape(self.json_schema, self.named("json_schema")).schema.names)
@@ -180,8 +181,6 @@ class RecordPart:
         if isinstance(taken, str):
             return [taken]
         if self.data_type == "AVRO":
-            from dagger.serde.avro_encode import derived_schema, fit_problems
-
             if self.avro_schema is None or (self.auto_register and self.schema_id is None):
                 try:
                     self.avro_schema = derived_schema(taken, self.record_name)
@@ -213,15 +212,12 @@ class RecordPart:
         ``offline`` (``dagger test``): nothing is registered; the schema takes id 1."""
         if not self.confluent or not self.auto_register:
             return
-        from dagger.schema.confluent import ConfluentSettings, register
         from dagger.sinks.kafka_registry import header, message_path, register_proto
 
         settings = ConfluentSettings(**registry)
         descriptor = None
         if self.data_type == "PROTO":
             from google.protobuf import descriptor_pb2
-
-            from dagger.schema.descriptor_sets import build_pool
 
             fds = descriptor_pb2.FileDescriptorSet.FromString(base64.b64decode(self.descriptor_set_b64))
             descriptor = build_pool(fds).FindMessageTypeByName(self.message)
@@ -255,7 +251,6 @@ class RecordPart:
             )
         if self.data_type != "AVRO":
             return None
-        from dagger.serde.avro_encode import avro_column
 
         return avro_column(self.avro_schema)
 
@@ -272,8 +267,6 @@ class RecordPart:
         if self.data_type == "AVRO":
             values = batch.column(jvm_column)
             if values.null_count:
-                from dagger.serde.avro_encode import null_fields
-
                 rows = [int(i) for i in pc.indices_nonzero(pc.is_null(values)).to_pylist()]
                 reason = null_fields(self.avro_schema, batch, rows)
                 raise RowsRefused("INVALID_MESSAGE_ERROR", reason if self.part == "value" else f"key: {reason}", rows)
@@ -315,7 +308,6 @@ def _encoder(descriptor_set_b64: str, message: str, key: str) -> Any:
     def build() -> Any:
         from google.protobuf import descriptor_pb2
 
-        from dagger.schema.descriptor_sets import build_pool
         from dagger.serde.encode import ProtoEncoder
 
         fds = descriptor_pb2.FileDescriptorSet.FromString(base64.b64decode(descriptor_set_b64))

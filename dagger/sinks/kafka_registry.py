@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from dagger.errors import DaggerConfigError
+from dagger.schema.confluent import client, register
 
 if TYPE_CHECKING:
     from dagger.schema.descriptor_sets import DescriptorSet
@@ -78,8 +79,6 @@ def register_proto(settings: Any, subject: str, descriptor: Any) -> int:
     """Register the file of ``descriptor`` (a message) under ``subject``, each imported file first under its own
     name as confluent-kafka's serializer does (the well-known types are every client's own); the file's id."""
     from confluent_kafka.schema_registry import SchemaReference
-
-    from dagger.schema.confluent import client, register
 
     def references(file: Any) -> list[Any]:
         out = []

@@ -14,7 +14,9 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from dagger.dead_letter import row_json
 from dagger.errors import SinkError
+from dagger.plugins.sink import JVM_COLUMN_PREFIX
 
 if TYPE_CHECKING:
     from dagger.plugins.sink import Sink
@@ -42,7 +44,6 @@ class RejectedRows:
         """Handle rejected ``rows`` (one reason and error type per row)."""
         if not len(reasons):
             return
-        from dagger.plugins.sink import JVM_COLUMN_PREFIX
 
         own = [n for n in rows.schema.names if n.startswith(JVM_COLUMN_PREFIX)]
         if own:  # the sink's encodings are not the row
@@ -50,8 +51,6 @@ class RejectedRows:
         name = self.sink.display_name
         for index, error_type in enumerate(error_types):
             if error_type in self.sink.fail_on or self.sink.dead_letter is None:
-                from dagger.dead_letter import row_json
-
                 row = row_json(rows.slice(index, 1).to_pylist()[0])
                 hint = (
                     f"{error_type} is listed in SINK_ERROR_TYPES_FOR_FAILURE"

@@ -12,7 +12,9 @@ import sys
 from typing import TYPE_CHECKING, TextIO
 
 from dagger.errors import DaggerConfigError
+from dagger.testing.harness import Harness
 from dagger.testing.loading import CaseFileError, load_cases
+from dagger.testing.update import update_file
 
 if TYPE_CHECKING:
     import argparse
@@ -35,7 +37,6 @@ def run_tests(args: argparse.Namespace, out: TextIO | None = None) -> int:
 
 
 def _run(args: argparse.Namespace, out: TextIO) -> int:
-    from dagger.testing.harness import Harness
 
     try:
         cases = load_cases(args.config, args.tests, args.k)
@@ -79,8 +80,6 @@ def _run(args: argparse.Namespace, out: TextIO) -> int:
     finally:
         harness.close()
     if updates:
-        from dagger.testing.update import update_file
-
         try:
             done = update_file(args.tests or args.config, updates)
         except DaggerConfigError as exc:

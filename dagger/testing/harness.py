@@ -24,8 +24,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from dagger.config.instants import parse_instant
 from dagger.errors import DaggerConfigError
+from dagger.longbow.bigtable import row_key
+from dagger.longbow.classic import table_name
+from dagger.longbow.memory import MemoryStore
+from dagger.session.spark import DEFAULT_CONF, get_session
 from dagger.testing.loading import CaseFileError, case_config, check_case
+from dagger.testing.matching import Rules, compare, in_expected_order, only_compared
+from dagger.testing.subjects import subject_blobs
 from dagger.testing.verdict import Observed, collect, count, dead_letters, judge
 
 if TYPE_CHECKING:
@@ -102,7 +109,6 @@ class Harness:
             lines += self._restore_check(config, case, batches, observed)
         if lines:  # what --update writes into a failed case: the records in the order the case gives them, where
             # they match, with only the fields a PARTIAL case compares
-            from dagger.testing.matching import Rules, in_expected_order, only_compared
 
             rules = Rules(case.ORDERED, case.PARTIAL, case.TOLERANCE)
             for key, records in observed.written.items():
@@ -117,7 +123,6 @@ class Harness:
         """Arroyo's check: the case run again (1) stopped after every micro-batch and restarted from its
         checkpoint, with fresh Python workers as a new process has, and (2) with every record in a micro-batch
         of its own; each must write what the uninterrupted run wrote."""
-        from dagger.testing.matching import Rules, compare
 
         single = [{table: [record]} for batch in batches for table, records in batch.items() for record in records]
         reruns = (
@@ -158,8 +163,6 @@ class Harness:
 
     def _session(self, config: JobConfig) -> SparkSession:
         if self._spark is None:
-            from dagger.session.spark import DEFAULT_CONF, get_session
-
             java = f"{DEFAULT_CONF['spark.driver.extraJavaOptions']} {TEST_JAVA_OPTIONS}"
             # no UI either: its web server's start, and each query's pages (~0.5 s a run); SPARK_CONF still wins
             self._spark = get_session(config, {"spark.ui.enabled": "false", "spark.driver.extraJavaOptions": java})
@@ -170,7 +173,6 @@ class Harness:
         """The job's descriptor sets (fetched once for every case with the same Stencil URLs), with the case's
         registry subjects in place of the registry's."""
         from dagger.schema.descriptor_sets import DescriptorSet, SchemaRegistry, StencilSettings
-        from dagger.testing.subjects import subject_blobs
 
         settings = StencilSettings.from_config(config)
         key = json.dumps(settings.urls)
@@ -252,10 +254,6 @@ class Harness:
 def _seed_longbow(config: JobConfig, case: CaseConfig, path: str) -> None:
     """The case's ``LONGBOW_HISTORY`` (key → rows, each with its ``rowtime`` and its cells) written to the file
     Longbow reads instead of Bigtable, under the rows keys Dagger's Longbow gives them."""
-    from dagger.config.instants import parse_instant
-    from dagger.longbow.bigtable import row_key
-    from dagger.longbow.classic import table_name
-    from dagger.longbow.memory import MemoryStore
 
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     rowtime = config.FLINK_ROWTIME_ATTRIBUTE_NAME

@@ -15,7 +15,9 @@ from typing import TYPE_CHECKING, Any
 from pydantic import TypeAdapter, ValidationError
 
 from dagger.config.cases import CaseConfig, check_names
+from dagger.config.loader import read_config_file
 from dagger.errors import DaggerConfigError
+from dagger.plugins.source import source_of
 
 if TYPE_CHECKING:
     from dagger.config.model import JobConfig
@@ -31,7 +33,6 @@ class CaseFileError(DaggerConfigError):
 def load_cases(config_path: str, tests_file: str | None = None, pattern: str | None = None) -> list[CaseConfig]:
     """The cases to run: ``tests_file``'s (a JSON list of cases, or an object with ``TESTS``), else the config's
     ``TESTS``; with ``pattern``, those whose name matches it (a glob, or a part of the name)."""
-    from dagger.config.loader import read_config_file
 
     if tests_file is not None:
         where = tests_file
@@ -87,7 +88,6 @@ def case_config(config_path: str, overrides: list[str], case: CaseConfig) -> Job
 
 def check_case(config: JobConfig, case: CaseConfig) -> None:
     """The case's tables are the job's, its expected sinks are the job's, and its streams can be fed."""
-    from dagger.plugins.source import source_of
 
     tables = {s.INPUT_SCHEMA_TABLE: s for s in config.STREAMS}
     for batch in case.INPUT_BATCHES or [case.INPUT or {}]:

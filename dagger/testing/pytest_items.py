@@ -16,6 +16,8 @@ from typing import Any
 import pytest
 
 from dagger.errors import DaggerConfigError
+from dagger.testing.harness import Harness
+from dagger.testing.loading import load_cases
 
 _HARNESSES: dict[str, Any] = {}
 
@@ -47,7 +49,6 @@ class JobConfigFile(pytest.File):
     """A job config: its ``TESTS``."""
 
     def collect(self) -> list[pytest.Item]:
-        from dagger.testing.loading import load_cases
 
         try:
             cases = load_cases(str(self.path))
@@ -65,7 +66,6 @@ class CaseItem(pytest.Item):
         self.problem = problem
 
     def runtest(self) -> None:
-        from dagger.testing.harness import Harness
 
         if self.problem is not None:
             raise CaseFailed(self.problem)

@@ -20,6 +20,8 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from dagger.config.cases import RAW
+from dagger.serde.formats import avro_schemas, proto_message, registered, stream_subject
+from dagger.sinks.kafka_registry import header, message_path
 from dagger.sinks.readback import avro_value
 
 if TYPE_CHECKING:
@@ -52,7 +54,6 @@ def encode_records(
 
 
 def _encoder(stream: StreamConfig, descriptors: DescriptorSet) -> Any:
-    from dagger.serde.formats import stream_subject
 
     confluent = stream_subject(stream) is not None
     if stream.INPUT_DATATYPE == "AVRO":
@@ -65,8 +66,6 @@ def _encoder(stream: StreamConfig, descriptors: DescriptorSet) -> Any:
 
 def _proto(stream: StreamConfig, descriptors: DescriptorSet, confluent: bool) -> Any:
     from google.protobuf import json_format, message_factory
-
-    from dagger.serde.formats import proto_message
 
     name = proto_message(stream, descriptors) or ""
     cls = message_factory.GetMessageClass(descriptors.find_message(name))
@@ -83,8 +82,6 @@ def _proto(stream: StreamConfig, descriptors: DescriptorSet, confluent: bool) ->
 
 def _avro(stream: StreamConfig, descriptors: DescriptorSet, confluent: bool) -> Any:
     import fastavro
-
-    from dagger.serde.formats import avro_schemas
 
     reader, _ = avro_schemas(stream, descriptors)
     schema = fastavro.parse_schema(json.loads(reader))
@@ -103,8 +100,6 @@ def _avro(stream: StreamConfig, descriptors: DescriptorSet, confluent: bool) -> 
 
 def _header(stream: StreamConfig, descriptors: DescriptorSet, schema_type: str, message: str | None = None) -> bytes:
     """Confluent's header of the subject's latest version (for protobuf, with ``message``'s index path)."""
-    from dagger.serde.formats import registered
-    from dagger.sinks.kafka_registry import header, message_path
 
     schemas = registered(stream, descriptors, schema_type)
     if message is None:

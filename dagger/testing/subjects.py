@@ -9,6 +9,8 @@ import base64
 import json
 from typing import TYPE_CHECKING
 
+from dagger.errors import SchemaRegistryError
+from dagger.schema.confluent import SubjectSchemas
 from dagger.testing.loading import CaseFileError
 
 if TYPE_CHECKING:
@@ -47,11 +49,8 @@ def subject_blobs(config: JobConfig, case: CaseConfig, stencil: DescriptorSet) -
 
 
 def _schemas(subject: str, given: SubjectConfig, stencil: DescriptorSet, name: str):  # noqa: ANN202
-    from dagger.schema.confluent import SubjectSchemas
 
     if given.SCHEMA_TYPE == "PROTOBUF":
-        from dagger.errors import SchemaRegistryError
-
         try:
             descriptor = stencil.find_message(given.MESSAGE or "", f"SUBJECTS.{subject}.MESSAGE")
         except SchemaRegistryError as exc:

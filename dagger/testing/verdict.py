@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dagger.testing.loading import SINGLE_SINK, expected_key
+from dagger.testing.matching import Rules, compare
 
 if TYPE_CHECKING:
     from dagger.config.cases import CaseConfig
@@ -90,7 +91,6 @@ def judge(case: CaseConfig, observed: Observed) -> list[str]:
 
 
 def _records_diff(case: CaseConfig, name: str, expected: list[dict], written: list[dict]) -> list[str]:
-    from dagger.testing.matching import Rules, compare
 
     rules = Rules(case.ORDERED, case.PARTIAL, case.TOLERANCE)
     diff = compare(expected, written, rules)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from dagger.errors import DaggerConfigError
+from dagger.plugins.lookup import LOOKUPS
 from dagger.processors.external.planning import PREFIX
 
 if TYPE_CHECKING:
@@ -22,7 +23,6 @@ __all__ = ["PREFIX", "enrich"]
 
 def enrich(df: Any, post: PostProcessorConfig, context: ProcessorContext) -> tuple[Any, list[tuple[str, str]]]:
     """``df`` with every lookup's output columns; returns it and ``[(output name, hidden column)]``."""
-    from dagger.plugins.lookup import LOOKUPS
 
     outputs: list[tuple[str, str]] = []
     for kind, index, settings in post.lookups:

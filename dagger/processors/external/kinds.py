@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import Field
 
 from dagger.errors import DaggerConfigError
+from dagger.optional import require
 from dagger.plugins.lookup import LookupSettings, OutputPath, register_lookup
 from dagger.processors.external.base import check_pattern
 from dagger.processors.external.planning import output_paths, plan_lookup, variable_columns, with_sets
@@ -144,7 +145,6 @@ def pg_lookup(
     df: Any, source: PgLookupSettings, index: int, context: ProcessorContext, where: str
 ) -> tuple[Any, list[tuple[str, str]]]:
     """Plan one Postgres source: a query per row, at most one result row, columns mapped by name."""
-    from dagger.optional import require
 
     require("asyncpg", "postgres", f"{where} (a Postgres lookup)")
     if source.capacity <= 0:

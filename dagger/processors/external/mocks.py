@@ -23,7 +23,7 @@ import heapq
 import json
 from typing import Any
 
-from dagger.processors.external.base import LookupError_, response_cache
+from dagger.processors.external.base import AsyncCaller, LookupError_, response_cache
 from dagger.processors.external.grpc import GrpcCaller
 from dagger.processors.external.http import HttpCaller
 from dagger.processors.external.postgres import PgCaller
@@ -113,7 +113,6 @@ class MockPgCaller(PgCaller):
     """A Postgres lookup's queries answered from the case's mocks."""
 
     def __init__(self, spec: dict[str, Any]):  # noqa: D107 - no asyncpg pool: nothing is sent
-        from dagger.processors.external.base import AsyncCaller
 
         AsyncCaller.__init__(self, spec)
         answers = {" ".join(m["QUERY"].split()): list(m.get("RESPONSE") or []) for m in spec["mocks"] if m.get("QUERY")}
@@ -136,7 +135,6 @@ class MockGrpcCaller(GrpcCaller):
     def __init__(self, spec: dict[str, Any]):  # noqa: D107 - no channel: nothing is sent
         from google.protobuf import descriptor_pb2, json_format, message_factory
 
-        from dagger.processors.external.base import AsyncCaller
         from dagger.schema.descriptor_sets import build_pool
 
         AsyncCaller.__init__(self, spec)

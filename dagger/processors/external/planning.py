@@ -21,7 +21,7 @@ from dagger.processors.external.base import (
     output_columns,
     parse_variables,
 )
-from dagger.worker_cache import BuiltCache
+from dagger.worker_cache import BuiltCache, content_key
 
 if TYPE_CHECKING:
     from dagger.plugins.transformer import ProcessorContext
@@ -209,7 +209,6 @@ def _fields(spec: dict) -> dict[str, Any]:
     """The proto fields typing the outputs, resolved once per worker from the shipped descriptor set."""
     if not spec["fields"]:
         return {}
-    from dagger.worker_cache import content_key
 
     def build() -> dict[str, Any]:
         from google.protobuf import descriptor_pb2

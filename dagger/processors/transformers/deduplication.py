@@ -6,6 +6,7 @@ from typing import Any
 
 from pydantic import Field
 
+from dagger.errors import DaggerConfigError
 from dagger.plugins.transformer import Transformer, TransformerArguments, register_transformer
 from dagger.session.tuning import ROCKSDB_STATE_STORE as ROCKSDB
 from dagger.session.tuning import STATE_STORE_PROVIDER
@@ -36,8 +37,6 @@ class DeDuplicationTransformer(Transformer):
         key = self.column(self.settings.key_column, "key_column")
         ttl = self.settings.ttl_in_seconds
         if ttl <= 0:
-            from dagger.errors import DaggerConfigError
-
             raise DaggerConfigError(f"{self.where}: DeDuplicationTransformer ttl_in_seconds must be > 0, got {ttl}")
         keyed = df.withColumn("__dedup_key", F.col(key).cast("string"))
         if not df.isStreaming:

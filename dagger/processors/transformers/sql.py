@@ -6,6 +6,7 @@ from typing import Any
 
 from pydantic import Field
 
+from dagger.errors import SqlError
 from dagger.plugins.transformer import Transformer, TransformerArguments, register_transformer
 
 
@@ -34,8 +35,6 @@ class SQLTransformer(Transformer):
         if rowtime in df.columns and df.isStreaming:
             df = _event_time_again(df, rowtime, lateness)
         from pyspark.errors import AnalysisException, ParseException
-
-        from dagger.errors import SqlError
 
         try:
             return self.context.sql(query, {table: df})

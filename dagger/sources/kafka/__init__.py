@@ -7,8 +7,20 @@ import logging
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
+from dagger.dead_letter import DeadLetterSpec
 from dagger.errors import DaggerConfigError
 from dagger.plugins.source import Source, SourceOptions
+from dagger.schema.confluent import ConfluentSettings
+from dagger.serde.formats import (
+    avro_schemas,
+    json_schema,
+    proto_message,
+    registered,
+    rowtime_field,
+    rowtime_field_number,
+    stream_subject,
+)
+from dagger.serde.types import timestamp_field
 from dagger.sources.kafka.settings import KafkaSourceSettings
 
 if TYPE_CHECKING:
@@ -146,15 +158,6 @@ class KafkaSource(Source):
     def spec(self, stream: StreamConfig, config: JobConfig, descriptors: DescriptorSet, options: SourceOptions) -> Any:
         """The reader's settings for ``stream`` (a :class:`~dagger.sources.kafka.spec.KafkaSourceSpec`): client
         settings (TLS stores read), positions, dead letters; a config error names what is wrong. No Spark."""
-        from dagger.serde.formats import (
-            avro_schemas,
-            json_schema,
-            proto_message,
-            registered,
-            rowtime_field,
-            rowtime_field_number,
-            stream_subject,
-        )
         from dagger.sources.kafka.client import client_config
         from dagger.sources.kafka.positions import end_position, start_position
         from dagger.sources.kafka.spec import KafkaSourceSpec
@@ -209,12 +212,8 @@ class KafkaSource(Source):
             spec.avro_writers = {str(k): v for k, v in writers.items()}
             spec.rowtime_name = rowtime_field(stream)
         elif not json_input and spec.rowtime_field_number is not None:
-            from dagger.serde.types import timestamp_field
-
             spec.rowtime_name = timestamp_field(descriptors.find_message(message), spec.rowtime_field_number).name
         if stream_subject(stream) is not None:
-            from dagger.schema.confluent import ConfluentSettings
-
             spec.confluent = asdict(ConfluentSettings.from_config(config))
             if not avro_input:
                 schemas = registered(stream, descriptors, "JSON" if json_input else "PROTOBUF")
@@ -275,7 +274,6 @@ def driver_reader(stream: StreamConfig, config: JobConfig) -> Any:
 
 def stream_dead_letter(stream: StreamConfig, consumer_config: dict[str, str], config: JobConfig) -> DeadLetterSpec:
     """The stream's own dead-letter topic (on its own cluster, with its security settings), else the job's."""
-    from dagger.dead_letter import DeadLetterSpec
 
     if stream.settings.SOURCE_KAFKA_DEAD_LETTER_TOPIC:
         producer = {k: v for k, v in consumer_config.items() if k.startswith(("security.", "sasl.", "ssl."))}

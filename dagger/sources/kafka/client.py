@@ -8,6 +8,7 @@ import re
 from typing import TYPE_CHECKING
 
 from dagger.errors import DaggerConfigError
+from dagger.kafka.tls import keystore_pem, store_type, truststore_pem
 
 if TYPE_CHECKING:
     from dagger.config.model import StreamConfig
@@ -56,7 +57,6 @@ _TLS_VERSIONS = ("TLS", "TLSv1.2", "TLSv1.3")
 def _tls_config(stream: StreamConfig) -> dict[str, str]:
     """librdkafka's TLS settings from a stream's ``SSL_*`` keys: stores of any type Dagger takes (JKS, PKCS12,
     PEM) read once here and handed over as PEM text (:mod:`dagger.kafka.tls`)."""
-    from dagger.kafka.tls import keystore_pem, store_type, truststore_pem
 
     s, table = stream.settings, stream.INPUT_SCHEMA_TABLE
     key = f"STREAMS[{table}].SOURCE_KAFKA_CONSUMER_CONFIG_"

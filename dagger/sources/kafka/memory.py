@@ -25,6 +25,7 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStrea
 from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
 from pyspark.sql.types import StructType
 
+from dagger.dead_letter import DeadLetterSpec
 from dagger.sources.kafka import KafkaSource
 from dagger.sources.kafka.decoded import decoded_table
 from dagger.sources.kafka.fetcher import Chunk
@@ -250,7 +251,6 @@ class MemorySource(KafkaSource):
         descriptors: DescriptorSet,
         options: SourceOptions,
     ) -> DataFrame:
-        from dagger.dead_letter import DeadLetterSpec
 
         # the stream's positions and group are the broker's business: read from memory, from the first record
         spec = self.spec(stream, config, descriptors, dataclasses.replace(options, bounded=False, commit_offsets=False))

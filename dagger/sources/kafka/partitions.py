@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from pyspark.sql.datasource import InputPartition
 
+from dagger.dead_letter import DeadLetterSpec
 from dagger.errors import InvalidRecordError, SourceError
 from dagger.sources.kafka.spec import (
     READ_FETCH_WAIT_MS,
@@ -123,8 +124,6 @@ def read_partition(spec: KafkaSourceSpec, part: KafkaPartition, fetcher: Any = N
     dead_letters = None
     if spec.invalid_policy == "dead-letter" and spec.dead_letter:
         from pyspark import TaskContext
-
-        from dagger.dead_letter import DeadLetterSpec
 
         context = TaskContext.get()
         batch_id = int(context.getLocalProperty("streaming.sql.batchId") or -1) if context else -1

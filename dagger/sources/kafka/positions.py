@@ -25,6 +25,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from dagger.config.instants import parse_instant
 from dagger.errors import DaggerConfigError, SourceError
 
 if TYPE_CHECKING:
@@ -110,7 +111,6 @@ def end_position(stream: StreamConfig, to_ms: int | None = None) -> Position | N
 
 
 def _instant_ms(text: str, stream: StreamConfig, which: str) -> int:
-    from dagger.config.instants import parse_instant
 
     key = f"STREAMS[{stream.INPUT_SCHEMA_TABLE}].SOURCE_KAFKA_{which}_TIMESTAMP"
     return int(parse_instant(text, key).timestamp() * 1000)

@@ -9,6 +9,8 @@ import json
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from dagger.schema.descriptor_sets import build_pool
+from dagger.schema.projection import prune_message
 from dagger.sources.kafka.positions import Position
 from dagger.worker_cache import BuiltCache, content_key
 
@@ -152,8 +154,6 @@ def _plain_decoder(spec: KafkaSourceSpec):  # noqa: ANN202
         return JsonDecoder(spec.json_schema or "{}", spec.rowtime_json_field, spec.rowtime, spec.fields)
     from google.protobuf import descriptor_pb2
 
-    from dagger.schema.descriptor_sets import build_pool
-    from dagger.schema.projection import prune_message
     from dagger.serde.decode import ProtoDecoder
 
     fds = descriptor_pb2.FileDescriptorSet.FromString(base64.b64decode(spec.descriptor_set_b64))

@@ -10,7 +10,15 @@ import json
 import pytest
 from confluent_kafka.schema_registry.json_schema import JSONSerializer
 
-from testing.confluent import ORDER, order, orders_classes, protobuf_serializer, registry_client, value_context
+from testing.confluent import (
+    ORDER,
+    ORDER_JSON_SCHEMA,
+    order,
+    orders_classes,
+    protobuf_serializer,
+    registry_client,
+    value_context,
+)
 from testing.produce import consume_all, produce
 from tests.conftest import START, dropped, job, json_sink, kafka_stream, output_rows, run_job
 
@@ -67,14 +75,7 @@ def test_protobuf_records_of_a_nested_message_and_of_the_first_one_by_the_0_shor
 
 def test_json_schema_records_read_by_the_subjects_latest_schema(spark, broker, schema_registry, topic, tmp_path):
     source, out = topic("js-orders"), topic("js-out")
-    schema = {
-        "type": "object",
-        "properties": {
-            "order_number": {"type": "string"},
-            "service_area_id": {"type": "integer"},
-            "event_timestamp": {"type": "string", "format": "date-time"},
-        },
-    }
+    schema = ORDER_JSON_SCHEMA
     serialize = JSONSerializer(
         json.dumps(schema), registry_client(schema_registry.url), conf={"auto.register.schemas": True}
     )
