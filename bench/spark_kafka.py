@@ -124,6 +124,24 @@ def stateless_query(
     return (writer.trigger(availableNow=True) if available_now else writer).start()
 
 
+def copy_query(
+    spark: Any, bootstrap: str, source: str, out: str, checkpoint: str, available_now: bool, asynchronous: bool = False
+) -> Any:
+    """Spark's floor: each record's value copied from Spark's Kafka source to its sink (no decoding, no SQL);
+    ``asynchronous``: the sink's asynchronous progress tracking."""
+    writer = (
+        kafka_source(spark, bootstrap, source)
+        .select("value")
+        .writeStream.format("kafka")
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("topic", out)
+        .option("checkpointLocation", checkpoint)
+    )
+    if asynchronous:
+        writer = writer.option("asyncProgressTrackingEnabled", "true")
+    return (writer.trigger(availableNow=True) if available_now else writer).start()
+
+
 _CACHE: dict[str, Any] = {}
 
 
@@ -184,19 +202,16 @@ def main(argv: list[str]) -> None:
     stream = data["STREAMS"][0]
     if args.bare:
         spark = bare_session(data.get("SPARK_MASTER") or "local[2]")
-        records = kafka_source(
-            spark, stream["SOURCE_KAFKA_CONSUMER_CONFIG_BOOTSTRAP_SERVERS"], stream["SOURCE_KAFKA_TOPIC_NAMES"]
+        query = copy_query(
+            spark,
+            stream["SOURCE_KAFKA_CONSUMER_CONFIG_BOOTSTRAP_SERVERS"],
+            stream["SOURCE_KAFKA_TOPIC_NAMES"],
+            data["SINK_KAFKA_TOPIC"],
+            str(Path(args.job).parent / "cp"),
+            available_now=False,
+            asynchronous=args.async_progress,
         )
-        writer = (
-            records.select("value")
-            .writeStream.format("kafka")
-            .option("kafka.bootstrap.servers", data["SINK_KAFKA_BROKERS"])
-            .option("topic", data["SINK_KAFKA_TOPIC"])
-            .option("checkpointLocation", str(Path(args.job).parent / "cp"))
-        )
-        if args.async_progress:
-            writer = writer.option("asyncProgressTrackingEnabled", "true")
-        _run_until_terminated(writer.start(), Path(args.job).parent)
+        _run_until_terminated(query, Path(args.job).parent)
         return
     config = load_config(path=args.job)
     with urllib.request.urlopen(data["SCHEMA_REGISTRY_STENCIL_URLS"]) as answer:  # noqa: S310 - the bench's server

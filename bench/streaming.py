@@ -53,6 +53,8 @@ Parts (``BENCH_PARTS``, comma-separated; all by default):
   and writer: ``SPARK_PROTOBUF_CODEC=ptars``, ``SPARK_KAFKA_CONNECTOR=dagger``) and with Dagger's reader and writer
   handing the records to the JVM codec (``SPARK_PROTOBUF_CODEC=jvm``); ``latency_spark_jvm``: Spark's Kafka
   source and sink with the JVM codec (``SPARK_KAFKA_CONNECTOR=spark``); ``latency`` itself runs the defaults.
+* ``stateless_spark_floor``: Spark's throughput floor, each record's value copied from its Kafka source to its sink
+  (no decoding, no SQL), ``availableNow`` in the benchmark's session.
 * ``latency_spark_floor``, ``latency_spark_floor_async``: Spark's own floor, nothing of ours in the query or the
   session (``bench/spark_kafka.py --bare``): each record's value copied from Spark's Kafka source to its sink, with
   Spark's defaults, and with the sink's asynchronous progress tracking.
@@ -113,7 +115,7 @@ LATENCY_PARTITIONS = int(os.environ.get("BENCH_LATENCY_PARTITIONS", "4"))  # of 
 WARMUP_SECONDS = float(os.environ.get("BENCH_WARMUP_SECONDS", "20"))
 PARTS = os.environ.get(
     "BENCH_PARTS",
-    "baseline,stateless,stateless_ptars,stateless_dagger_jvm,stateless_spark_jvm,stateless_avro,stateless_avro_spark,stateless_spark,stateless_json,stateless_json_out,stateless_json_spark,window,window_spark,"
+    "baseline,stateless,stateless_ptars,stateless_dagger_jvm,stateless_spark_jvm,stateless_avro,stateless_avro_spark,stateless_spark,stateless_spark_floor,stateless_json,stateless_json_out,stateless_json_spark,window,window_spark,"
     "join,join_spark,bytewax,quix,flink,flink_window,latency,latency_ptars,latency_dagger_jvm,latency_spark_jvm,"
     "latency_spark,"
     "latency_realtime,latency_realtime_proto,latency_flink,"
@@ -180,7 +182,7 @@ SPARK_CONF = dict(kv.split("=", 1) for kv in filter(None, os.environ.get("BENCH_
 # BENCH_JOB_CONF='{"KEY": "value"}': job settings of an experiment, added to every job of ours
 JOB_CONF = json.loads(os.environ.get("BENCH_JOB_CONF", "{}"))
 #: the stateless workload on Spark's own Kafka source and sink (raw PySpark in the benchmark's session)
-SPARK_KAFKA_PARTS = ("stateless_spark", "stateless_json_spark", "window_spark", "join_spark")
+SPARK_KAFKA_PARTS = ("stateless_spark", "stateless_json_spark", "window_spark", "join_spark", "stateless_spark_floor")
 #: the real-time trigger's interval: a checkpoint interval, not a latency (Spark's minimum is 5 s); by default the
 #: job's (SPARK_REALTIME_CHECKPOINT_INTERVAL_MS)
 REALTIME_CHECKPOINT_MS = int(os.environ.get("BENCH_REALTIME_CHECKPOINT_MS") or 0) or None
@@ -196,6 +198,7 @@ THROUGHPUT = (
     "stateless_avro",
     "stateless_avro_spark",
     "stateless_spark",
+    "stateless_spark_floor",
     "stateless_json",
     "stateless_json_out",
     "stateless_json_spark",
@@ -400,6 +403,7 @@ class Bench:
             "stateless_dagger_jvm": kept,
             "stateless_spark_jvm": kept,
             "stateless_spark": kept,
+            "stateless_spark_floor": RECORDS,
             "bytewax": kept,
             "quix": kept,
             "flink": kept,
@@ -676,6 +680,20 @@ class Bench:
 
     def stateless_spark(self) -> float:
         return self.spark_kafka("stateless_spark", as_json=False)
+
+    def stateless_spark_floor(self) -> float:
+        """Spark's throughput floor: each record's value copied from Spark's Kafka source to its sink, no decoding
+        and no SQL (``bench/spark_kafka.py``'s ``copy_query``, ``availableNow``, in the benchmark's session)."""
+        from bench.spark_kafka import copy_query
+
+        out = self.topic("stateless_spark_floor")
+        checkpoint = tempfile.mkdtemp(prefix="bench-stateless_spark_floor-")
+        launched = time.time()
+        query = copy_query(self.session(), self.bootstrap, self.input, out, checkpoint, available_now=True)
+        query.awaitTermination()
+        if query.exception() is not None:
+            raise RuntimeError(f"stateless_spark_floor failed: {query.exception()}")
+        return self.finish("stateless_spark_floor", out, launched)
 
     def stateless_json_spark(self) -> float:
         return self.spark_kafka("stateless_json_spark", as_json=True)
@@ -1432,6 +1450,7 @@ def report(results: dict) -> None:
     rate("stateless_dagger_jvm", "stateless job, protobuf in the JVM, Dagger's reader and writer")
     rate("stateless_spark_jvm", "stateless job, protobuf in the JVM, Spark's Kafka source and sink")
     rate("stateless_spark", "stateless, Spark's Kafka source and sink, ptars in mapInArrow")
+    rate("stateless_spark_floor", "Spark's floor: each value copied by Spark's Kafka source and sink, no decoding")
     rate("stateless_avro", "stateless job over Confluent Avro input (the same records)", "≥ 0.8× stateless")
     rate("stateless_avro_spark", "the same, decoded by Spark's from_avro")
     if speed("stateless_avro") and speed("stateless"):

@@ -28,8 +28,6 @@ import socket
 import struct
 import sys
 
-from dagger.worker_logging import setup_if_worker
-
 #: Modules a client may ask the server to run: the daemon-less workers of Spark's Python data sources, and the
 #: worker daemon (:mod:`dagger.session.daemon`, which takes the worker module as its argument).
 MODULES = ("pyspark.sql.streaming.python_streaming_source_runner", "dagger.session.daemon")
@@ -154,6 +152,8 @@ def _run_child(request: dict, fds: list[int]) -> None:
         os.environ.clear()
         os.environ.update(request["env"])
         os.chdir(request["cwd"])
+        # here, not at the top: the client half of this file runs by its path where no dagger is importable
+        from dagger.worker_logging import setup_if_worker
 
         setup_if_worker()  # the server imported dagger in the driver's environment
         module = request["args"][1]

@@ -27,7 +27,7 @@ CORE = "baseline,stateless,stateless_spark,stateless_json_spark,quix,latency,lat
             "stateless_json,stateless_json_out,stateless_avro,window,window_spark,join,join_spark,bytewax,latency_window,"
             "latency_realtime,latency_window_spark,latency_join,latency_join_spark,stateless_ptars,stateless_dagger_jvm,"
             "stateless_spark_jvm,latency_ptars,latency_dagger_jvm,latency_spark_jvm,latency_realtime_proto,"
-            "latency_spark_floor,latency_spark_floor_async",
+            "latency_spark_floor,latency_spark_floor_async,stateless_spark_floor",
             marks=pytest.mark.variant,
         ),
     ],
