@@ -1290,12 +1290,18 @@ def _expected_json_outputs(bootstrap: str, source: str) -> int:
     return 0 if frame.empty else int((frame["amount_paid_by_cash"] < 500).sum())
 
 
-def _json_latencies(bootstrap: str, source: str, out: str, begin: float, end: float) -> list[tuple[float, float]]:
-    """As :func:`_latencies`, for JSON records."""
-    sent, written = _json_stamps(bootstrap, source), _json_stamps(bootstrap, out)
+def _matched(sent: dict, written: dict, begin: float, end: float) -> list[tuple[float, float]]:
+    """``(input produce time (s), output produce time - input produce time (ms))`` for each record, matched by its
+    event time, written from an input produced in [begin, end)."""
     return sorted(
         (sent[s] / 1000, written[s] - sent[s]) for s in written if s in sent and begin * 1000 <= sent[s] < end * 1000
     )
+
+
+def _json_latencies(bootstrap: str, source: str, out: str, begin: float, end: float) -> list[tuple[float, float]]:
+    """As :func:`_latencies`, for JSON records."""
+    sent, written = _json_stamps(bootstrap, source), _json_stamps(bootstrap, out)
+    return _matched(sent, written, begin, end)
 
 
 def _latencies(bootstrap: str, source: str, out: str, begin: float, end: float) -> list[tuple[float, float]]:
@@ -1303,18 +1309,14 @@ def _latencies(bootstrap: str, source: str, out: str, begin: float, end: float) 
     was produced in [begin, end)."""
     sent = _read(bootstrap, source, "dagger.examples.BookingLogMessage")
     written = _read(bootstrap, out, "dagger.examples.BookingSummaryMessage")
-    return sorted(
-        (sent[s] / 1000, written[s] - sent[s]) for s in written if s in sent and begin * 1000 <= sent[s] < end * 1000
-    )
+    return _matched(sent, written, begin, end)
 
 
 def _copied_latencies(bootstrap: str, source: str, out: str, begin: float, end: float) -> list[tuple[float, float]]:
     """As :func:`_latencies`, for records copied unchanged (``latency_spark_floor``)."""
     sent = _read(bootstrap, source, "dagger.examples.BookingLogMessage")
     written = _read(bootstrap, out, "dagger.examples.BookingLogMessage")
-    return sorted(
-        (sent[s] / 1000, written[s] - sent[s]) for s in written if s in sent and begin * 1000 <= sent[s] < end * 1000
-    )
+    return _matched(sent, written, begin, end)
 
 
 def _window_latencies(bootstrap: str, source: str, out: str, begin: float, end: float) -> list[tuple[float, float]]:

@@ -339,7 +339,6 @@ def _generate(args: argparse.Namespace) -> int:
 
 
 def _setup_logging(verbose: bool) -> None:
-
     logging.basicConfig(
         level=logging.DEBUG if verbose else logging.INFO,
         format=FORMAT,

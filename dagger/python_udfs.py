@@ -89,7 +89,6 @@ def _import(path: Path, module_name: str) -> Any:
 
 
 def _functions_of_file(module: Any, stem: str, file: str) -> list[Any]:
-
     found = [f for value in vars(module).values() for f in declared(value) if f.module == module.__name__]
     conventional = getattr(module, stem, None)
     if callable(conventional) and not declared(conventional):

@@ -69,7 +69,6 @@ def start(ctx: JobContext, plan: Plan) -> StreamingQuery | BoundedRun:
 
 
 def _start_real_time(ctx: JobContext, plan: Plan) -> StreamingQuery:
-
     config = ctx.config
     log.info(
         "starting %r in real-time mode: %d stream(s) by Spark's Kafka source -> %s, checkpoint every %d ms, %s",
@@ -112,7 +111,6 @@ def _start_spark_kafka(ctx: JobContext, plan: Plan) -> StreamingQuery:
 
 
 def _start_micro_batches(ctx: JobContext, plan: Plan) -> StreamingQuery:
-
     config = ctx.config
     prepare_sinks(ctx, plan.sinks)
     encoded = encode_sinks(plan.sinks)

@@ -249,22 +249,18 @@ def local_master(config: JobConfig, counts: dict[str, int] | None) -> str | None
     return f"local[{slots}]" if slots > local_cores(config.SPARK_MASTER) else None
 
 
-#: logical nodes that keep state across micro-batches (a join of two streams keeps both sides; any join is counted)
-_STATEFUL_NODES = (
-    "logical.Aggregate",
-    "logical.Join",
-    "logical.Deduplicate",
-    "logical.DeduplicateWithinWatermark",
-    "logical.FlatMapGroupsWithState",
-    "logical.TransformWithState",
-    "logical.Window",
+#: logical nodes that keep state across micro-batches (a join of two streams keeps both sides; any join is counted),
+#: as the plan's JSON names their classes (or its text, where it has no JSON form, begins its lines)
+_STATEFUL = re.compile(
+    r"logical\.(?:Aggregate|Join|Deduplicate|DeduplicateWithinWatermark|FlatMapGroupsWithState|TransformWithState"
+    r'|Window)"|^[\s:+\-!]*(?:Aggregate|Join|Deduplicate|FlatMapGroupsWithState|TransformWithState|Window)\b',
+    re.M,
 )
 
 
 def stateful(df: Any) -> bool:
     """Whether ``df``'s query keeps state across micro-batches (an aggregation, a join, a deduplication)."""
-    plan = _analyzed_plan(df)
-    return any(f'{node}"' in plan or f"{node.split('.')[-1]} " in plan for node in _STATEFUL_NODES)
+    return _STATEFUL.search(_analyzed_plan(df)) is not None
 
 
 def _analyzed_plan(df: Any) -> str:

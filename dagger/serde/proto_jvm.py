@@ -65,7 +65,6 @@ class ProtoFrames:
         rowtime_source: str | None,
         rowtime: str = "rowtime",
     ):
-
         self.confluent = confluent
         self.message = message
         self.rowtime = rowtime

@@ -68,7 +68,6 @@ def spark_packages() -> list[str]:
 
 
 def cache_root() -> Path:
-
     return cache_dir() / "jars"
 
 

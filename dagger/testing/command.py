@@ -37,7 +37,6 @@ def run_tests(args: argparse.Namespace, out: TextIO | None = None) -> int:
 
 
 def _run(args: argparse.Namespace, out: TextIO) -> int:
-
     try:
         cases = load_cases(args.config, args.tests, args.k)
     except DaggerConfigError as exc:

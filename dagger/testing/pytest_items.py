@@ -49,7 +49,6 @@ class JobConfigFile(pytest.File):
     """A job config: its ``TESTS``."""
 
     def collect(self) -> list[pytest.Item]:
-
         try:
             cases = load_cases(str(self.path))
         except DaggerConfigError as exc:
@@ -66,7 +65,6 @@ class CaseItem(pytest.Item):
         self.problem = problem
 
     def runtest(self) -> None:
-
         if self.problem is not None:
             raise CaseFailed(self.problem)
         key = str(self.path)

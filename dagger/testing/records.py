@@ -54,7 +54,6 @@ def encode_records(
 
 
 def _encoder(stream: StreamConfig, descriptors: DescriptorSet) -> Any:
-
     confluent = stream_subject(stream) is not None
     if stream.INPUT_DATATYPE == "AVRO":
         return _avro(stream, descriptors, confluent)

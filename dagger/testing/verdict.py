@@ -91,7 +91,6 @@ def judge(case: CaseConfig, observed: Observed) -> list[str]:
 
 
 def _records_diff(case: CaseConfig, name: str, expected: list[dict], written: list[dict]) -> list[str]:
-
     rules = Rules(case.ORDERED, case.PARTIAL, case.TOLERANCE)
     diff = compare(expected, written, rules)
     if diff.ok:

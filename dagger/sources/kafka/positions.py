@@ -111,7 +111,6 @@ def end_position(stream: StreamConfig, to_ms: int | None = None) -> Position | N
 
 
 def _instant_ms(text: str, stream: StreamConfig, which: str) -> int:
-
     key = f"STREAMS[{stream.INPUT_SCHEMA_TABLE}].SOURCE_KAFKA_{which}_TIMESTAMP"
     return int(parse_instant(text, key).timestamp() * 1000)
 
