@@ -45,7 +45,7 @@ def main() -> None:
 
     from dagger.job import Job, load_config
     from dagger.session.spark import DEFAULT_CONF
-    from dagger.sources import register_data_sources
+    from dagger.sources.catalog import register_data_sources
     from testing import proctree
     from testing.broker import Broker
     from testing.descriptor_server import DescriptorServer

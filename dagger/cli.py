@@ -257,8 +257,8 @@ def _generate_parser(sub: argparse._SubParsersAction) -> None:
 def _generate(args: argparse.Namespace) -> int:
     """``dagger generate``: resolve the target, then produce with a progress line every second."""
     from dagger.generate import RecordGenerator, produce_generated
+    from dagger.kafka.source import KafkaSource
     from dagger.schema.descriptor_sets import SchemaRegistry, StencilSettings
-    from dagger.sources.kafka import KafkaSource
 
     message, topic, bootstrap, timestamp_field = args.message, args.topic, args.bootstrap_servers, args.timestamp_field
     settings = StencilSettings(urls=list(args.stencil_url))

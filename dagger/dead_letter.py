@@ -29,6 +29,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from dagger.errors import DaggerError
+from dagger.kafka.client import client_config
 from dagger.kafka.logs import quiet
 
 if TYPE_CHECKING:
@@ -52,8 +53,7 @@ class DeadLetterSpec:
     def from_config(cls, config: JobConfig) -> DeadLetterSpec | None:
         """The job-level destination, or None when the job has none."""
         if config.DEAD_LETTER_KAFKA_TOPIC:
-            producer = {"bootstrap.servers": config.DEAD_LETTER_KAFKA_BROKERS}
-            producer.update({k: str(v) for k, v in config.DEAD_LETTER_KAFKA_PRODUCER_CONFIG.items()})
+            producer = client_config(config, "dead_letters")
             return cls(config.job_slug, kafka_topic=config.DEAD_LETTER_KAFKA_TOPIC, producer_config=producer)
         if config.DEAD_LETTER_PATH:
             return cls(config.job_slug, path=config.DEAD_LETTER_PATH)

@@ -132,7 +132,7 @@ class RecordGenerator:
     def batch(self, n: int) -> pa.BinaryArray:
         """The next ``n`` serialized records (some replaced by :data:`MALFORMED` per ``malformed_ratio``)."""
         if self.data_type == "JSON":
-            from dagger.sinks.kafka_records import json_lines
+            from dagger.kafka.sink.records import json_lines
 
             encoded = pa.array(json_lines(self.arrow(n)), pa.binary())
         else:

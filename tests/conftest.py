@@ -60,7 +60,7 @@ SLOW_FILES = (
     "test_failures.py",
     "test_schema_refresh.py",
     "test_sink_outages.py",
-    "test_kafka_security.py",
+    "test_security.py",
     "test_state_bounds.py",
 )
 
@@ -149,7 +149,7 @@ def spark():
 
     from dagger.session import jars
     from dagger.session.spark import DEFAULT_CONF, use_worker_python
-    from dagger.sources import register_data_sources
+    from dagger.sources.catalog import register_data_sources
 
     use_worker_python()
     builder = SparkSession.builder.master("local[2]").appName("dagger-tests")

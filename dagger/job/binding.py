@@ -22,8 +22,8 @@ from pydantic import BaseModel, ValidationError
 
 import dagger.processors.external.kinds
 import dagger.serde.formats  # noqa: F401 - registers the built-in input data types
-import dagger.sinks  # noqa: F401 - registers the built-in sinks
-import dagger.sources  # noqa: F401 - registers the built-in sources
+import dagger.sinks.catalog  # noqa: F401 - registers the built-in sinks
+import dagger.sources.catalog  # noqa: F401 - registers the built-in sources
 from dagger.config.arguments import ConfigArguments
 from dagger.config.errors import format_validation_error, placed
 from dagger.config.loader import parse_config, read_config

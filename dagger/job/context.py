@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dagger import realtime
 from dagger.checkpoint import CheckpointStore, has_scheme
 from dagger.errors import DaggerConfigError
+from dagger.kafka import spark_connector
 from dagger.plugins.source import source_of
 from dagger.session.spark import get_session
 
@@ -101,7 +101,7 @@ class JobContext:
         if fixtures is not None:
             self.sources.update(fixtures.sources)
         self.bounded = fixtures.bounded if fixtures is not None else self._is_bounded()
-        #: Spark's real-time mode: streams read by Spark's Kafka source, one Kafka sink (dagger.realtime)
+        #: Spark's real-time mode: streams read by Spark's Kafka source, one Kafka sink (dagger.kafka.spark_connector)
         self.real_time = config.SPARK_TRIGGER_MODE == "real-time" and fixtures is None  # a test runs micro-batches
         #: the streams read by Spark's Kafka source and the sink written by Spark's Kafka sink (real-time mode, or
         #: micro-batches by SPARK_KAFKA_CONNECTOR: dagger.job.plan.choose_connector), and why (validate shows it)
@@ -145,7 +145,7 @@ class JobContext:
         if self._spark is None:
             config = self.config
             if self.real_time and not self.options.validating:
-                master = realtime.local_master(config, realtime.partition_counts(config))
+                master = spark_connector.local_master(config, spark_connector.partition_counts(config))
                 if master is not None:  # a reader task per partition, all the time: one thread each
                     log.info(
                         "real-time mode: the topics have more partitions than this machine has cores; the local "

@@ -19,8 +19,8 @@ import dagger.job.descriptors as descriptors
 import dagger.job.plan as planning
 import dagger.job.start as starting
 from dagger.job.context import JobContext, JobCounters, RunOptions
+from dagger.kafka.spark_connector.source import tagged_progress
 from dagger.plugins.source import source_of
-from dagger.realtime.source import tagged_progress
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -9,14 +9,14 @@ from typing import TYPE_CHECKING
 
 from dagger.job.descriptors import current
 from dagger.job.functions import processor_context
+from dagger.kafka.spark_connector import stream_refusals
+from dagger.kafka.spark_connector.source import kafka_stream
 from dagger.plugins.source import SourceOptions
 from dagger.processors import check_preprocessor_tables, filters_invalid_records, preprocess, table_transformers
-from dagger.realtime import stream_refusals
-from dagger.realtime.source import kafka_stream
 from dagger.schema.projection import source_fields
 from dagger.serde.formats import proto_message, record_struct, rowtime_field, rowtime_field_number, stream_table
 from dagger.serde.types import VALIDITY_COLUMN
-from dagger.sources import register_data_sources
+from dagger.sources.catalog import register_data_sources
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame

@@ -11,20 +11,20 @@ from typing import TYPE_CHECKING
 
 import dagger.job.descriptors as descriptors
 import dagger.job.functions as functions
-from dagger import realtime
 from dagger.dead_letter import DeadLetterSpec
 from dagger.errors import DaggerConfigError, SqlError
 from dagger.job.inputs import reads_event_time, register_streams
+from dagger.kafka import spark_connector
+from dagger.kafka.spark_connector import connector_refusals, python_nodes
 from dagger.longbow.classic import LongbowMetrics, classic_longbow
 from dagger.longbow.plus import plus_reader, plus_writer
 from dagger.longbow.schema import LongbowKind, LongbowSchema, check_types, longbow_schema
 from dagger.longbow.state import state_longbow
 from dagger.processors import postprocess
-from dagger.realtime import connector_refusals, python_nodes
 from dagger.serde.formats import stream_subject, stream_table
 from dagger.serde.variant import without_variants
 from dagger.session.tuning import ROCKSDB_STATE_STORE, STATE_STORE_PROVIDER
-from dagger.sinks import build_sinks, sink_problems
+from dagger.sinks.catalog import build_sinks, sink_problems
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -202,12 +202,16 @@ def plan(ctx: JobContext) -> Plan:
         from dagger.sql.rewrite import reads_event_time
 
         event_time = reads_event_time(rewritten)
-        refused = realtime.refusals(config, ctx.bounded, ctx.options.available_now, event_time, df, ctx.jvm_protobuf)
+        refused = spark_connector.refusals(
+            config, ctx.bounded, ctx.options.available_now, event_time, df, ctx.jvm_protobuf
+        )
         result.problems.extend(f"SPARK_TRIGGER_MODE=real-time: {why}" for why in refused)
         result.output_mode = "update (real-time mode)"
         if not refused:
             master = None if ctx.options.validating else ctx.spark.sparkContext.master
-            note, refusal = realtime.task_slots(config, realtime.partition_counts(config, timeout=3.0), master)
+            note, refusal = spark_connector.task_slots(
+                config, spark_connector.partition_counts(config, timeout=3.0), master
+            )
             result.real_time.append(note)
             if refusal is not None:
                 result.problems.append(f"SPARK_TRIGGER_MODE=real-time: {refusal}")

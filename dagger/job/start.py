@@ -13,12 +13,12 @@ import dagger.job.descriptors as descriptors
 from dagger.bounded import BoundedRun, batch_id_for, fingerprint, record_run
 from dagger.config.ignored import ignored_keys_set
 from dagger.errors import DaggerConfigError
+from dagger.kafka.spark_connector import stateful
+from dagger.kafka.spark_connector.sink import start_query
 from dagger.longbow.bigtable import ensure_table
 from dagger.longbow.classic import table_name
 from dagger.longbow.schema import LongbowKind, duration_ms
 from dagger.plugins.sink import COUNTERS
-from dagger.realtime import stateful
-from dagger.realtime.sink import start_query
 from dagger.session.tuning import tune
 from dagger.sinks.spark_writer import SINK_FORMAT, encode_sinks, write_micro_batch
 

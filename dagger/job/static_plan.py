@@ -25,7 +25,7 @@ from dagger.longbow.schema import longbow_schema
 from dagger.plugins.source import SourceOptions
 from dagger.serde.formats import stream_table
 from dagger.serde.variant import without_variants
-from dagger.sinks import sink_problems
+from dagger.sinks.catalog import sink_problems
 
 if TYPE_CHECKING:
     from pyspark.sql.types import DataType

@@ -1,6 +1,15 @@
-"""What Dagger's Kafka source, Kafka sink and dead-letter output share: librdkafka's log lines kept readable
-(:mod:`~dagger.kafka.logs`), Java key and trust stores turned into PEM (:mod:`~dagger.kafka.tls`), the C helper
-that moves records between librdkafka and Arrow buffers (:mod:`~dagger.kafka.native`) and the columnar producer
-built on it (:mod:`~dagger.kafka.producer`). The source itself is :mod:`dagger.sources.kafka`, the sink
-:mod:`dagger.sinks.kafka`.
+"""Everything Kafka, in one package.
+
+* :mod:`~dagger.kafka.source`: the Kafka source (``SOURCE_NAME`` ``KAFKA_SOURCE``/``KAFKA_CONSUMER``): Dagger's
+  own reader, a Python data source reading librdkafka's batches into Arrow, with its positions, group commits and
+  event-time alignment.
+* :mod:`~dagger.kafka.sink`: the Kafka sink (``SINK_TYPE`` ``kafka``): its records (value and key parts), their
+  Schema Registry use, and reading back what it wrote for ``dagger test``.
+* :mod:`~dagger.kafka.spark_connector`: Spark's own Kafka source and sink with the JVM codecs, for real-time mode
+  and ``SPARK_KAFKA_CONNECTOR=spark``.
+* :mod:`~dagger.kafka.client`: a stream's consumer settings; :mod:`~dagger.kafka.java_client` translates
+  librdkafka's names into the Java client's.
+* What the others share: librdkafka's log lines kept readable (:mod:`~dagger.kafka.logs`), Java key and trust
+  stores turned into PEM (:mod:`~dagger.kafka.tls`), the C helper that moves records between librdkafka and Arrow
+  buffers (:mod:`~dagger.kafka.native`) and the columnar producer built on it (:mod:`~dagger.kafka.producer`).
 """

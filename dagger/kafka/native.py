@@ -3,7 +3,7 @@
 confluent-kafka makes one Python object per record on both sides: a ``Message`` per consumed record and a dict
 per produced one (~1–1.5 µs each on a 2-core machine, as much as decoding them). The helper calls librdkafka's
 batch APIs (``rd_kafka_consume_batch_queue``, ``rd_kafka_produce_batch``) and copies records straight from or
-into Arrow binary arrays. :mod:`dagger.sources.kafka.fetcher` reads with it and :mod:`dagger.kafka.producer`
+into Arrow binary arrays. :mod:`dagger.kafka.source.fetcher` reads with it and :mod:`dagger.kafka.producer`
 produces with it.
 
 The helper is compiled on first use with the system C compiler (``CC``, else ``cc``/``gcc``) against the

@@ -69,7 +69,7 @@ def get_session(config: JobConfig, extra: dict[str, str] | None = None) -> Any:
         builder = builder.master(config.SPARK_MASTER)
     master = given.get("spark.master", config.SPARK_MASTER)
     local = not submitted and master.startswith("local")
-    # a real-time query runs no Python (dagger.realtime), nor does a job that asks for Spark's Kafka connector (it
+    # a real-time query runs no Python (dagger.kafka.spark_connector), nor does a job that asks for Spark's Kafka connector (it
     # runs on it or is refused): no fork server, whose daemons would idle beside the JVM
     jvm_only = config.SPARK_TRIGGER_MODE == "real-time" or config.SPARK_KAFKA_CONNECTOR == "spark"
     if local and not given.contains("spark.pyspark.python") and not jvm_only:

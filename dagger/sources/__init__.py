@@ -1,31 +1,4 @@
-"""The built-in sources, registered by the ``SOURCE_NAME`` users write in a stream's ``SOURCE_DETAILS``.
-
-The contract and the registry are :mod:`dagger.plugins.source`; a built-in source is its module and its
-registrations below.
+"""The built-in sources, registered by name (:mod:`~dagger.sources.catalog`), and the Parquet source; the Kafka
+source is :mod:`dagger.kafka.source`. This ``__init__`` imports nothing, so that a source importing a shared module
+never loads the others.
 """
-
-from __future__ import annotations
-
-from typing import TYPE_CHECKING
-
-from dagger.plugins.source import register_source
-from dagger.sources.kafka import KafkaSource
-from dagger.sources.parquet import ParquetSource
-
-if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
-
-for _source in (KafkaSource, ParquetSource):
-    for _name in _source.names:
-        register_source(_name, _source.settings, _source)
-
-
-def register_data_sources(spark: SparkSession) -> None:
-    """Register the Python data sources (Kafka reader, fan-out sink writer) with a Spark session."""
-    from dagger.sinks.spark_writer import SinkDataSource
-    from dagger.sources.kafka.memory import MemoryDataSource
-    from dagger.sources.kafka.reader import KafkaDataSource
-
-    spark.dataSource.register(KafkaDataSource)
-    spark.dataSource.register(MemoryDataSource)
-    spark.dataSource.register(SinkDataSource)

@@ -2,7 +2,7 @@
 (runs on the driver, in the ``dagger test`` process).
 
 A case's records are encoded with each stream's schema (:mod:`dagger.testing.records`) and read by the stream's
-own decoding from memory (:class:`~dagger.sources.kafka.memory.MemorySource`); the job is planned and started as
+own decoding from memory (:class:`~dagger.kafka.source.memory.MemorySource`); the job is planned and started as
 ``dagger run`` plans and starts it, with :class:`~dagger.job.fixtures.JobFixtures` standing in for the brokers
 and destinations; each sink's encoder writes and its records are read back (:mod:`dagger.testing.decoding`) and
 compared with the case's (:mod:`dagger.testing.matching`). ``MODE: bounded`` is one batch query, in which every
@@ -224,7 +224,7 @@ class Harness:
         """The job with the case's fixtures (reading batches up to ``until``, all by default)."""
         from dagger.job import Job
         from dagger.job.fixtures import JobFixtures
-        from dagger.sources.kafka.memory import MemorySource
+        from dagger.kafka.source.memory import MemorySource
         from dagger.testing.records import CaseInputError
 
         bounded = case.MODE == "bounded"
@@ -278,7 +278,7 @@ def _scratch() -> str | None:
 
 def _memory_records(stream: Any, descriptors: DescriptorSet, batches: list[dict], name: str) -> list[Any]:
     """The stream's records of every batch, offsets counting on across batches as in one partition."""
-    from dagger.sources.kafka.memory import MemoryRecord
+    from dagger.kafka.source.memory import MemoryRecord
     from dagger.testing.records import encode_records
 
     table = stream.INPUT_SCHEMA_TABLE

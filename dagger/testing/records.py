@@ -20,8 +20,8 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from dagger.config.cases import RAW
+from dagger.kafka.sink.registry import header, message_path
 from dagger.serde.formats import avro_schemas, proto_message, registered, stream_subject
-from dagger.sinks.kafka_registry import header, message_path
 from dagger.sinks.readback import avro_value
 
 if TYPE_CHECKING:

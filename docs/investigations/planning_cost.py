@@ -26,9 +26,9 @@ def main() -> None:
     from pyspark.sql.datasource import ReadAllAvailable
 
     from dagger.generate import RecordGenerator, produce_generated
+    from dagger.kafka.source.reader import KafkaStreamReader
+    from dagger.kafka.source.spec import KafkaSourceSpec
     from dagger.schema.descriptor_sets import DescriptorSet
-    from dagger.sources.kafka.reader import KafkaStreamReader
-    from dagger.sources.kafka.spec import KafkaSourceSpec
     from testing.broker import Broker
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -74,7 +74,7 @@ def main() -> None:
             timings.setdefault(name, []).append((time.perf_counter() - began) * 1000)
             return out
 
-        from dagger.sources import event_time
+        from dagger.kafka.source import event_time
 
         original_times = event_time.EventTimeProbe.times
 

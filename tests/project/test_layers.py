@@ -33,7 +33,10 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "dagger.sinks",
             "dagger.processors",
             "dagger.longbow",
-            "dagger.realtime",
+            "dagger.kafka.client",
+            "dagger.kafka.sink",
+            "dagger.kafka.source",
+            "dagger.kafka.spark_connector",
             "dagger.functions",
             "dagger.python_udfs",
             "dagger.serde",
@@ -188,8 +191,8 @@ def test_the_checker_finds_a_cycle_an_upward_import_and_what_type_checking_and_i
         "def f():\n    import importlib\n    importlib.import_module('dagger.cli')\n    __import__('dagger.runner')\n"
     )
     assert {"dagger.job", "dagger.cli", "dagger.runner"} <= set(_imported_names(hidden))
-    assert upward_imports({"dagger.config.model": {"dagger.sinks.kafka"}, "dagger.sinks.kafka": set()}) == [
-        "dagger.config.model (config) -> dagger.sinks.kafka (plugins)"
+    assert upward_imports({"dagger.config.model": {"dagger.kafka.sink"}, "dagger.kafka.sink": set()}) == [
+        "dagger.config.model (config) -> dagger.kafka.sink (plugins)"
     ]
 
 

@@ -19,7 +19,7 @@ TO_SPLIT = {
     "tests/unit/plugins/test_sink_registry.py",
     "tests/unit/serde/test_compiled_classes.py",
     "tests/unit/serde/test_json_input.py",
-    "tests/unit/sources/test_event_time.py",
+    "tests/unit/kafka/source/test_event_time.py",
     "tests/unit/sources/test_projection.py",
     "tests/unit/sql/test_state_bounds.py",
     "tests/unit/telemetry/test_telemetry.py",

@@ -222,8 +222,8 @@ def test_a_stop_holds_the_input_so_back_to_back_batches_end_at_once(tmp_path, sa
 def test_a_held_kafka_source_plans_no_new_input(tmp_path):
     from pyspark.sql.datasource import ReadAllAvailable
 
-    from dagger.sources.kafka.reader import KafkaStreamReader
-    from dagger.sources.kafka.spec import KafkaSourceSpec
+    from dagger.kafka.source.reader import KafkaStreamReader
+    from dagger.kafka.source.spec import KafkaSourceSpec
 
     hold = tmp_path / "hold"
     spec = KafkaSourceSpec("t", "x", {"bootstrap.servers": "127.0.0.1:1"}, "", "m", None)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
+from dagger.kafka.source.reader import split_budget
+from dagger.kafka.source.spec import KafkaSourceSpec
 from dagger.sinks.rejected import RowsRefused, isolate
-from dagger.sources.kafka.reader import split_budget
-from dagger.sources.kafka.spec import KafkaSourceSpec
 from tests.conftest import ROOT
 
 

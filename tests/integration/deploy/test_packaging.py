@@ -29,7 +29,7 @@ def dist():
 def test_make_dist_builds_a_packed_environment_executors_can_run(dist, tmp_path):
     with zipfile.ZipFile(ROOT / "dist" / "dagger_on_spark.zip") as archive:
         names = set(archive.namelist())
-    assert {"dagger/cli.py", "dagger/sources/kafka/reader.py", "dagger/kafka/native.c", "udfs/__init__.py"} <= names
+    assert {"dagger/cli.py", "dagger/kafka/source/reader.py", "dagger/kafka/native.c", "udfs/__init__.py"} <= names
     test_support = ("testing/", "dagger/devtools/", "tests/")
     assert not [n for n in names if n.startswith(test_support)]  # no test server ships to executors
     (wheel,) = (dist / "wheel").glob("dagger_on_spark-*.whl")
@@ -45,7 +45,7 @@ def test_make_dist_builds_a_packed_environment_executors_can_run(dist, tmp_path)
     # an executor runs the archive's Python with Spark's own pyspark.zip and py4j on PYTHONPATH
     spark_python = os.path.join(os.path.dirname(pyspark.__file__), "python", "lib")
     path = [os.path.join(spark_python, "pyspark.zip"), *glob.glob(os.path.join(spark_python, "py4j-*.zip"))]
-    probe = "import dagger, dagger.sources.kafka, dagger.serde.decode, dagger.sinks.kafka, udfs; print(dagger.__file__)"
+    probe = "import dagger, dagger.kafka.source, dagger.serde.decode, dagger.kafka.sink, udfs; print(dagger.__file__)"
     ran = subprocess.run(
         [str(tmp_path / "environment" / "bin" / "python"), "-c", probe],
         cwd=tmp_path,

@@ -147,9 +147,9 @@ def test_a_commit_while_the_brokers_are_unreachable_ends_within_its_timeout_and_
 
     from confluent_kafka import Consumer, TopicPartition
 
-    from dagger.sources.kafka.commits import COMMIT_TIMEOUT_SECONDS
-    from dagger.sources.kafka.reader import KafkaStreamReader
-    from dagger.sources.kafka.spec import KafkaSourceSpec
+    from dagger.kafka.source.commits import COMMIT_TIMEOUT_SECONDS
+    from dagger.kafka.source.reader import KafkaStreamReader
+    from dagger.kafka.source.spec import KafkaSourceSpec
 
     broker, proxy = proxied_broker
     broker.create_topic("commits", 2)
@@ -292,8 +292,8 @@ if _trace:
 
         setattr(cls, name, traced)
 
-    from dagger.sinks.kafka import _KafkaWriter
-    from dagger.sources.kafka.reader import KafkaStreamReader
+    from dagger.kafka.sink import _KafkaWriter
+    from dagger.kafka.source.reader import KafkaStreamReader
 
     _wrap(KafkaStreamReader, "commit", "commit")
     _wrap(_KafkaWriter, "flush", "flush")

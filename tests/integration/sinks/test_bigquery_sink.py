@@ -17,8 +17,8 @@ from dagger.config.model import SinkConfig
 from dagger.dead_letter import DeadLetterSpec
 from dagger.errors import SinkError
 from dagger.job.binding import bind_sink
-from dagger.sinks import build_sink
 from dagger.sinks.bigquery import BigQuerySink
+from dagger.sinks.catalog import build_sink
 from testing.produce import consume_all, produce
 from testing.samples import AREAS, SERVICES, bookings, example_descriptors, message_class
 from tests.conftest import (

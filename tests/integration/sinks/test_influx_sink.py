@@ -12,7 +12,7 @@ import pytest
 from dagger.config.model import SinkConfig
 from dagger.errors import SinkError
 from dagger.job.binding import bind_sink
-from dagger.sinks import build_sink
+from dagger.sinks.catalog import build_sink
 from dagger.sinks.influx import InfluxSink, line_protocol
 from testing.influx import V2WriteShim
 from testing.produce import produce

@@ -153,7 +153,7 @@ def test_an_installed_packages_entry_point_registers_its_sink(tmp_path, monkeypa
     try:
         assert "webhook" in SINKS.plugins()
         config = load_config(data={**BASE, "SINK_TYPE": "webhook", "SINK_WEBHOOK_URL": "http://h/rows"})
-        from dagger.sinks import build_sinks
+        from dagger.sinks.catalog import build_sinks
 
         (sink,) = build_sinks(config, None)
         assert (type(sink).__name__, sink.url, sink.label) == ("WebhookSink", "http://h/rows", "webhook")
@@ -214,7 +214,7 @@ def test_what_a_sink_declares_is_what_the_config_the_docs_and_dagger_test_ask_of
     """Capabilities, not names: the trigger interval, the ignored keys, real-time mode and dagger test ask the
     sink's plugin, so a sink of one's own gets the same treatment as a built-in one that declares the same."""
     from dagger.config.ignored import ignored_keys_set
-    from dagger.realtime import refusals
+    from dagger.kafka.spark_connector import refusals
     from dagger.testing.decoding import expected_form, written
 
     entry = {"SINK_JSONL_PATH": "/tmp/x", "FLINK_CHECKPOINT_INTERVAL_MS": "20000"}

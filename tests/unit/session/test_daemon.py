@@ -265,4 +265,4 @@ def test_every_module_the_daemon_preloads_exists():
 
     missing = [name for name in PRELOAD if importlib.util.find_spec(name) is None]
     assert not missing, f"PRELOAD names modules that do not exist: {missing}"
-    assert {"dagger.sources.kafka.reader", "dagger.sinks.kafka"} <= set(PRELOAD)
+    assert {"dagger.kafka.source.reader", "dagger.kafka.sink"} <= set(PRELOAD)

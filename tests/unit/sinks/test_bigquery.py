@@ -8,8 +8,8 @@ import json
 import pyarrow as pa
 
 from dagger.job import load_config
-from dagger.sinks import build_sinks
 from dagger.sinks.bigquery import _credentials
+from dagger.sinks.catalog import build_sinks
 from testing.samples import example_descriptors
 from tests.unit.config.test_config import BASE
 

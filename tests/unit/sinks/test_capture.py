@@ -6,12 +6,12 @@ from __future__ import annotations
 import pyarrow as pa
 
 from dagger.job import load_config
-from dagger.sinks import build_sinks
+from dagger.kafka.sink.readback import read_back
 from dagger.sinks.capture import read_spool
-from dagger.sinks.readback import read_back
+from dagger.sinks.catalog import build_sinks
 from testing.samples import example_descriptors
 from tests.unit.config.test_config import BASE
-from tests.unit.sinks.test_kafka import KAFKA
+from tests.unit.kafka.sink.test_sink import KAFKA
 
 
 def test_a_captured_kafka_sink_keeps_what_its_encoder_wrote_per_batch_and_partition(tmp_path):

@@ -10,7 +10,7 @@ import pytest
 
 from dagger.errors import DaggerConfigError
 from dagger.job import load_config
-from dagger.sinks import build_sinks
+from dagger.sinks.catalog import build_sinks
 from dagger.sinks.influx import _retry
 from tests.unit.config.test_config import BASE
 

@@ -11,8 +11,9 @@ from pathlib import Path
 import fastavro
 import pytest
 
-from dagger.sinks.kafka_records import RecordPart
-from dagger.sinks.readback import WrittenRecordError, canonical, read_back
+from dagger.kafka.sink.readback import canonical, read_back
+from dagger.kafka.sink.records import RecordPart
+from dagger.sinks.readback import WrittenRecordError
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "descriptors" / "examples.desc"
 SUMMARY = "dagger.examples.BookingSummaryMessage"
@@ -47,7 +48,7 @@ def test_protobuf_reads_back_into_its_json_mapping_and_expected_records_meet_it_
 def _encoded(part: RecordPart, record: dict) -> bytes:
     from google.protobuf import json_format
 
-    from dagger.sinks.readback import _message_class
+    from dagger.kafka.sink.readback import _message_class
 
     return json_format.ParseDict(record, _message_class(part)()).SerializeToString()
 

@@ -1,7 +1,7 @@
 """The one Spark writer that drives every sink of a job: when one sink fails, none of the others delivers.
 
 The sinks here record what the writer asks of them (write, flush, abort); the Kafka producers' own abort
-behaviour is tested against the broker in tests/integration/sources/test_kafka_native.py.
+behaviour is tested against the broker in tests/integration/kafka/source/test_native.py.
 """
 
 from __future__ import annotations

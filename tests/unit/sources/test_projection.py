@@ -74,7 +74,7 @@ def test_pruned_message_keeps_field_numbers_and_reindexes_oneofs():
 
 
 def test_the_reader_decodes_only_the_kept_fields_and_validates_what_it_reads():
-    from dagger.sources.kafka.spec import KafkaSourceSpec, decoder_for
+    from dagger.kafka.source.spec import KafkaSourceSpec, decoder_for
 
     full = _message(_fds(), BOOKING)
     cls = message_factory.GetMessageClass(full)

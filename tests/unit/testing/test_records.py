@@ -13,9 +13,9 @@ import fastavro
 import pytest
 
 from dagger.job import load_config
+from dagger.kafka.source.spec import KafkaSourceSpec, decoder_for
 from dagger.schema.confluent import ConfluentSettings, fetch_subject
 from dagger.schema.descriptor_sets import DescriptorSet
-from dagger.sources.kafka.spec import KafkaSourceSpec, decoder_for
 from dagger.testing.records import CaseInputError, encode_records
 from testing.schema_registry import SchemaRegistry
 from tests.conftest import job, kafka_stream

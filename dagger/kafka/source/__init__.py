@@ -1,0 +1,288 @@
+"""``KAFKA_SOURCE`` / ``KAFKA_CONSUMER``: a stream read from Kafka topics by the ``dagger-kafka`` data source."""
+
+from __future__ import annotations
+
+import base64
+import logging
+from dataclasses import asdict
+from typing import TYPE_CHECKING, Any
+
+from dagger.dead_letter import DeadLetterSpec
+from dagger.errors import DaggerConfigError
+from dagger.kafka.client import client_config
+from dagger.kafka.source.settings import KafkaSourceSettings
+from dagger.plugins.source import Source, SourceOptions
+from dagger.schema.confluent import ConfluentSettings
+from dagger.serde.formats import (
+    avro_schemas,
+    json_schema,
+    proto_message,
+    registered,
+    rowtime_field,
+    rowtime_field_number,
+    stream_subject,
+)
+from dagger.serde.types import timestamp_field
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from dagger.config.model import JobConfig, StreamConfig
+    from dagger.dead_letter import DeadLetterSpec
+    from dagger.schema.descriptor_sets import DescriptorSet
+
+
+class KafkaSource(Source):
+    """Topics matched by ``SOURCE_KAFKA_TOPIC_NAMES``, decoded as ``INPUT_SCHEMA_PROTO_CLASS`` (or, with
+    ``INPUT_DATATYPE=JSON``, as JSON objects of ``INPUT_SCHEMA_JSON_SCHEMA``; with ``AVRO``, by Spark's Avro reader;
+    with ``INPUT_SCHEMA_WIRE_FORMAT=confluent``, behind Confluent's header with the registry's schemas)."""
+
+    names = ("KAFKA_SOURCE", "KAFKA_CONSUMER")
+    source_type = "UNBOUNDED"
+    settings = KafkaSourceSettings
+    replayable = True
+    decodes_named_fields = True
+    supports_real_time = True
+    test_input = True
+
+    def check(self, stream: StreamConfig) -> None:
+        what = f"Kafka stream '{stream.INPUT_SCHEMA_TABLE}'"
+        stream.settings.require(what, "SOURCE_KAFKA_TOPIC_NAMES", "SOURCE_KAFKA_CONSUMER_CONFIG_BOOTSTRAP_SERVERS")
+        if stream.INPUT_DATATYPE == "PROTO":
+            confluent = stream.format.INPUT_SCHEMA_WIRE_FORMAT == "confluent"
+            if not confluent and not stream.format.INPUT_SCHEMA_PROTO_CLASS:
+                raise ValueError(f"INPUT_SCHEMA_PROTO_CLASS is required for {what}")
+            if stream.format.INPUT_SCHEMA_EVENT_TIMESTAMP_FIELD_INDEX is None and not (
+                stream.format.INPUT_SCHEMA_EVENT_TIMESTAMP_FIELD_NAME
+            ):
+                raise ValueError(
+                    f"INPUT_SCHEMA_EVENT_TIMESTAMP_FIELD_INDEX (or INPUT_SCHEMA_EVENT_TIMESTAMP_FIELD_NAME) is required "
+                    f"for {what}"
+                )
+        self._check_positions(stream)
+
+    def invalid_record_policy(self, stream: StreamConfig) -> str:
+        return stream.settings.SOURCE_KAFKA_INVALID_RECORD_POLICY
+
+    def passing_invalid_records(self, stream: StreamConfig) -> StreamConfig:
+        if "SOURCE_KAFKA_INVALID_RECORD_POLICY" in stream.keys_set:
+            return stream
+        passing = stream.model_copy()
+        passing._settings = stream.settings.model_copy(update={"SOURCE_KAFKA_INVALID_RECORD_POLICY": "drop"})
+        return passing
+
+    def dead_letter_topic(self, stream: StreamConfig) -> str | None:
+        return stream.settings.SOURCE_KAFKA_DEAD_LETTER_TOPIC
+
+    @staticmethod
+    def _check_positions(stream: StreamConfig) -> None:
+        from dagger.kafka.source.positions import end_position, start_position
+
+        table = stream.INPUT_SCHEMA_TABLE
+        if stream.settings.SOURCE_KAFKA_STARTING_TIMESTAMP and stream.settings.SOURCE_KAFKA_STARTING_OFFSETS != "group":
+            raise ValueError(
+                f"stream '{table}' sets both SOURCE_KAFKA_STARTING_TIMESTAMP and SOURCE_KAFKA_STARTING_OFFSETS; "
+                "keep one"
+            )
+        if stream.settings.SOURCE_KAFKA_ENDING_TIMESTAMP and stream.settings.SOURCE_KAFKA_ENDING_OFFSETS:
+            raise ValueError(
+                f"stream '{table}' sets both SOURCE_KAFKA_ENDING_TIMESTAMP and SOURCE_KAFKA_ENDING_OFFSETS; keep one"
+            )
+        try:
+            start, end = start_position(stream), end_position(stream)
+        except DaggerConfigError as exc:
+            raise ValueError(str(exc)) from None
+        if start.kind == "timestamp" and end is not None and end.kind == "timestamp":
+            if start.timestamp_ms >= end.timestamp_ms:
+                raise ValueError(
+                    f"stream '{table}': SOURCE_KAFKA_STARTING_TIMESTAMP {start.describe()} is not before "
+                    f"SOURCE_KAFKA_ENDING_TIMESTAMP {end.describe()}"
+                )
+
+    def reach(self, stream: StreamConfig, config: JobConfig) -> None:
+        reader = driver_reader(stream, config)
+        try:
+            reader.reach()
+        finally:
+            reader.stop()
+
+    def is_bounded(self, stream: StreamConfig, to_ms: int | None = None) -> bool:
+        return bool(
+            stream.settings.SOURCE_KAFKA_ENDING_OFFSETS
+            or stream.settings.SOURCE_KAFKA_ENDING_TIMESTAMP
+            or to_ms is not None
+        )
+
+    def location(self, stream: StreamConfig) -> str:
+        return f"topics /{stream.settings.SOURCE_KAFKA_TOPIC_NAMES}/"
+
+    def input_description(
+        self, spark: SparkSession, stream: StreamConfig, from_ms: int | None, to_ms: int | None
+    ) -> dict[str, Any]:
+        from dagger.kafka.source.positions import end_position, start_position
+
+        start, end = start_position(stream, from_ms), end_position(stream, to_ms)
+        return {
+            "table": stream.INPUT_SCHEMA_TABLE,
+            "topics": stream.settings.SOURCE_KAFKA_TOPIC_NAMES,
+            "start": start.describe(),
+            "end": end.describe() if end else None,
+        }
+
+    def build(
+        self,
+        spark: SparkSession,
+        stream: StreamConfig,
+        config: JobConfig,
+        descriptors: DescriptorSet,
+        options: SourceOptions,
+    ) -> DataFrame:
+        from dagger.kafka.source.decoded import decoded_table
+        from dagger.kafka.source.reader import SOURCE_FORMAT
+
+        spec = self.spec(stream, config, descriptors, options)
+        if spec.data_type == "PROTO" and config.SPARK_PROTOBUF_CODEC == "jvm":  # auto: ptars in the reader's worker
+            from dagger.serde.proto_jvm import jvm_codec_or_warn
+
+            spec.jvm_decode = jvm_codec_or_warn(spark)
+        if options.bounded:
+            df = spark.read.format(SOURCE_FORMAT).option("spec", spec.to_option()).load()
+        else:
+            df = spark.readStream.format(SOURCE_FORMAT).option("spec", spec.to_option()).load()
+        return decoded_table(df, spec)
+
+    def check_reading(
+        self, stream: StreamConfig, config: JobConfig, descriptors: DescriptorSet, options: SourceOptions
+    ) -> None:
+        self.spec(stream, config, descriptors, options)
+
+    def spec(self, stream: StreamConfig, config: JobConfig, descriptors: DescriptorSet, options: SourceOptions) -> Any:
+        """The reader's settings for ``stream`` (a :class:`~dagger.kafka.source.spec.KafkaSourceSpec`): client
+        settings (TLS stores read), positions, dead letters; a config error names what is wrong. No Spark."""
+        from dagger.kafka.source.positions import end_position, start_position
+        from dagger.kafka.source.spec import KafkaSourceSpec
+
+        json_input = stream.INPUT_DATATYPE == "JSON"
+        avro_input = stream.INPUT_DATATYPE == "AVRO"
+        message = None if json_input or avro_input else proto_message(stream, descriptors)
+        if message is not None or not (json_input or avro_input):
+            descriptors.find_message(message)
+        conf = consumer_config(stream, config)
+        if options.commit_offsets and not options.bounded and not commits_to_group(stream):
+            logging.getLogger("dagger").warning(
+                "stream '%s': offsets are not committed to consumer group %s "
+                "(SOURCE_KAFKA_CONSUMER_CONFIG_AUTO_COMMIT_ENABLE=false): the checkpoint alone holds the position, and "
+                "lag tools reading the group do not see the job (Dagger committed at each checkpoint whatever this "
+                "key said; remove it to commit)",
+                stream.INPUT_SCHEMA_TABLE,
+                conf.get("group.id"),
+            )
+        dead_letter = None
+        if stream.settings.SOURCE_KAFKA_INVALID_RECORD_POLICY == "dead-letter":
+            dead_letter = stream_dead_letter(stream, config)
+        spec = KafkaSourceSpec(
+            table=stream.INPUT_SCHEMA_TABLE,
+            topic_pattern=stream.settings.SOURCE_KAFKA_TOPIC_NAMES,
+            client_config=conf,
+            descriptor_set_b64="" if json_input or avro_input else base64.b64encode(descriptors.serialized).decode(),
+            message_name=message or "",
+            rowtime_field_number=None if json_input or avro_input else rowtime_field_number(stream, descriptors),
+            rowtime=config.FLINK_ROWTIME_ATTRIBUTE_NAME,
+            invalid_policy=stream.settings.SOURCE_KAFKA_INVALID_RECORD_POLICY,
+            dead_letter=asdict(dead_letter) if dead_letter else None,
+            max_records_per_trigger=config.SPARK_MAX_RECORDS_PER_TRIGGER,
+            read_batch_size=config.SPARK_KAFKA_READ_BATCH_SIZE,
+            records_per_task=config.SPARK_KAFKA_RECORDS_PER_TASK,
+            aligned_delay_ms=(
+                config.FLINK_WATERMARK_DELAY_MS if config.event_time_alignment and options.event_time else None
+            ),
+            idle_timeout_ms=config.SPARK_PARTITION_IDLE_TIMEOUT_MS,
+            unreachable_timeout_ms=stream.settings.SOURCE_KAFKA_UNREACHABLE_TIMEOUT_MS,
+            first_contact_ms=config.SPARK_FIRST_CONTACT_TIMEOUT_MS,
+            commit_offsets=options.commit_offsets and not options.bounded and commits_to_group(stream),
+            fields=(options.fields or {}).get(stream.INPUT_SCHEMA_TABLE),
+            data_type=stream.INPUT_DATATYPE,
+            json_schema=json_schema(stream, descriptors) if json_input else None,
+            rowtime_json_field=rowtime_field(stream) if json_input else None,
+            hold_file=options.hold_file,
+        )
+        if avro_input:
+            reader, writers = avro_schemas(stream, descriptors)
+            spec.avro_reader = reader
+            spec.avro_writers = {str(k): v for k, v in writers.items()}
+            spec.rowtime_name = rowtime_field(stream)
+        elif not json_input and spec.rowtime_field_number is not None:
+            spec.rowtime_name = timestamp_field(descriptors.find_message(message), spec.rowtime_field_number).name
+        if stream_subject(stream) is not None:
+            spec.confluent = asdict(ConfluentSettings.from_config(config))
+            if not avro_input:
+                schemas = registered(stream, descriptors, "JSON" if json_input else "PROTOBUF")
+                spec.confluent_writers = {
+                    str(i): [] if json_input else [base64.b64encode(f).decode() for f in schemas.file_descriptors(i)]
+                    for i in schemas.schemas
+                }
+        start, end = start_position(stream, options.from_ms), end_position(stream, options.to_ms)
+        spec.start = asdict(start)
+        spec.end = asdict(end) if end is not None else None
+        low = start.timestamp_ms if start.kind == "timestamp" else None
+        high = end.timestamp_ms if end is not None and end.kind == "timestamp" else None
+        if low is not None and high is not None:
+            spec.time_range = [low, high]
+        if options.bounded and end is None:
+            raise DaggerConfigError(f"stream '{stream.INPUT_SCHEMA_TABLE}' has no end position in a bounded run")
+        return spec
+
+    def finish(self, progress: dict[str, Any], streams: list[StreamConfig], config: JobConfig) -> None:
+        """Commit each stream's last processed offsets to its own consumer group (matched by the stream's table,
+        which tags its offsets, never by topic: two streams may read the same topic)."""
+        from dagger.kafka.source.commits import commit_final_offsets
+
+        groups = {s.INPUT_SCHEMA_TABLE: consumer_config(s, config) for s in streams if commits_to_group(s)}
+        commit_final_offsets(progress, groups)
+
+
+def commits_to_group(stream: StreamConfig) -> bool:
+    """Whether the stream's offsets go to its consumer group (``SOURCE_KAFKA_CONSUMER_CONFIG_AUTO_COMMIT_ENABLE`` is
+    not ``false``)."""
+    return stream.settings.SOURCE_KAFKA_CONSUMER_CONFIG_AUTO_COMMIT_ENABLE is not False
+
+
+def driver_reader(stream: StreamConfig, config: JobConfig) -> Any:
+    """Our Kafka reader's driver side for ``stream`` (listing, offsets, commits), with the stream's client
+    settings and group."""
+    from dagger.kafka.source.reader import KafkaStreamReader
+    from dagger.kafka.source.spec import KafkaSourceSpec
+
+    conf = consumer_config(stream, config)
+    spec = KafkaSourceSpec(
+        table=stream.INPUT_SCHEMA_TABLE,
+        topic_pattern=stream.settings.SOURCE_KAFKA_TOPIC_NAMES,
+        client_config=conf,
+        descriptor_set_b64="",
+        message_name="",
+        rowtime_field_number=None,
+        unreachable_timeout_ms=stream.settings.SOURCE_KAFKA_UNREACHABLE_TIMEOUT_MS,
+        first_contact_ms=config.SPARK_FIRST_CONTACT_TIMEOUT_MS,
+    )
+    return KafkaStreamReader(spec)
+
+
+def consumer_config(stream: StreamConfig, config: JobConfig) -> dict[str, str]:
+    """The librdkafka consumer settings of ``stream`` (:func:`dagger.kafka.client.client_config`)."""
+    return client_config(
+        stream.settings,
+        "consumer",
+        table=stream.INPUT_SCHEMA_TABLE,
+        job_slug=config.job_slug,
+        large_messages=config.SOURCE_KAFKA_CONSUME_LARGE_MESSAGE_ENABLE,
+    )
+
+
+def stream_dead_letter(stream: StreamConfig, config: JobConfig) -> DeadLetterSpec | None:
+    """The stream's own dead-letter topic (on its own cluster, with its security settings), else the job's."""
+
+    topic = stream.settings.SOURCE_KAFKA_DEAD_LETTER_TOPIC
+    if topic:
+        producer = client_config(stream.settings, "dead_letters", table=stream.INPUT_SCHEMA_TABLE)
+        return DeadLetterSpec(config.job_slug, kafka_topic=topic, producer_config=producer)
+    return DeadLetterSpec.from_config(config)

@@ -1,0 +1,92 @@
+"""Spark's Kafka sink for a job's one Kafka sink (real-time mode, and micro-batches on Spark's connector:
+``SPARK_KAFKA_CONNECTOR``): each output row encoded in the JVM, the producer's settings translated from
+librdkafka's names (:func:`dagger.kafka.client.client_config`). Runs on the driver (planning)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from dagger.kafka.client import client_config
+from dagger.kafka.java_client import java_producer_settings
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+    from dagger.config.model import JobConfig
+
+
+def start_query(
+    df: DataFrame,
+    config: JobConfig,
+    sink: Any,
+    checkpoint: str,
+    name: str,
+    trigger: dict[str, Any] | None = None,
+    async_progress: bool = False,
+) -> Any:
+    """The query: every output row encoded in the JVM (protobuf by Dagger's encoder, JSON by ``to_json``, behind
+    Confluent's header where the sink writes that format) into Spark's Kafka sink. ``trigger``: Spark's trigger
+    arguments for micro-batches (``processingTime`` or ``availableNow``); None: real-time mode's, with the job's
+    checkpoint interval. A row the encoder refuses stops the query naming its column: such a query has no
+    dead-letter output.
+
+    ``async_progress`` (a stateless query on a processing-time trigger): Spark writes each micro-batch's offset
+    and commit log entries beside the next micro-batch instead of before and after it (its asynchronous progress
+    tracking; 9 ms less per batch and p99 latency 321 → 147 ms in ``make bench``'s ``latency_spark_jvm``). Every
+    batch is still logged (``asyncProgressTrackingCheckpointIntervalMs`` 0), so the checkpoint stays one an
+    ``--available-now`` run (where Spark refuses the option) restarts from; after a crash the batches not yet
+    logged are read again: the sink writes at least once, as without it."""
+
+    settings = config.sink_configs[0][1].settings
+    real_time = trigger is None
+    columns = {"value": _encoded(df, sink.value, sink.display_name, real_time)}
+    if sink.key is not None:
+        columns["key"] = _encoded(df, sink.key, sink.display_name, real_time)
+    writer = (
+        df.select(*[column.alias(part) for part, column in columns.items()])
+        .writeStream.format("kafka")
+        .queryName(name)
+        .option("kafka.bootstrap.servers", settings.SINK_KAFKA_BROKERS)
+        .option("topic", settings.SINK_KAFKA_TOPIC)
+        .option("checkpointLocation", checkpoint)
+        .outputMode("update" if real_time else "append")
+    )
+    producer = client_config(settings, "spark_producer", known=java_producer_settings(df.sparkSession))
+    for key, value in producer.items():
+        writer = writer.option(f"kafka.{key}", value)
+    if real_time:
+        return writer.trigger(realTime=f"{config.realtime_checkpoint_ms} milliseconds").start()
+    if async_progress:
+        writer = writer.option("asyncProgressTrackingEnabled", "true")
+        writer = writer.option("asyncProgressTrackingCheckpointIntervalMs", "0")
+    return writer.trigger(**trigger).start()
+
+
+def _encoded(df: DataFrame, part: Any, sink_name: str, real_time: bool) -> Any:
+    """One part (value or key) of the records, encoded in the JVM."""
+    import base64
+
+    from pyspark.sql import functions as F
+
+    names = list(part.columns) if part.columns is not None else df.columns
+    if part.data_type == "JSON":
+        text = F.to_json(F.struct(*[F.col(f"`{c}`") for c in names])).cast("binary")
+        return F.concat(F.lit(part.header), text) if part.header else text
+    from dagger.serde.proto_jvm import proto_bytes
+
+    descriptor_set = base64.b64decode(part.descriptor_set_b64)
+    encoded = proto_bytes(
+        df.sparkSession, df.schema, descriptor_set, part.message, part.header, part.named("message"), part.columns
+    )
+    refusal = F.concat(
+        F.lit(f"sink '{sink_name}': a row cannot be written as {part.message} ({part.part}): "),
+        encoded["error"],
+        F.lit(
+            ". A real-time query has no dead-letter output: change the SQL's output, or run in micro-batches, "
+            "where rejected rows go to DEAD_LETTER_KAFKA_TOPIC or DEAD_LETTER_PATH"
+            if real_time
+            else ". Set DEAD_LETTER_KAFKA_TOPIC (+ _BROKERS) or DEAD_LETTER_PATH to keep the job running and collect "
+            "rejected rows there (the job then writes with Dagger's Kafka writer)"
+        ),
+    )
+    return F.when(encoded["error"].isNull(), encoded["value"]).otherwise(F.raise_error(refusal).cast("binary"))

@@ -1,0 +1,61 @@
+"""The built-in sinks, registered by the name users write in ``SINK_TYPE``.
+
+The contract and the registry are :mod:`dagger.plugins.sink`; a built-in sink is its package and one line below.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from dagger.dead_letter import DeadLetterSpec
+from dagger.kafka.sink import KafkaSink, KafkaSinkSettings
+from dagger.plugins.sink import SINKS, register_sink
+from dagger.schema.confluent import ConfluentSettings
+from dagger.sinks.bigquery import BigQuerySink, BigQuerySinkSettings
+from dagger.sinks.influx import InfluxSink, InfluxSinkSettings
+from dagger.sinks.log import LogSink, LogSinkSettings
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from dagger.config.model import JobConfig, SinkConfig
+    from dagger.plugins.sink import Sink
+    from dagger.schema.descriptor_sets import DescriptorSet
+
+register_sink("log", LogSinkSettings, LogSink.from_settings)
+register_sink("kafka", KafkaSinkSettings, KafkaSink.from_settings)
+register_sink("influx", InfluxSinkSettings, InfluxSink.from_settings)
+register_sink("bigquery", BigQuerySinkSettings, BigQuerySink.from_settings)
+
+
+def build_sink(entry: SinkConfig, descriptors: DescriptorSet | None) -> Sink:
+    """The sink one bound ``SINKS`` entry (or the single-sink keys) describes."""
+    return SINKS.plugins()[entry.SINK_TYPE].build(entry.settings, descriptors)
+
+
+def sink_problems(sinks: list[Sink], schema: pa.Schema) -> list[str]:
+    """Why the output (``schema``) cannot be written to each of ``sinks``; with several sinks, each problem names
+    its sink (the keys in a message are every sink's)."""
+    problems = []
+    for sink in sinks:
+        prefix = f"sink '{sink.display_name}': " if len(sinks) > 1 else ""
+        problems.extend(prefix + problem for problem in sink.check(schema))
+    return problems
+
+
+def build_sinks(config: JobConfig, descriptors: DescriptorSet) -> list[Sink]:
+    """The sinks a job writes to (``SINKS``, or the single-sink keys), built from its bound config."""
+
+    dead_letter = DeadLetterSpec.from_config(config)
+    sinks = []
+    for name, entry in config.sink_configs:
+        sink = build_sink(entry, descriptors).bind(name, dead_letter, frozenset(entry.SINK_ERROR_TYPES_FOR_FAILURE))
+        if config.SPARK_PROTOBUF_CODEC != "jvm":  # ptars in Dagger's writers (auto: the records are there anyway)
+            for part in getattr(sink, "parts", []):
+                part.jvm_protobuf = False
+        if getattr(entry.settings, "needs_registry", False):  # the registry's keys are the job's
+            from dataclasses import asdict
+
+            sink.registry = asdict(ConfluentSettings.from_config(config))
+        sinks.append(sink)
+    return sinks

@@ -1,0 +1,44 @@
+"""The Kafka sink its keys build: the librdkafka producer settings, with no broker (producing to one is
+tests/integration)."""
+
+from __future__ import annotations
+
+from dagger.job import load_config
+from dagger.sinks.catalog import build_sinks
+from testing.samples import example_descriptors
+from tests.unit.config.test_config import BASE
+
+KAFKA = {
+    "SINK_TYPE": "kafka",
+    "SINK_KAFKA_BROKERS": "out:9092",
+    "SINK_KAFKA_TOPIC": "summaries",
+    "SINK_KAFKA_PROTO_MESSAGE": "dagger.examples.BookingSummaryMessage",
+}
+
+
+def test_sink_kafka_linger_ms_is_the_producers_linger_ms():
+    (sink,) = build_sinks(load_config(data={**BASE, **KAFKA, "SINK_KAFKA_LINGER_MS": "25"}), example_descriptors())
+    assert sink.producer_config["linger.ms"] == "25"
+    assert sink.producer_config["bootstrap.servers"] == "out:9092"
+
+
+def test_with_several_sinks_each_problem_names_its_sink():
+    import json
+
+    import pyarrow as pa
+
+    from dagger.sinks.catalog import sink_problems
+
+    keyed = {**KAFKA, "SINK_KAFKA_DATA_TYPE": "JSON", "SINK_KAFKA_KEY_COLUMNS": "customer_id"}
+    del keyed["SINK_KAFKA_PROTO_MESSAGE"]
+    output = pa.schema([("order_number", pa.string()), ("service_area_id", pa.int64())])
+    one = build_sinks(load_config(data={**BASE, **keyed}), example_descriptors())
+    assert sink_problems(one, output) == [
+        "SINK_KAFKA_KEY_COLUMNS: customer_id not among the output columns (order_number, service_area_id)"
+    ]
+    two = [{**keyed, "SINK_NAME": "by-customer"}, {**keyed, "SINK_NAME": "plain", "SINK_KAFKA_KEY_COLUMNS": ""}]
+    sinks = build_sinks(load_config(data={**BASE, "SINKS": json.dumps(two)}), example_descriptors())
+    assert sink_problems(sinks, output) == [
+        "sink 'by-customer': SINK_KAFKA_KEY_COLUMNS: customer_id not among the output columns (order_number, "
+        "service_area_id)"
+    ]
