@@ -7,12 +7,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from dagger.bigquery.settings import BigQuerySinkSettings
+from dagger.bigquery.sink import BigQuerySink
 from dagger.dead_letter import DeadLetterSpec
+from dagger.influx.settings import InfluxSinkSettings
+from dagger.influx.sink import InfluxSink
 from dagger.kafka.sink import KafkaSink, KafkaSinkSettings
 from dagger.plugins.sink import SINKS, register_sink
 from dagger.schema.confluent import ConfluentSettings
-from dagger.sinks.bigquery import BigQuerySink, BigQuerySinkSettings
-from dagger.sinks.influx import InfluxSink, InfluxSinkSettings
 from dagger.sinks.log import LogSink, LogSinkSettings
 
 if TYPE_CHECKING:

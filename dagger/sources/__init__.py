@@ -1,4 +1,3 @@
-"""The built-in sources, registered by name (:mod:`~dagger.sources.catalog`), and the Parquet source; the Kafka
-source is :mod:`dagger.kafka.source`. This ``__init__`` imports nothing, so that a source importing a shared module
-never loads the others.
+"""The built-in sources, registered by name (:mod:`~dagger.sources.catalog`). Each source lives in its connector's
+package (:mod:`dagger.kafka.source`, :mod:`dagger.parquet.source`); this ``__init__`` imports nothing.
 """

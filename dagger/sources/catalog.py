@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from dagger.kafka.source import KafkaSource
+from dagger.parquet.source import ParquetSource
 from dagger.plugins.source import register_source
-from dagger.sources.parquet import ParquetSource
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -20,7 +20,7 @@ TO_SPLIT = {
     "tests/unit/serde/test_compiled_classes.py",
     "tests/unit/serde/test_json_input.py",
     "tests/unit/kafka/source/test_event_time.py",
-    "tests/unit/sources/test_projection.py",
+    "tests/unit/schema/test_projection.py",
     "tests/unit/sql/test_state_bounds.py",
     "tests/unit/telemetry/test_telemetry.py",
     "tests/unit/test_generate.py",

@@ -226,8 +226,8 @@ def test_random_declaration_orders_decode_prune_and_encode_by_field(outer_layout
         _equal_rows(message_to_row(Outer.FromString(blob)), message_to_row(want))
 
     # BigQuery rows: each column of the table holds the field of its name
+    from dagger.bigquery.schema import RowConverter
     from dagger.errors import SinkError
-    from dagger.sinks.bigquery import RowConverter
 
     converter = RowConverter(descriptor, "SINK_CONNECTOR_SCHEMA_PROTO_MESSAGE_CLASS")
     too_big = [

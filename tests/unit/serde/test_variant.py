@@ -7,9 +7,9 @@ import json
 import pyarrow as pa
 from pyspark.sql.types import VariantVal
 
+from dagger.influx.line_protocol import line_protocol
 from dagger.kafka.sink.records import json_lines
 from dagger.serde.variant import is_json_text, is_variant, typed_variants, without_variants
-from dagger.sinks.influx import line_protocol
 
 VARIANT = pa.struct(
     [pa.field("value", pa.binary(), False), pa.field("metadata", pa.binary(), False, {b"variant": b"true"})]

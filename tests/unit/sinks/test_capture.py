@@ -35,7 +35,7 @@ def test_a_captured_influx_sink_keeps_its_lines_and_reads_them_back_as_points(tm
     import datetime as dt
 
     from dagger.testing.decoding import written
-    from tests.unit.sinks.test_influx import _sink
+    from tests.unit.influx.test_sink import _sink
 
     sink = _sink(SINK_INFLUX_DB_NAME="d", SINK_INFLUX_URL="http://nowhere:1", DEAD_LETTER_PATH=str(tmp_path / "dl"))
     sink.capture = str(tmp_path / "points")
@@ -66,7 +66,7 @@ def test_a_captured_bigquery_sink_keeps_the_rows_its_encoder_made_and_appends_no
     import datetime as dt
 
     from dagger.testing.decoding import written
-    from tests.unit.sinks.test_bigquery import _sink
+    from tests.unit.bigquery.test_sink import _sink
 
     sink = _sink()
     sink.capture = str(tmp_path / "rows")

@@ -1,31 +1,9 @@
-"""``SINK_TYPE=bigquery``: rows typed through a proto message, written with the Storage Write API.
+"""``SINK_TYPE=bigquery``: the sink (on the driver: the dataset and table set up, the micro-batch's streams
+committed once and recorded under the checkpoint), its clients, and the Storage Write API writer (on the
+executors: one PENDING stream per task, rows appended at offsets, rejected rows isolated).
 
-* **Typing**: output columns map to the fields of ``SINK_CONNECTOR_SCHEMA_PROTO_MESSAGE_CLASS`` by name, as in
-  the Kafka sink (dotted columns fill nested fields, other columns are ignored). The table schema is the
-  message's, through the project's type mapping in reverse: nested message → RECORD, repeated → REPEATED,
-  map → REPEATED RECORD(key, value), ``google.protobuf.Timestamp`` → TIMESTAMP, Duration →
-  RECORD(seconds, nanos), Struct → STRING (JSON), wrappers → their scalar, enum → STRING (value name),
-  integers → INTEGER, float/double → FLOAT, bytes → BYTES.
-* **Table management** (on start, on the driver): the dataset and table are created if missing (labels,
-  location, optional day partitioning on a Timestamp field with expiry); fields added to the proto since
-  are added to the table schema.
-* **Delivery: exactly-once per micro-batch.** Each Spark task appends its rows as Arrow record batches to a
-  PENDING write stream (with offsets, so a retried append cannot duplicate) and finalizes it; when every
-  task of the micro-batch succeeded, the driver commits all the batch's streams atomically
-  (``BatchCommitWriteStreams``). Before committing, it records the stream names under the checkpoint
-  (``<checkpoint>/sinks/<SINK_NAME>/batch-<id>.json``); when Spark re-runs a micro-batch after a crash
-  between the BigQuery commit and its own commit log, the recorded streams are found already committed
-  (or are committed now: they hold the batch complete) and the re-run's streams are abandoned, so no row
-  is written twice. Abandoned PENDING streams hold no visible rows and expire on their own.
-* **Rejected rows**: a value the message cannot take (``INVALID_MESSAGE_ERROR``: an unknown enum name, an
-  impossible cast) or rows BigQuery refuses (``SINK_4XX_ERROR``; a refused request is split until the
-  refused rows are isolated) fail the job when their type is in ``SINK_ERROR_TYPES_FOR_FAILURE``; otherwise
-  they go to the dead-letter output, counted. Server errors (5xx, unavailable) are retried with backoff
-  until ``SINK_BIGQUERY_RETRY_DEADLINE_MS`` and then become ``SINK_5XX_ERROR`` rows.
-
-One module (~780 lines) because it is one sink whose parts share its settings and its clients: the keys, the
-protobuf → BigQuery schema and Arrow conversion, the Storage Write API writer and the table set-up; split, each part
-would import the others' privates.
+One module (~510 lines) because the sink and its writer share the clients, their retry policy and the error
+mapping; the keys and the schema are their own modules.
 """
 
 from __future__ import annotations
@@ -35,17 +13,16 @@ import contextlib
 import logging
 import time
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
-from pydantic import Field, model_validator
 
+from dagger.bigquery.schema import bigquery_schema, missing_fields, row_converter
+from dagger.bigquery.settings import BigQuerySinkSettings, parse_labels
 from dagger.errors import DaggerConfigError, SinkError
 from dagger.optional import require
-from dagger.plugins.sink import Sink, SinkSettings, SinkWriter
-from dagger.schema.descriptor_sets import build_pool
-from dagger.serde.types import DURATION, JSON_TYPES, TIMESTAMP, WRAPPERS, is_map
+from dagger.plugins.sink import Sink, SinkWriter
+from dagger.serde.types import TIMESTAMP
 from dagger.sinks.capture import read_spool_rows
 from dagger.sinks.readback import plain
 from dagger.sinks.rejected import RejectedRows, RowsRefused, isolate
@@ -55,288 +32,10 @@ if TYPE_CHECKING:
     from dagger.checkpoint import CheckpointStore
     from dagger.schema.descriptor_sets import DescriptorSet
 
+
 log = logging.getLogger(__name__)
 
 _MAX_REQUEST_BYTES = 9 * 1024 * 1024
-
-
-# -- proto → BigQuery schema ---------------------------------------------------------------------------
-
-
-class BigQuerySinkSettings(SinkSettings):
-    """BigQuery: rows typed through a proto message and appended with the Storage Write API, once per batch."""
-
-    flushes_at_checkpoint: ClassVar[bool] = True  # Dagger's BigQuery sink writes at each checkpoint
-    ignored_keys: ClassVar[dict[str, str]] = {
-        "SINK_CONNECTOR_SCHEMA_PROTO_KEY_CLASS": "BigQuery rows have no key (a Kafka sink encodes its record keys "
-        "with this message)",
-    }
-
-    SINK_BIGQUERY_BATCH_SIZE: int = Field(
-        500, gt=0, description="Rows per Storage Write append request (also bounded to 9 MB per request)."
-    )
-    SINK_CONNECTOR_SCHEMA_PROTO_MESSAGE_CLASS: str | None = Field(
-        None, description="Proto message the rows are typed through; the table schema is derived from it."
-    )
-    SINK_CONNECTOR_SCHEMA_PROTO_KEY_CLASS: str | None = Field(None, description="Accepted (Depot's message key).")
-    SINK_CONNECTOR_SCHEMA_DATA_TYPE: Literal["PROTOBUF"] | None = Field(None, description="Only `PROTOBUF`.")
-    SINK_CONNECTOR_SCHEMA_MESSAGE_MODE: Literal["LOG_MESSAGE"] | None = Field(
-        None, description="Only `LOG_MESSAGE` (the value message)."
-    )
-    SINK_CONNECTOR_SCHEMA_PROTO_ALLOW_UNKNOWN_FIELDS_ENABLE: bool | None = Field(
-        None, description="Accepted; output columns without a proto field are ignored, as in the Kafka sink."
-    )
-    SINK_BIGQUERY_GOOGLE_CLOUD_PROJECT_ID: str | None = Field(None, description="Project of the dataset.")
-    SINK_BIGQUERY_DATASET_NAME: str | None = Field(None, description="Dataset; created if missing.")
-    SINK_BIGQUERY_TABLE_NAME: str | None = Field(None, description="Table; created from the proto if missing.")
-    SINK_BIGQUERY_DATASET_LABELS: str | None = Field(None, description="`k=v,k2=v2` labels of a created dataset.")
-    SINK_BIGQUERY_TABLE_LABELS: str | None = Field(None, description="`k=v,k2=v2` labels of the table.")
-    SINK_BIGQUERY_TABLE_PARTITIONING_ENABLE: bool = Field(
-        False, description="Day-partition a created table on `SINK_BIGQUERY_TABLE_PARTITION_KEY`."
-    )
-    SINK_BIGQUERY_TABLE_PARTITION_KEY: str | None = Field(
-        None, description="A `google.protobuf.Timestamp` field of the message."
-    )
-    SINK_BIGQUERY_TABLE_PARTITION_EXPIRY_MS: int | None = Field(
-        None, description="Partition expiry of a created table."
-    )
-    SINK_BIGQUERY_ROW_INSERT_ID_ENABLE: bool | None = Field(
-        None,
-        description="Unset or `true`: each row is written once (what insert ids were for): rows go to pending write "
-        "streams, with offsets, committed once per micro-batch. `false` (what Dagger forces): rows are appended to "
-        "the table's default stream, visible at once; a re-run micro-batch writes its rows again (at-least-once).",
-    )
-    SINK_BIGQUERY_CREDENTIAL_PATH: str | None = Field(
-        None, description="Service-account JSON file. Default: Application Default Credentials."
-    )
-    SINK_BIGQUERY_ANONYMOUS_CREDENTIALS: bool = Field(False, description="Send no credentials (emulators).")
-    SINK_BIGQUERY_API_ENDPOINT: str | None = Field(
-        None, description="REST endpoint, e.g. `http://127.0.0.1:9050` for an emulator. Default: Google's."
-    )
-    SINK_BIGQUERY_STORAGE_API_ENDPOINT: str | None = Field(
-        None,
-        description="Storage Write API `host:port`. Default: Google's (TLS); a loopback or `http://` address "
-        "is used without TLS.",
-    )
-    SINK_BIGQUERY_METADATA_NAMESPACE: str | None = Field(None, description="Accepted; no metadata columns are added.")
-    SINK_BIGQUERY_DATASET_LOCATION: str | None = Field(
-        None, description="Location of a created dataset (Depot's default: `asia-southeast1`)."
-    )
-    SINK_BIGQUERY_CLIENT_READ_TIMEOUT_MS: int = Field(60000, gt=0, description="Per-request timeout.")
-    SINK_BIGQUERY_CLIENT_CONNECT_TIMEOUT_MS: int = Field(10000, gt=0, description="Connection timeout.")
-    SINK_BIGQUERY_RETRY_DEADLINE_MS: int = Field(
-        120000,
-        gt=0,
-        description="Retries of a failed request (5xx, unavailable) stop after this long and the batch fails "
-        "(so a broken server never hangs a micro-batch for the client's default ten minutes).",
-    )
-
-    @model_validator(mode="after")
-    def _required(self) -> BigQuerySinkSettings:
-        self.require(
-            "bigquery",
-            "SINK_BIGQUERY_GOOGLE_CLOUD_PROJECT_ID",
-            "SINK_BIGQUERY_DATASET_NAME",
-            "SINK_BIGQUERY_TABLE_NAME",
-            "SINK_CONNECTOR_SCHEMA_PROTO_MESSAGE_CLASS",
-        )
-        if self.SINK_BIGQUERY_TABLE_PARTITIONING_ENABLE and not self.SINK_BIGQUERY_TABLE_PARTITION_KEY:
-            raise ValueError(
-                "SINK_BIGQUERY_TABLE_PARTITION_KEY is required when SINK_BIGQUERY_TABLE_PARTITIONING_ENABLE"
-            )
-        return self
-
-
-def bigquery_schema(descriptor: Any) -> list[Any]:
-    """The BigQuery table schema (``SchemaField`` list) of a proto message."""
-    return [_schema_field(f, (descriptor.full_name,)) for f in descriptor.fields]
-
-
-def _schema_field(field: Any, path: tuple[str, ...]) -> Any:
-    from google.cloud.bigquery import SchemaField
-    from google.protobuf.descriptor import FieldDescriptor
-
-    mode = "REPEATED" if field.is_repeated else "NULLABLE"
-    if is_map(field):
-        entry = field.message_type
-        subfields = [_schema_field(entry.fields_by_name[n], path) for n in ("key", "value")]
-        return SchemaField(field.name, "RECORD", mode="REPEATED", fields=subfields)
-    if field.type == FieldDescriptor.TYPE_MESSAGE:
-        full = field.message_type.full_name
-        if full == TIMESTAMP:
-            return SchemaField(field.name, "TIMESTAMP", mode=mode)
-        if full == DURATION:
-            parts = [SchemaField("seconds", "INTEGER"), SchemaField("nanos", "INTEGER")]
-            return SchemaField(field.name, "RECORD", mode=mode, fields=parts)
-        if full in JSON_TYPES:
-            return SchemaField(field.name, "STRING", mode=mode)
-        if full in WRAPPERS:
-            inner = _schema_field(field.message_type.fields_by_name["value"], path)
-            return SchemaField(field.name, inner.field_type, mode=mode)
-        if full in path:  # recursive message: kept serialized, as on input
-            return SchemaField(field.name, "BYTES", mode=mode)
-        subfields = [_schema_field(f, (*path, full)) for f in field.message_type.fields]
-        return SchemaField(field.name, "RECORD", mode=mode, fields=subfields)
-    kind = {
-        FieldDescriptor.TYPE_FLOAT: "FLOAT",
-        FieldDescriptor.TYPE_DOUBLE: "FLOAT",
-        FieldDescriptor.TYPE_BOOL: "BOOLEAN",
-        FieldDescriptor.TYPE_STRING: "STRING",
-        FieldDescriptor.TYPE_BYTES: "BYTES",
-        FieldDescriptor.TYPE_ENUM: "STRING",
-    }.get(field.type, "INTEGER")
-    return SchemaField(field.name, kind, mode=mode)
-
-
-def arrow_schema(fields: list[Any]) -> pa.Schema:
-    """The Arrow schema the Storage Write API expects for BigQuery ``fields``."""
-    return pa.schema([_arrow_field(f) for f in fields])
-
-
-def _arrow_field(field: Any) -> pa.Field:
-    scalar = {
-        "INTEGER": pa.int64(),
-        "FLOAT": pa.float64(),
-        "BOOLEAN": pa.bool_(),
-        "STRING": pa.string(),
-        "BYTES": pa.binary(),
-        "TIMESTAMP": pa.timestamp("us", "UTC"),
-    }
-    if field.field_type == "RECORD":
-        t: pa.DataType = pa.struct([_arrow_field(f) for f in field.fields])
-    else:
-        t = scalar[field.field_type]
-    if field.mode == "REPEATED":
-        return pa.field(field.name, pa.list_(pa.field("item", t, nullable=False)), nullable=False)
-    return pa.field(field.name, t)
-
-
-def missing_fields(existing: list[Any], wanted: list[Any]) -> tuple[list[Any], list[str]]:
-    """``existing`` with the fields of ``wanted`` it lacks added (recursively); and the added paths."""
-    from google.cloud.bigquery import SchemaField
-
-    by_name = {f.name: f for f in existing}
-    merged, added = [], []
-    for field in existing:
-        want = next((w for w in wanted if w.name == field.name), None)
-        if want is not None and field.field_type == "RECORD" and want.field_type == "RECORD":
-            sub, sub_added = missing_fields(list(field.fields), list(want.fields))
-            if sub_added:
-                field = SchemaField(field.name, "RECORD", mode=field.mode, fields=sub, description=field.description)
-                added.extend(f"{field.name}.{a}" for a in sub_added)
-        merged.append(field)
-    for want in wanted:
-        if want.name not in by_name:
-            merged.append(want)
-            added.append(want.name)
-    return merged, added
-
-
-# -- Arrow conversion ------------------------------------------------------------------------------------
-
-
-def _to_bigquery(array: pa.Array, target: pa.DataType) -> pa.Array:
-    """Convert a proto-typed (ptars) Arrow array to the BigQuery Arrow type."""
-    t = array.type
-    if pa.types.is_list(target):
-        if pa.types.is_map(t):
-            entries = pa.StructArray.from_arrays([t_ for t_ in (array.keys, array.items)], names=["key", "value"])
-            values = _to_bigquery(entries, target.value_type)
-        else:
-            values = _to_bigquery(array.flatten(), target.value_type)
-        offsets = array.offsets
-        if array.null_count:
-            # BigQuery has no NULL array: a null repeated field is written empty
-            offsets = pc.fill_null(offsets, 0) if offsets.null_count else offsets
-            starts = offsets.slice(0, len(array))
-            ends = offsets.slice(1, len(array))
-            lengths = pc.if_else(array.is_valid(), pc.subtract(ends, starts), 0)
-            values = _take_ranges(values, starts, lengths, array.is_valid())
-            offsets = pa.array([0, *pc.cumulative_sum(lengths).to_pylist()], pa.int32())
-        elif array.offset or offsets[0].as_py():
-            start = offsets[0].as_py()
-            values = values.slice(start, offsets[-1].as_py() - start)
-            offsets = pc.subtract(offsets, start)
-        return pa.ListArray.from_arrays(offsets.cast(pa.int32()), values, type=target)
-    if pa.types.is_struct(target):
-        if pa.types.is_duration(t):
-            micros = array.cast(pa.int64())
-            seconds = pc.floor(pc.divide(micros.cast(pa.float64()), 1_000_000)).cast(pa.int64())
-            nanos = pc.multiply(pc.subtract(micros, pc.multiply(seconds, 1_000_000)), 1000)
-            children = [seconds, nanos]
-        else:
-            children = [_to_bigquery(_child(array, f.name), f.type) for f in target]
-        mask = pc.invert(array.is_valid()) if array.null_count else None
-        return pa.StructArray.from_arrays(children, fields=list(target), mask=mask)
-    if t == target:
-        return array
-    return array.cast(target, safe=True)
-
-
-def _child(array: pa.StructArray, name: str) -> pa.Array:
-    index = array.type.get_field_index(name)
-    return array.field(index) if not array.offset else array.flatten()[index]
-
-
-def _take_ranges(values: pa.Array, starts: pa.Array, lengths: pa.Array, valid: pa.Array) -> pa.Array:
-    indices = [
-        i
-        for s, n, v in zip(starts.to_pylist(), lengths.to_pylist(), valid.to_pylist(), strict=True)
-        if v
-        for i in range(s, s + n)
-    ]
-    return values.take(pa.array(indices, pa.int64()))
-
-
-_CONVERTERS = BuiltCache(32)
-
-
-class RowConverter:
-    """Arrow batches of SQL output → Arrow batches in the table's schema, typed through the proto message."""
-
-    def __init__(self, descriptor: Any, key: str):
-        from dagger.serde.encode import ProtoEncoder
-
-        self.encoder = ProtoEncoder(descriptor, key)
-        self.encoder.schema = pa.schema([_json_as_string(f, descriptor) for f in self.encoder.schema])
-        self.schema = arrow_schema(bigquery_schema(descriptor))
-
-    def convert(self, batch: pa.RecordBatch) -> pa.RecordBatch:
-        """Raises SinkError when some row cannot be typed (callers isolate the row)."""
-        # the encoder's arrays follow ptars's field-number order, the table's columns the declaration order
-        arrays = dict(zip(self.encoder.schema.names, self.encoder.conform(batch), strict=True))
-        try:
-            out = [_to_bigquery(arrays[f.name], f.type) for f in self.schema]
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
-            raise SinkError(f"{self.encoder.key}: {str(exc).splitlines()[0]}") from None
-        return pa.RecordBatch.from_arrays(out, schema=self.schema)
-
-
-def _json_as_string(field: pa.Field, descriptor: Any) -> pa.Field:
-    """Struct/Value/ListValue fields are written as JSON strings (the SQL side holds them as JSON text)."""
-    proto = descriptor.fields_by_name[field.name]
-    if proto.message_type is None or proto.message_type.full_name in (TIMESTAMP, DURATION):
-        return field
-    if proto.message_type.full_name in JSON_TYPES:
-        t = pa.list_(pa.string()) if proto.is_repeated else pa.string()
-        return pa.field(field.name, t)
-    if pa.types.is_struct(field.type):
-        children = [_json_as_string(f, proto.message_type) for f in field.type]
-        return pa.field(field.name, pa.struct(children))
-    return field
-
-
-def _converter(descriptor_set_b64: str, message: str) -> RowConverter:
-    """One converter per (descriptor set, message) per Python worker."""
-
-    def build() -> RowConverter:
-        from google.protobuf import descriptor_pb2
-
-        fds = descriptor_pb2.FileDescriptorSet.FromString(base64.b64decode(descriptor_set_b64))
-        descriptor = build_pool(fds).FindMessageTypeByName(message)
-        return RowConverter(descriptor, "SINK_CONNECTOR_SCHEMA_PROTO_MESSAGE_CLASS")
-
-    return _CONVERTERS.get(content_key(message, descriptor_set_b64), build)
 
 
 # -- clients ------------------------------------------------------------------------------------------------
@@ -443,7 +142,7 @@ class _BigQueryWriter(SinkWriter):
     def __init__(self, sink: BigQuerySink, partition_id: int, batch_id: int):
         self.sink = sink
         self.rejected = RejectedRows(sink, batch_id, partition_id)
-        self.converter = _converter(sink.descriptor_set_b64, sink.message)
+        self.converter = row_converter(sink.descriptor_set_b64, sink.message)
         self.stream: str | None = None
         self.offset = 0
         self.where = (batch_id, partition_id)
@@ -637,8 +336,8 @@ class BigQuerySink(Sink):
             message=config.SINK_CONNECTOR_SCHEMA_PROTO_MESSAGE_CLASS,
             descriptor_set_b64=base64.b64encode(descriptors.serialized).decode(),
             batch_size=config.SINK_BIGQUERY_BATCH_SIZE,
-            dataset_labels=_labels(config.SINK_BIGQUERY_DATASET_LABELS, "SINK_BIGQUERY_DATASET_LABELS"),
-            table_labels=_labels(config.SINK_BIGQUERY_TABLE_LABELS, "SINK_BIGQUERY_TABLE_LABELS"),
+            dataset_labels=parse_labels(config.SINK_BIGQUERY_DATASET_LABELS, "SINK_BIGQUERY_DATASET_LABELS"),
+            table_labels=parse_labels(config.SINK_BIGQUERY_TABLE_LABELS, "SINK_BIGQUERY_TABLE_LABELS"),
             partition_key=partition_key,
             partition_expiry_ms=config.SINK_BIGQUERY_TABLE_PARTITION_EXPIRY_MS,
             location=config.SINK_BIGQUERY_DATASET_LOCATION,
@@ -670,7 +369,7 @@ class BigQuerySink(Sink):
         return f"bigquery table {self.table_id} as {self.message}{once}"
 
     def check(self, schema: pa.Schema) -> list[str]:
-        converter = _converter(self.descriptor_set_b64, self.message)
+        converter = row_converter(self.descriptor_set_b64, self.message)
         problems = converter.encoder.check(schema)
         if not problems and not converter.encoder.mapped_columns(schema.names):
             problems.append(
@@ -697,7 +396,7 @@ class BigQuerySink(Sink):
         )
         retry = _retry(self, deadline[0])
         timeout = min(self.read_timeout_ms / 1000, deadline[0])
-        wanted = bigquery_schema(_converter(self.descriptor_set_b64, self.message).encoder.descriptor)
+        wanted = bigquery_schema(row_converter(self.descriptor_set_b64, self.message).encoder.descriptor)
         try:
             dataset = bigquery.Dataset(f"{self.project}.{self.dataset}")
             if self.location:
@@ -819,15 +518,3 @@ class BigQuerySink(Sink):
                 markers.delete(f"batch-{batch_id - 100}.json")
             except OSError as exc:
                 log.warning("sink '%s': could not delete an old batch marker: %s", self.display_name, exc)
-
-
-def _labels(text: str | None, key: str) -> dict[str, str]:
-    if not text:
-        return {}
-    labels = {}
-    for part in text.split(","):
-        name, sep, value = part.partition("=")
-        if not sep or not name.strip():
-            raise DaggerConfigError(f"{key}: {part!r} must look like name=value (e.g. team=data,env=prod)")
-        labels[name.strip()] = value.strip()
-    return labels

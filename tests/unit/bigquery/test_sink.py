@@ -1,5 +1,5 @@
 """The BigQuery sink its keys build: the dataset and table it creates, its requests and its credentials, with no
-BigQuery (writing to the emulator is tests/integration/sinks/test_bigquery_sink.py)."""
+BigQuery (writing to the emulator is tests/integration/bigquery/test_sink.py)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import json
 
 import pyarrow as pa
 
+from dagger.bigquery.sink import _credentials
 from dagger.job import load_config
-from dagger.sinks.bigquery import _credentials
 from dagger.sinks.catalog import build_sinks
 from testing.samples import example_descriptors
 from tests.unit.config.test_config import BASE

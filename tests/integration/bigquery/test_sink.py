@@ -12,12 +12,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pyarrow as pa
 import pytest
 
+from dagger.bigquery.sink import BigQuerySink
 from dagger.checkpoint import CheckpointStore
 from dagger.config.model import SinkConfig
 from dagger.dead_letter import DeadLetterSpec
 from dagger.errors import SinkError
 from dagger.job.binding import bind_sink
-from dagger.sinks.bigquery import BigQuerySink
 from dagger.sinks.catalog import build_sink
 from testing.produce import consume_all, produce
 from testing.samples import AREAS, SERVICES, bookings, example_descriptors, message_class

@@ -158,8 +158,8 @@ def test_earliest_index_first_reads_the_paths_in_the_order_given(spark, stencil,
 
 
 def test_listing_skips_hidden_files_and_orders_by_partition_time(spark, dataset):
-    from dagger.sources.parquet import list_files
-    from dagger.sources.time_partitions import order_files, parse_date_ranges
+    from dagger.parquet.source import list_files
+    from dagger.parquet.time_partitions import order_files, parse_date_ranges
 
     root, _ = dataset
     files = list_files(spark, [str(root)], "here")
@@ -175,7 +175,7 @@ def test_listing_skips_hidden_files_and_orders_by_partition_time(spark, dataset)
 
 
 def test_date_range_selects_whole_partitions_as_dagger_does(tmp_path):
-    from dagger.sources.time_partitions import order_files, parse_date_ranges
+    from dagger.parquet.time_partitions import order_files, parse_date_ranges
 
     files = [
         "file:/d/dt=2026-11-20/a.parquet",
@@ -307,8 +307,8 @@ def test_mixing_bounded_and_unbounded_streams_is_a_config_error(spark, broker, s
 
 def test_listing_skips_writer_marker_files_and_names_a_stray_one(spark, tmp_path):
     from dagger.errors import DaggerConfigError
-    from dagger.sources.parquet import list_files
-    from dagger.sources.time_partitions import order_files
+    from dagger.parquet.source import list_files
+    from dagger.parquet.time_partitions import order_files
 
     hour = partition_path(tmp_path, T0)
     write_standard(hour / "part-0.parquet", _messages(2))

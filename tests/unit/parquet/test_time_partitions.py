@@ -1,12 +1,12 @@
 """The read order of a Parquet stream's files (:func:`order_files`) as its keys set it; listing and reading the
-files with Spark is tests/integration/sources/test_parquet_source.py."""
+files with Spark is tests/integration/parquet/test_source.py."""
 
 from __future__ import annotations
 
 import json
 
 from dagger.job import load_config
-from dagger.sources.time_partitions import order_files, parse_date_ranges
+from dagger.parquet.time_partitions import order_files, parse_date_ranges
 from tests.unit.config.test_config import BASE
 
 #: listed newest first

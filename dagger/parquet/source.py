@@ -5,7 +5,7 @@
   searched recursively and, as Spark does, the files writers leave beside the data are skipped (names starting
   with ``_`` or ``.``, such as ``_SUCCESS``; ``*.crc``; ``*._COPYING_``). Any other file must sit in the
   ``dt=/hr=`` layout: a stray one is an error naming it.
-* **Order and range** (:mod:`dagger.sources.time_partitions`): files are read in chronological order of their
+* **Order and range** (:mod:`dagger.parquet.time_partitions`): files are read in chronological order of their
   ``dt=YYYY-MM-DD[/hr=HH]`` path partition, filtered by ``SOURCE_PARQUET_FILE_DATE_RANGE``. Each time
   partition is one scan, and the scans are concatenated in time order, so Spark's partition index (and the
   task order of a stateless job) follows time.
@@ -35,6 +35,7 @@ from pydantic import Field
 
 from dagger.config.model import Json
 from dagger.errors import DaggerConfigError
+from dagger.parquet.time_partitions import order_files, parse_date_ranges
 from dagger.plugins.source import Source, SourceOptions, SourceSettings
 from dagger.serde.types import (
     DURATION,
@@ -47,7 +48,6 @@ from dagger.serde.types import (
     table_schema,
     timestamp_field,
 )
-from dagger.sources.time_partitions import order_files, parse_date_ranges
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

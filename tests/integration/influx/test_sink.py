@@ -11,9 +11,10 @@ import pytest
 
 from dagger.config.model import SinkConfig
 from dagger.errors import SinkError
+from dagger.influx.line_protocol import line_protocol
+from dagger.influx.sink import InfluxSink
 from dagger.job.binding import bind_sink
 from dagger.sinks.catalog import build_sink
-from dagger.sinks.influx import InfluxSink, line_protocol
 from testing.influx import V2WriteShim
 from testing.produce import produce
 from testing.samples import AREAS, SERVICES, bookings

@@ -1,32 +1,8 @@
-"""``SINK_TYPE=influx``: rows as InfluxDB points, Dagger's point model, line protocol built column-wise.
+"""``SINK_TYPE=influx``: the sink (on the driver: its checks of the output schema) and its writer (on the
+executors: points sent in requests of ``SINK_INFLUX_BATCH_SIZE``, retried with back-off, rejected rows
+isolated).
 
-Point model (Raystack Dagger's, column names decide):
-
-* ``window_timestamp`` (a TIMESTAMP, e.g. ``TUMBLE_END(...) AS window_timestamp``) is the point's time,
-  millisecond precision. Without it, the server's receive time is used.
-* ``tag_*`` columns are tags whose name keeps the ``tag_`` prefix; ``label_*`` columns are tags named
-  without the ``label_`` prefix. Null or empty tag values are left out (InfluxDB has no empty tags).
-* Every other non-null column is a field: integers as integers (``42i``), floating point as floats
-  (NaN and infinities are left out: InfluxDB cannot store them), booleans, strings; TIMESTAMP and DATE
-  columns are written as ISO-8601 strings (Dagger needed ``CAST(... AS VARCHAR)`` for them); arrays, maps
-  and structs as JSON strings.
-* A row with no field is rejected (``INVALID_MESSAGE_ERROR``): it fails the batch, or goes to the
-  dead-letter output when the job has one and the type is not in ``SINK_ERROR_TYPES_FOR_FAILURE``.
-
-Server generations (``SINK_INFLUX_API_VERSION``): ``1`` posts to ``/write?db=&rp=&precision=ms`` with
-the user and password (InfluxDB 1.x, what Dagger's influx-java client speaks); ``2`` writes through
-``influxdb-client`` to ``/api/v2/write`` with a token and a bucket (InfluxDB 2.x, 3.x and 1.8+).
-
-Delivery: every task sends its points before the micro-batch commits (in requests of
-``SINK_INFLUX_BATCH_SIZE`` points). A point with the same measurement, tag set and time as an existing one
-replaces it, so a re-run micro-batch (after a failure, or a replay) rewrites the same points:
-**idempotent** as long as the rows carry ``window_timestamp``. The partial-write error "points beyond
-retention policy dropped=N" is counted (``dropped``) and tolerated, as in Dagger; any other error fails the
-micro-batch with the server's message. An unreachable server, a timeout, 429 or 5xx is retried with back-off
-(``SINK_INFLUX_RETRIES``, ``SINK_INFLUX_RETRY_BACKOFF_MS``) before the micro-batch fails: never a silent drop.
-
-One module (~460 lines) because it is one sink: its keys, Arrow → line protocol (vectorized), the writer with
-its retries, and the sink's checks of the output schema.
+One module (~340 lines): the sink, its writer and the retries only the writer uses.
 """
 
 from __future__ import annotations
@@ -34,16 +10,16 @@ from __future__ import annotations
 import json
 import re
 import time
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from pydantic import Field, model_validator
 
-from dagger.dead_letter import row_json
 from dagger.errors import SinkError
+from dagger.influx.line_protocol import TIME_COLUMN, join_lines, line_protocol
+from dagger.influx.settings import InfluxSinkSettings
 from dagger.optional import require
-from dagger.plugins.sink import Sink, SinkSettings, SinkWriter
+from dagger.plugins.sink import Sink, SinkWriter
 from dagger.sinks.capture import read_spool_rows
 from dagger.sinks.readback import point
 from dagger.sinks.rejected import RejectedRows
@@ -51,163 +27,9 @@ from dagger.sinks.rejected import RejectedRows
 if TYPE_CHECKING:
     from dagger.schema.descriptor_sets import DescriptorSet
 
-TIME_COLUMN = "window_timestamp"
+
 _RETENTION_DROP = re.compile(r"points beyond retention policy dropped=(\d+)")
 _DEFAULT_BATCH = 5000
-
-
-class InfluxSinkSettings(SinkSettings):
-    """InfluxDB: one point per row, tags from `tag_*`/`label_*` columns, over the 1.x or 2.x write API."""
-
-    flushes_at_checkpoint: ClassVar[bool] = True  # Dagger's InfluxDB sink writes at each checkpoint
-
-    SINK_INFLUX_URL: str | None = Field(None, description="InfluxDB URL, e.g. `http://localhost:8086`.")
-    SINK_INFLUX_API_VERSION: Literal["1", "2"] = Field(
-        "1",
-        description="`1`: the InfluxDB 1.x HTTP API (`/write?db=&rp=`, user/password), what Dagger's influx-java "
-        "client speaks. `2`: the 2.x/3.x API (`/api/v2/write`) through `influxdb-client`, with "
-        "`SINK_INFLUX_TOKEN` and a bucket.",
-    )
-    SINK_INFLUX_USERNAME: str | None = Field(None, description="1.x user (basic auth).")
-    SINK_INFLUX_PASSWORD: str | None = Field(None, description="1.x password.")
-    SINK_INFLUX_DB_NAME: str | None = Field(None, description="Database (1.x); with the RP, the default 2.x bucket.")
-    SINK_INFLUX_MEASUREMENT_NAME: str | None = Field(None, description="Measurement every point is written to.")
-    SINK_INFLUX_RETENTION_POLICY: str | None = Field(
-        None, description="Retention policy; empty means the database's default policy."
-    )
-    SINK_INFLUX_BATCH_SIZE: int = Field(
-        0, ge=0, description="Points per write request; 0 means 5000. Every task flushes before its batch commits."
-    )
-    SINK_INFLUX_FLUSH_DURATION_MS: int = Field(
-        0, ge=0, description="Also send a request when buffered points are this old (0: size and end of task only)."
-    )
-    SINK_INFLUX_TOKEN: str | None = Field(None, description="2.x/3.x API token (`Authorization: Token ...`).")
-    SINK_INFLUX_ORG: str | None = Field(None, description="2.x organisation (3.x and 1.8's v2 API ignore it).")
-    SINK_INFLUX_BUCKET: str | None = Field(
-        None, description="2.x bucket. Default: `DB_NAME/RETENTION_POLICY` (or `DB_NAME`), the 1.x mapping."
-    )
-    SINK_INFLUX_TIMEOUT_MS: int = Field(30000, gt=0, description="Per-request timeout.")
-    SINK_INFLUX_RETRIES: int = Field(
-        6,
-        ge=0,
-        description="Beyond Dagger: retries of a write the server did not answer (refused or broken connection, "
-        "timeout) or answered 429/5xx, with exponential back-off; then the micro-batch fails. Rewriting points is "
-        "idempotent. The defaults ride out about 15 s of outage.",
-    )
-    SINK_INFLUX_RETRY_BACKOFF_MS: int = Field(
-        500, ge=0, description="Beyond Dagger: back-off of the second retry, doubled for each next one (at most 10 s)."
-    )
-
-    @model_validator(mode="after")
-    def _required(self) -> InfluxSinkSettings:
-        self.require("influx", "SINK_INFLUX_URL", "SINK_INFLUX_MEASUREMENT_NAME")
-        if self.SINK_INFLUX_API_VERSION == "1" or not self.SINK_INFLUX_BUCKET:
-            self.require("influx", "SINK_INFLUX_DB_NAME")
-        return self
-
-
-def _escape(array: pa.Array, specials: str) -> pa.Array:
-    out = array
-    for char in specials:
-        out = pc.replace_substring(out, char, "\\" + char)
-    return pc.replace_substring(out, "\n", "\\n")
-
-
-def _escape_key(name: str) -> str:
-    for char in "\\, =":
-        name = name.replace(char, "\\" + char)
-    return name
-
-
-def _as_text(array: pa.Array) -> pa.Array:
-    """Any column as a string array (nested values as JSON)."""
-    t = array.type
-    if pa.types.is_string(t) or pa.types.is_large_string(t):
-        return array.cast(pa.string())
-    if pa.types.is_timestamp(t):
-        if t.tz is None:
-            array = array.cast(pa.timestamp(t.unit, "UTC"))
-        return pc.strftime(array, format="%Y-%m-%dT%H:%M:%SZ")
-    if pa.types.is_date(t) or pa.types.is_integer(t) or pa.types.is_boolean(t) or pa.types.is_floating(t):
-        return array.cast(pa.string())
-    if pa.types.is_decimal(t):
-        return array.cast(pa.float64()).cast(pa.string())
-
-    # binary, nested and other types: rare in metrics, converted value by value
-    return pa.array([None if v is None else row_json(v).strip('"') for v in array.to_pylist()], pa.string())
-
-
-def _field_values(array: pa.Array) -> pa.Array:
-    """Line-protocol field values of one column (null where the field is left out)."""
-    t = array.type
-    if pa.types.is_integer(t):
-        if pa.types.is_unsigned_integer(t) and t.bit_width == 64:
-            return _field_values(array.cast(pa.float64()))
-        return pc.binary_join_element_wise(array.cast(pa.string()), "i", "")
-    if pa.types.is_floating(t) or pa.types.is_decimal(t):
-        floats = array.cast(pa.float64())
-        finite = pc.is_finite(floats)
-        return pc.if_else(finite, floats.cast(pa.string()), pa.scalar(None, pa.string()))
-    if pa.types.is_boolean(t):
-        return array.cast(pa.string())
-    text = _escape(_as_text(array), '\\"')
-    return pc.binary_join_element_wise('"', text, '"', "")
-
-
-def _join_pieces(pieces: list[pa.Array], n: int) -> pa.Array:
-    """Comma-join the non-null pieces of each row ('' where all are null).
-
-    (Folded pairwise: pyarrow 26's ``binary_join_element_wise(..., null_handling="skip")`` drops rows
-    whose pieces are all null.)
-    """
-    if not pieces:
-        return pa.array([""] * n, pa.string())
-    joined = pieces[0]
-    for piece in pieces[1:]:
-        both = pc.binary_join_element_wise(joined, piece, ",")
-        joined = pc.if_else(pc.is_null(joined), piece, pc.if_else(pc.is_null(piece), joined, both))
-    return pc.fill_null(joined, "")
-
-
-def line_protocol(batch: pa.RecordBatch, measurement: str) -> tuple[pa.Array, pa.Array]:
-    """The line of each row, and a boolean mask of rows that have at least one field.
-
-    Lines of rows without a field are not valid line protocol; callers must drop them.
-    """
-    n = batch.num_rows
-    tags: list[pa.Array] = []
-    fields: list[pa.Array] = []
-    time_ms = None
-    for name, column in zip(batch.schema.names, batch.columns, strict=True):
-        if not name:
-            continue
-        if name == TIME_COLUMN and pa.types.is_timestamp(column.type):
-            time_ms = pc.divide(column.cast(pa.timestamp("us", "UTC")).cast(pa.int64()), 1000)
-            continue
-        if name.startswith(("tag_", "label_")):
-            key = name.removeprefix("label_") if name.startswith("label_") else name
-            values = _escape(_as_text(column), "\\, =")
-            values = pc.if_else(pc.equal(values, ""), pa.scalar(None, pa.string()), values)
-            tags.append(pc.binary_join_element_wise(_escape_key(key) + "=", values, ""))
-            continue
-        values = _field_values(column)
-        fields.append(pc.binary_join_element_wise(_escape_key(name) + "=", values, ""))
-    head = pa.array([_escape_key(measurement).replace("\\=", "=")] * n, pa.string()) if n else pa.array([], pa.string())
-    tag_text = _join_pieces(tags, n)
-    head = pc.if_else(pc.equal(tag_text, ""), head, pc.binary_join_element_wise(head, tag_text, ","))
-    field_text = _join_pieces(fields, n)
-    has_field = pc.fill_null(pc.not_equal(field_text, ""), False)
-    line = pc.binary_join_element_wise(head, field_text, " ")
-    if time_ms is not None:
-        with_time = pc.binary_join_element_wise(line, time_ms.cast(pa.string()), " ")
-        line = pc.if_else(pc.is_valid(time_ms), with_time, line)
-    return line, has_field
-
-
-def _join_lines(lines: pa.Array) -> str:
-    """Newline-join a string array in Arrow (no Python string per line)."""
-    wrapped = pa.ListArray.from_arrays(pa.array([0, len(lines)], pa.int32()), lines)
-    return pc.binary_join(wrapped, "\n")[0].as_py()
 
 
 def _retry(sink: InfluxSink) -> Any:
@@ -309,7 +131,7 @@ class _InfluxWriter(SinkWriter):
         size = self.sink.batch_size
         for start in range(0, len(lines), size):
             chunk = lines.slice(start, size)
-            self._post(_join_lines(chunk), len(chunk))
+            self._post(join_lines(chunk), len(chunk))
 
     def _post(self, payload: str, points: int) -> None:
         sink = self.sink

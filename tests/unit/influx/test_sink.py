@@ -1,5 +1,5 @@
 """The InfluxDB sink its keys build: where it writes, as whom, when it sends and how it retries, with no InfluxDB
-(writing to a server is tests/integration/sinks/test_influx_sink.py)."""
+(writing to a server is tests/integration/influx/test_sink.py)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import pyarrow as pa
 import pytest
 
 from dagger.errors import DaggerConfigError
+from dagger.influx.sink import _retry
 from dagger.job import load_config
 from dagger.sinks.catalog import build_sinks
-from dagger.sinks.influx import _retry
 from tests.unit.config.test_config import BASE
 
 INFLUX = {
