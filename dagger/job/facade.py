@@ -19,7 +19,7 @@ import dagger.job.descriptors as descriptors
 import dagger.job.plan as planning
 import dagger.job.start as starting
 from dagger.job.context import JobContext, JobCounters, RunOptions
-from dagger.kafka.spark_connector.source import tagged_progress
+from dagger.kafka.source.spark import tagged_progress
 from dagger.plugins.source import source_of
 
 if TYPE_CHECKING:

@@ -9,8 +9,6 @@ from typing import TYPE_CHECKING
 
 from dagger.job.descriptors import current
 from dagger.job.functions import processor_context
-from dagger.kafka.spark_connector import stream_refusals
-from dagger.kafka.spark_connector.source import kafka_stream
 from dagger.plugins.source import SourceOptions
 from dagger.processors import check_preprocessor_tables, filters_invalid_records, preprocess, table_transformers
 from dagger.schema.projection import source_fields
@@ -45,6 +43,10 @@ def register_streams(ctx: JobContext, sql: str | None = None) -> dict[str, Struc
         fields=pruned_fields(ctx, sql),
         event_time=event_time,
         hold_file=ctx.hold_file,
+        spark_kafka=ctx.spark_kafka,
+        real_time=ctx.real_time,
+        jvm_protobuf=ctx.jvm_protobuf,
+        resolve_offsets=not options.validating,
     )
     delay = f"{config.FLINK_WATERMARK_DELAY_MS} milliseconds"
     rowtime = config.FLINK_ROWTIME_ATTRIBUTE_NAME
@@ -57,12 +59,7 @@ def register_streams(ctx: JobContext, sql: str | None = None) -> dict[str, Struc
         filtered_later = filters_invalid_records(config, table)
         if filtered_later:
             stream = source.passing_invalid_records(stream)
-        if ctx.spark_kafka and not stream_refusals(stream, ctx.jvm_protobuf):
-            fields = source_options.fields.get(table)
-            resolve = not options.validating
-            df = kafka_stream(spark, stream, config, current(ctx), resolve, fields, not ctx.real_time)
-        else:
-            df = source.build(spark, stream, config, current(ctx), source_options)
+        df = source.build(spark, stream, config, current(ctx), source_options)
         tables[table] = df.schema
         if table in source_options.fields:
             tables[table] = stream_table(stream, current(ctx), rowtime)

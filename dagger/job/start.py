@@ -14,7 +14,6 @@ from dagger.bounded import BoundedRun, batch_id_for, fingerprint, record_run
 from dagger.config.ignored import ignored_keys_set
 from dagger.errors import DaggerConfigError
 from dagger.kafka.spark_connector import stateful
-from dagger.kafka.spark_connector.sink import start_query
 from dagger.longbow.bigtable import ensure_table
 from dagger.longbow.classic import table_name
 from dagger.longbow.schema import LongbowKind, duration_ms
@@ -80,7 +79,7 @@ def _start_real_time(ctx: JobContext, plan: Plan) -> StreamingQuery:
     )
     ctx.counters.progress_sinks = [s.display_name for s in plan.sinks]
     prepare_sinks(ctx, plan.sinks)  # a schema to auto-register is registered now: its id goes in each record
-    return start_query(plan.dataframe, config, plan.sinks[0], ctx.checkpoint, config.job_slug)
+    return plan.sinks[0].start_spark_query(plan.dataframe, config, ctx.checkpoint, config.job_slug)
 
 
 def _start_spark_kafka(ctx: JobContext, plan: Plan) -> StreamingQuery:
@@ -107,7 +106,8 @@ def _start_spark_kafka(ctx: JobContext, plan: Plan) -> StreamingQuery:
     log.info("Kafka connector: %s", ctx.connector_note)
     ctx.counters.progress_sinks = [s.display_name for s in plan.sinks]
     prepare_sinks(ctx, plan.sinks)  # a schema to auto-register is registered now: its id goes in each record
-    return start_query(plan.dataframe, config, plan.sinks[0], ctx.checkpoint, config.job_slug, trigger, async_progress)
+    sink = plan.sinks[0]
+    return sink.start_spark_query(plan.dataframe, config, ctx.checkpoint, config.job_slug, trigger, async_progress)
 
 
 def _start_micro_batches(ctx: JobContext, plan: Plan) -> StreamingQuery:

@@ -218,6 +218,21 @@ class Sink(ABC):
     def abort(self, batch_id: int) -> None:  # noqa: B027 - optional hook
         """Called on the driver when micro-batch ``batch_id`` failed in some task; must not raise."""
 
+    def start_spark_query(
+        self,
+        df: Any,
+        config: Any,
+        checkpoint: str,
+        name: str,
+        trigger: dict[str, Any] | None = None,
+        async_progress: bool = False,
+    ) -> Any:
+        """Start a streaming query writing ``df`` (the job's output) with Spark's own sink for this destination, its
+        rows encoded in the JVM: real-time mode (``trigger`` None) and micro-batches on Spark's connector (Spark's
+        ``trigger`` arguments). Only a sink whose settings declare ``supports_real_time`` has one; runs on the
+        driver."""
+        raise NotImplementedError(f"sink '{self.display_name}' has no Spark sink of its own")
+
 
 #: the sinks by ``SINK_TYPE``
 SINKS: Registry[Callable[[Any, DescriptorSet | None], Sink]] = Registry(

@@ -71,6 +71,15 @@ class SourceOptions:
     #: a file on the driver's machine whose presence means "admit no new input": the runner stopping the job
     #: creates it so that the running micro-batch is the last one (a live source then plans none)
     hold_file: str | None = None
+    #: read with Spark's own Kafka source where the stream allows it (``SPARK_KAFKA_CONNECTOR``, real-time mode);
+    #: a source that cannot (``supports_real_time`` off) reads as always
+    spark_kafka: bool = False
+    #: Spark's real-time mode (with ``spark_kafka``): no bound on a micro-batch's records
+    real_time: bool = False
+    #: Dagger's protobuf codec runs in the JVM (``SPARK_PROTOBUF_CODEC`` and its classes on the class path)
+    jvm_protobuf: bool = True
+    #: ask the brokers for the group's offsets where a stream starts there (``dagger validate`` does not)
+    resolve_offsets: bool = True
 
 
 class Source(ABC):

@@ -25,6 +25,7 @@ from dagger.kafka.client import client_config
 from dagger.kafka.logs import quiet
 from dagger.kafka.sink.readback import canonical, read_back
 from dagger.kafka.sink.records import RecordPart
+from dagger.kafka.sink.spark import start_query
 from dagger.plugins.sink import Sink, SinkSettings, SinkWriter
 from dagger.sinks.capture import read_spool
 from dagger.sinks.rejected import RejectedRows, isolate
@@ -383,3 +384,14 @@ class KafkaSink(Sink):
         logging.getLogger(__name__).info(
             "batch %d: %d record(s) written to %s", batch_id, sum(r or 0 for r in results), self.topic
         )
+
+    def start_spark_query(
+        self,
+        df: Any,
+        config: Any,
+        checkpoint: str,
+        name: str,
+        trigger: dict[str, Any] | None = None,
+        async_progress: bool = False,
+    ) -> Any:
+        return start_query(df, config, self, checkpoint, name, trigger, async_progress)

@@ -10,7 +10,10 @@ from typing import TYPE_CHECKING, Any
 from dagger.dead_letter import DeadLetterSpec
 from dagger.errors import DaggerConfigError
 from dagger.kafka.client import client_config
+from dagger.kafka.source.driver import consumer_config, driver_reader
 from dagger.kafka.source.settings import KafkaSourceSettings
+from dagger.kafka.source.spark import kafka_stream
+from dagger.kafka.spark_connector import stream_refusals
 from dagger.plugins.source import Source, SourceOptions
 from dagger.schema.confluent import ConfluentSettings
 from dagger.serde.formats import (
@@ -140,6 +143,11 @@ class KafkaSource(Source):
         from dagger.kafka.source.decoded import decoded_table
         from dagger.kafka.source.reader import SOURCE_FORMAT
 
+        if options.spark_kafka and not stream_refusals(stream, options.jvm_protobuf):  # Spark's Kafka source
+            fields = (options.fields or {}).get(stream.INPUT_SCHEMA_TABLE)
+            return kafka_stream(
+                spark, stream, config, descriptors, options.resolve_offsets, fields, micro_batches=not options.real_time
+            )
         spec = self.spec(stream, config, descriptors, options)
         if spec.data_type == "PROTO" and config.SPARK_PROTOBUF_CODEC == "jvm":  # auto: ptars in the reader's worker
             from dagger.serde.proto_jvm import jvm_codec_or_warn
@@ -245,37 +253,6 @@ def commits_to_group(stream: StreamConfig) -> bool:
     """Whether the stream's offsets go to its consumer group (``SOURCE_KAFKA_CONSUMER_CONFIG_AUTO_COMMIT_ENABLE`` is
     not ``false``)."""
     return stream.settings.SOURCE_KAFKA_CONSUMER_CONFIG_AUTO_COMMIT_ENABLE is not False
-
-
-def driver_reader(stream: StreamConfig, config: JobConfig) -> Any:
-    """Our Kafka reader's driver side for ``stream`` (listing, offsets, commits), with the stream's client
-    settings and group."""
-    from dagger.kafka.source.reader import KafkaStreamReader
-    from dagger.kafka.source.spec import KafkaSourceSpec
-
-    conf = consumer_config(stream, config)
-    spec = KafkaSourceSpec(
-        table=stream.INPUT_SCHEMA_TABLE,
-        topic_pattern=stream.settings.SOURCE_KAFKA_TOPIC_NAMES,
-        client_config=conf,
-        descriptor_set_b64="",
-        message_name="",
-        rowtime_field_number=None,
-        unreachable_timeout_ms=stream.settings.SOURCE_KAFKA_UNREACHABLE_TIMEOUT_MS,
-        first_contact_ms=config.SPARK_FIRST_CONTACT_TIMEOUT_MS,
-    )
-    return KafkaStreamReader(spec)
-
-
-def consumer_config(stream: StreamConfig, config: JobConfig) -> dict[str, str]:
-    """The librdkafka consumer settings of ``stream`` (:func:`dagger.kafka.client.client_config`)."""
-    return client_config(
-        stream.settings,
-        "consumer",
-        table=stream.INPUT_SCHEMA_TABLE,
-        job_slug=config.job_slug,
-        large_messages=config.SOURCE_KAFKA_CONSUME_LARGE_MESSAGE_ENABLE,
-    )
 
 
 def stream_dead_letter(stream: StreamConfig, config: JobConfig) -> DeadLetterSpec | None:

@@ -113,7 +113,7 @@ def test_progress_is_counted_once_per_batch_with_lag_per_partition():
 
 
 def test_a_real_time_querys_progress_counts_rows_per_stream_lag_and_the_sinks_written_rows():
-    from dagger.kafka.spark_connector.source import tagged_progress
+    from dagger.kafka.source.spark import tagged_progress
 
     job = fake_job(STREAMS=[STREAM, {**STREAM, "INPUT_SCHEMA_TABLE": "other", "SOURCE_KAFKA_TOPIC_NAMES": "o.*"}])
     job.counters.progress_sinks = ["kafka.out"]

@@ -1,12 +1,12 @@
 """Real-time mode's planning that needs no Spark: the options of Spark's Kafka source from a stream's keys (a job
-in real-time mode runs in tests/integration/kafka/spark_connector/test_realtime.py)."""
+in real-time mode runs in tests/integration/kafka/test_realtime.py)."""
 
 from __future__ import annotations
 
 import json
 
 from dagger.job import load_config
-from dagger.kafka.spark_connector.source import kafka_options
+from dagger.kafka.source.spark import kafka_options
 from tests.unit.config.test_config import BASE, STREAM
 
 

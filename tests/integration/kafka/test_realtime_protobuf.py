@@ -15,7 +15,7 @@ from google.protobuf import message_factory
 from testing.produce import consume_all, produce, topic_size
 from testing.samples import bookings, example_descriptors
 from tests.conftest import START, dagger, job, kafka_sink, kafka_stream
-from tests.integration.kafka.spark_connector.test_realtime import _start_real_time, _wait_for
+from tests.integration.kafka.test_realtime import _start_real_time, _wait_for
 from tests.integration.kafka.test_security import PASSWORD, STORE_PASSWORD, USER, Secured, _sasl
 from tests.integration.kafka.test_security import ca as ca  # the fixture: a throwaway CA
 

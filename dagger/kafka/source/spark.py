@@ -9,7 +9,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from dagger.kafka.client import client_config
-from dagger.kafka.source import driver_reader
+from dagger.kafka.source.driver import driver_reader
 from dagger.kafka.source.positions import start_position
 from dagger.kafka.source.spec import STREAM_KEY
 from dagger.serde.formats import proto_message, registered, rowtime_field_number, stream_subject

@@ -7,7 +7,7 @@ own decoder (``dagger/jvm/ProtoRows.java``; Confluent's header read there too), 
 Kafka sink writes protobuf by Dagger's encoder (``ProtoBytes.java``) or JSON by ``to_json`` through Spark's Kafka
 sink, whose producer settings are translated from librdkafka's names (:mod:`dagger.kafka.java_client`).
 :func:`refusals` names whatever keeps a job out, and :func:`task_slots` what it holds; the streams are read in
-:mod:`dagger.kafka.spark_connector.source`, the sink written in :mod:`dagger.kafka.spark_connector.sink`.
+:mod:`dagger.kafka.source.spark`, the sink written in :mod:`dagger.kafka.sink.spark`.
 
 Micro-batch jobs that need no Python take the same source and sink (``SPARK_KAFKA_CONNECTOR``):
 :func:`connector_refusals` names what keeps a job on Dagger's reader and writer.
