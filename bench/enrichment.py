@@ -43,9 +43,9 @@ def main() -> None:
 
     from pyspark.sql import SparkSession
 
+    from dagger.catalog import register_data_sources
     from dagger.job import Job, load_config
     from dagger.session.spark import DEFAULT_CONF
-    from dagger.sources.catalog import register_data_sources
     from testing import proctree
     from testing.broker import Broker
     from testing.descriptor_server import DescriptorServer

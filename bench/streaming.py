@@ -561,9 +561,9 @@ class Bench:
 
     def session(self):  # noqa: ANN201
         if self.spark is None:
+            from dagger.catalog import register_data_sources
             from dagger.job import load_config
             from dagger.session.spark import get_session
-            from dagger.sources.catalog import register_data_sources
 
             config = load_config(data=self._job("warmup", STATELESS_SQL, "dagger.examples.BookingSummaryMessage"))
             self.spark = get_session(config)

@@ -24,8 +24,8 @@ from dagger.config.arguments import parse_arguments, split_config_tokens
 from dagger.config.ignored import ignored_keys_set
 from dagger.config.instants import parse_instant
 from dagger.container import exec_role
-from dagger.dead_letter import DeadLetterSpec
 from dagger.errors import DaggerConfigError, DaggerError
+from dagger.kafka.dead_letters import job_dead_letters
 from dagger.longbow.classic import table_name
 from dagger.longbow.plus import input_message
 from dagger.longbow.schema import LongbowKind
@@ -534,7 +534,7 @@ def _validate(config: JobConfig, full: bool = False) -> int:
         out.write(f"sink {sink.display_name}: {sink.describe()}\n")
         out.write(f"  on a re-run over input already written, it {sink.rerun}\n")
 
-    dead_letter = DeadLetterSpec.from_config(config)
+    dead_letter = job_dead_letters(config)
     out.write(
         f"dead-letter output: {dead_letter.describe() if dead_letter else 'none (rejected rows fail the batch)'}\n"
     )

@@ -26,14 +26,10 @@ import os
 import uuid
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from dagger.errors import DaggerError
-from dagger.kafka.client import client_config
-from dagger.kafka.logs import quiet
-
-if TYPE_CHECKING:
-    from dagger.config.model import JobConfig
+from dagger.librdkafka_logs import quiet
 
 
 class DeadLetterError(DaggerError):
@@ -42,22 +38,14 @@ class DeadLetterError(DaggerError):
 
 @dataclass
 class DeadLetterSpec:
-    """Where dead letters go; plain data, shipped to executors inside source and sink specs."""
+    """Where dead letters go; plain data, shipped to executors inside source and sink specs. A job's and a stream's
+    are made from their keys by :mod:`dagger.kafka.dead_letters` (a Kafka topic's producer settings are a Kafka
+    client's)."""
 
     job: str
     kafka_topic: str | None = None
     producer_config: dict[str, str] = field(default_factory=dict)
     path: str | None = None
-
-    @classmethod
-    def from_config(cls, config: JobConfig) -> DeadLetterSpec | None:
-        """The job-level destination, or None when the job has none."""
-        if config.DEAD_LETTER_KAFKA_TOPIC:
-            producer = client_config(config, "dead_letters")
-            return cls(config.job_slug, kafka_topic=config.DEAD_LETTER_KAFKA_TOPIC, producer_config=producer)
-        if config.DEAD_LETTER_PATH:
-            return cls(config.job_slug, path=config.DEAD_LETTER_PATH)
-        return None
 
     def describe(self) -> str:
         if self.kafka_topic:

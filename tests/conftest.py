@@ -147,9 +147,9 @@ def elasticsearch():
 def spark():
     from pyspark.sql import SparkSession
 
+    from dagger.catalog import register_data_sources
     from dagger.session import jars
     from dagger.session.spark import DEFAULT_CONF, use_worker_python
-    from dagger.sources.catalog import register_data_sources
 
     use_worker_python()
     builder = SparkSession.builder.master("local[2]").appName("dagger-tests")

@@ -32,7 +32,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-from dagger.kafka.native import cache_dir  # noqa: E402 - stdlib only, like dagger.session.jars
+from dagger.cache import cache_dir  # noqa: E402 - stdlib only, like dagger.session.jars
 from dagger.session.jars import fetch  # noqa: E402
 
 FLINK = "2.2.1"  #: PyFlink (``apache-flink`` on PyPI), pinned in the Makefile too

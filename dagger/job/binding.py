@@ -20,10 +20,9 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+import dagger.catalog  # noqa: F401 - registers the built-in sources and sinks
 import dagger.processors.external.kinds
 import dagger.serde.formats  # noqa: F401 - registers the built-in input data types
-import dagger.sinks.catalog  # noqa: F401 - registers the built-in sinks
-import dagger.sources.catalog  # noqa: F401 - registers the built-in sources
 from dagger.config.arguments import ConfigArguments
 from dagger.config.errors import format_validation_error, placed
 from dagger.config.loader import parse_config, read_config

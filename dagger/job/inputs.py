@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
+from dagger.catalog import register_data_sources
 from dagger.job.descriptors import current
 from dagger.job.functions import processor_context
 from dagger.plugins.source import SourceOptions
@@ -14,7 +15,6 @@ from dagger.processors import check_preprocessor_tables, filters_invalid_records
 from dagger.schema.projection import source_fields
 from dagger.serde.formats import proto_message, record_struct, rowtime_field, rowtime_field_number, stream_table
 from dagger.serde.types import VALIDITY_COLUMN
-from dagger.sources.catalog import register_data_sources
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame

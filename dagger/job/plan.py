@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 import dagger.job.descriptors as descriptors
 import dagger.job.functions as functions
+from dagger.catalog import build_sinks, sink_problems
 from dagger.dead_letter import DeadLetterSpec
 from dagger.errors import DaggerConfigError, SqlError
 from dagger.job.inputs import reads_event_time, register_streams
@@ -24,7 +25,6 @@ from dagger.processors import postprocess
 from dagger.serde.formats import stream_subject, stream_table
 from dagger.serde.variant import without_variants
 from dagger.session.tuning import ROCKSDB_STATE_STORE, STATE_STORE_PROVIDER
-from dagger.sinks.catalog import build_sinks, sink_problems
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame

@@ -19,13 +19,13 @@ from typing import TYPE_CHECKING, Any
 
 import dagger.job.descriptors as descriptors
 import dagger.job.plan as planning
+from dagger.catalog import sink_problems
 from dagger.functions import build_catalog
 from dagger.job.plan import Plan
 from dagger.longbow.schema import longbow_schema
 from dagger.plugins.source import SourceOptions
 from dagger.serde.formats import stream_table
 from dagger.serde.variant import without_variants
-from dagger.sinks.catalog import sink_problems
 
 if TYPE_CHECKING:
     from pyspark.sql.types import DataType

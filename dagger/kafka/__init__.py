@@ -8,9 +8,12 @@
   encoders (:mod:`~dagger.kafka.sink.spark`).
 * :mod:`~dagger.kafka.spark_connector`: which jobs Spark's Kafka source and sink can run, in real-time mode and in
   micro-batches (``SPARK_KAFKA_CONNECTOR``), and the task slots they hold.
-* :mod:`~dagger.kafka.client`: a stream's consumer settings; :mod:`~dagger.kafka.java_client` translates
-  librdkafka's names into the Java client's.
-* What the others share: librdkafka's log lines kept readable (:mod:`~dagger.kafka.logs`), Java key and trust
-  stores turned into PEM (:mod:`~dagger.kafka.tls`), the C helper that moves records between librdkafka and Arrow
-  buffers (:mod:`~dagger.kafka.native`) and the columnar producer built on it (:mod:`~dagger.kafka.producer`).
+* :mod:`~dagger.kafka.client`: every Kafka client's settings, by role (``client_config``: Dagger's consumer and
+  producer, Spark's, the dead letters'); :mod:`~dagger.kafka.java_client` translates librdkafka's names into the
+  Java client's, and :mod:`~dagger.kafka.tls` turns Java key and trust stores into PEM.
+* :mod:`~dagger.kafka.dead_letters`: where a job's and a stream's dead letters go (the writers are
+  :mod:`dagger.dead_letter`'s, below this package, with librdkafka's log lines kept readable by
+  :mod:`dagger.librdkafka_logs`).
+* The C helper that moves records between librdkafka and Arrow buffers (:mod:`~dagger.kafka.native`) and the
+  columnar producer built on it (:mod:`~dagger.kafka.producer`).
 """

@@ -27,6 +27,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from dagger.cache import cache_dir
+
 log = logging.getLogger(__name__)
 
 SOURCE = Path(__file__).with_name("native.c")
@@ -43,11 +45,6 @@ def native_library() -> Any | None:
             log.warning("the columnar Kafka client is unavailable (%s); using confluent-kafka instead", exc)
             _LIBRARY.append(None)
     return _LIBRARY[0]
-
-
-def cache_dir() -> Path:
-    """Where built helpers live: ``DAGGER_NATIVE_CACHE``, default ``~/.cache/dagger-on-spark``."""
-    return Path(os.environ.get("DAGGER_NATIVE_CACHE", Path.home() / ".cache" / "dagger-on-spark"))
 
 
 def kafka_exception_text(exc: Exception) -> str:

@@ -16,8 +16,8 @@ from typing import Any, Protocol
 import numpy as np
 import pyarrow as pa
 
-from dagger.kafka.logs import quiet
 from dagger.kafka.native import config_arrays, kafka_exception_text, native_library
+from dagger.librdkafka_logs import quiet
 
 # settings confluent-kafka's Python client reads itself; librdkafka does not know them (the helper reports
 # failed deliveries only, so only-error delivery reports are its behaviour anyway)

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from dagger.errors import DaggerConfigError
 from dagger.kafka.client import client_config
-from dagger.kafka.logs import quiet
+from dagger.librdkafka_logs import quiet
 from dagger.plugins.source import source_of
 from dagger.session.spark import local_cores
 

@@ -33,7 +33,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from dagger.kafka.native import cache_dir
+from dagger.cache import cache_dir
 
 log = logging.getLogger("dagger")
 

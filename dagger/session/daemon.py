@@ -34,14 +34,13 @@ PRELOAD = (
     "pyspark.sql.worker.write_into_data_source",
     "pyspark.sql.worker.commit_data_source_write",
     "pyspark.sql.worker.python_streaming_sink_runner",
-    "dagger.sources.catalog",
+    "dagger.catalog",  # every built-in source and sink
     "dagger.kafka.source",
     "dagger.kafka.source.reader",  # the stream reader, its partitions, spec, positions and event time
     "dagger.kafka.source.fetcher",
     "dagger.serde.decode",
     "dagger.serde.encode",
     "dagger.sinks.spark_writer",
-    "dagger.sinks.catalog",
     "dagger.kafka.sink",
     "dagger.kafka.producer",
 )

@@ -29,7 +29,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from dagger.kafka.native import cache_dir
+from dagger.cache import cache_dir
 
 #: Spark's Kafka connector (it brings kafka-clients, the token provider and commons-pool2) and spark-avro, at the
 #: installed Spark's version; and protobuf-java, whose descriptors Dagger's own protobuf codec in the JVM

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dagger import job_log
+from dagger.cache import cache_dir
 from dagger.errors import DaggerConfigError
-from dagger.kafka.native import cache_dir
 from dagger.session import class_data, forkserver, jars
 
 if TYPE_CHECKING:

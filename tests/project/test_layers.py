@@ -29,13 +29,14 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     (
         "plugins",
         (
-            "dagger.sources",
+            "dagger.catalog",
             "dagger.sinks",
             "dagger.processors",
             "dagger.longbow",
             "dagger.bigquery",
             "dagger.influx",
             "dagger.kafka.client",
+            "dagger.kafka.dead_letters",
             "dagger.kafka.sink",
             "dagger.kafka.source",
             "dagger.kafka.spark_connector",
@@ -54,12 +55,14 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
         "base",
         (
             "dagger",  # the package root names itself only: every other module is placed on purpose
+            "dagger.cache",
             "dagger.checkpoint",
             "dagger.container",
             "dagger.errors",
             "dagger.job_log",
             "dagger.kafka",
             "dagger.latency",
+            "dagger.librdkafka_logs",
             "dagger.lenient_json",
             "dagger.optional",
             "dagger.schema",

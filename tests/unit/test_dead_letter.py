@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 
-from dagger.dead_letter import DeadLetterSpec
 from dagger.job import load_config
+from dagger.kafka.dead_letters import job_dead_letters
 from tests.unit.config.test_config import BASE
 
 
@@ -19,7 +19,7 @@ def test_the_dead_letter_producer_takes_the_extra_librdkafka_properties_of_dead_
             "DEAD_LETTER_KAFKA_PRODUCER_CONFIG": json.dumps({"acks": "all", "compression.type": "zstd"}),
         }
     )
-    spec = DeadLetterSpec.from_config(config)
+    spec = job_dead_letters(config)
     assert spec.kafka_topic == "rejects"
     assert spec.producer_config == {
         "bootstrap.servers": "dead-letters:9092",

@@ -22,10 +22,10 @@ from pydantic import Field, model_validator
 from dagger.config.model import Json
 from dagger.errors import SinkError
 from dagger.kafka.client import client_config
-from dagger.kafka.logs import quiet
 from dagger.kafka.sink.readback import canonical, read_back
 from dagger.kafka.sink.records import RecordPart
 from dagger.kafka.sink.spark import start_query
+from dagger.librdkafka_logs import quiet
 from dagger.plugins.sink import Sink, SinkSettings, SinkWriter
 from dagger.sinks.capture import read_spool
 from dagger.sinks.rejected import RejectedRows, isolate

@@ -7,9 +7,8 @@ import logging
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
-from dagger.dead_letter import DeadLetterSpec
 from dagger.errors import DaggerConfigError
-from dagger.kafka.client import client_config
+from dagger.kafka.dead_letters import stream_dead_letters
 from dagger.kafka.source.driver import consumer_config, driver_reader
 from dagger.kafka.source.settings import KafkaSourceSettings
 from dagger.kafka.source.spark import kafka_stream
@@ -31,7 +30,6 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
     from dagger.config.model import JobConfig, StreamConfig
-    from dagger.dead_letter import DeadLetterSpec
     from dagger.schema.descriptor_sets import DescriptorSet
 
 
@@ -187,7 +185,7 @@ class KafkaSource(Source):
             )
         dead_letter = None
         if stream.settings.SOURCE_KAFKA_INVALID_RECORD_POLICY == "dead-letter":
-            dead_letter = stream_dead_letter(stream, config)
+            dead_letter = stream_dead_letters(stream, config)
         spec = KafkaSourceSpec(
             table=stream.INPUT_SCHEMA_TABLE,
             topic_pattern=stream.settings.SOURCE_KAFKA_TOPIC_NAMES,
@@ -253,13 +251,3 @@ def commits_to_group(stream: StreamConfig) -> bool:
     """Whether the stream's offsets go to its consumer group (``SOURCE_KAFKA_CONSUMER_CONFIG_AUTO_COMMIT_ENABLE`` is
     not ``false``)."""
     return stream.settings.SOURCE_KAFKA_CONSUMER_CONFIG_AUTO_COMMIT_ENABLE is not False
-
-
-def stream_dead_letter(stream: StreamConfig, config: JobConfig) -> DeadLetterSpec | None:
-    """The stream's own dead-letter topic (on its own cluster, with its security settings), else the job's."""
-
-    topic = stream.settings.SOURCE_KAFKA_DEAD_LETTER_TOPIC
-    if topic:
-        producer = client_config(stream.settings, "dead_letters", table=stream.INPUT_SCHEMA_TABLE)
-        return DeadLetterSpec(config.job_slug, kafka_topic=topic, producer_config=producer)
-    return DeadLetterSpec.from_config(config)

@@ -14,12 +14,12 @@ import re
 import time
 from typing import Any
 
-from dagger.kafka.logs import quiet
 from dagger.kafka.source.spec import (
     STREAM_KEY,
     positions,
     split_offset_key,
 )
+from dagger.librdkafka_logs import quiet
 
 log = logging.getLogger(__name__)
 

@@ -28,8 +28,8 @@ import time
 from collections import OrderedDict
 from typing import Any
 
-from dagger.kafka.logs import quiet
 from dagger.kafka.source.spec import FETCH_WAIT_MS, decoder_for, rowtime_field_name, split_offset_key
+from dagger.librdkafka_logs import quiet
 
 log = logging.getLogger(__name__)
 

@@ -52,7 +52,6 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMa
 from pyspark.sql.types import StructType
 
 from dagger.errors import SourceError
-from dagger.kafka.logs import quiet
 from dagger.kafka.source.event_time import EventTimeAligner, EventTimeProbe
 from dagger.kafka.source.positions import Position, resolve
 from dagger.kafka.source.spec import (
@@ -63,6 +62,7 @@ from dagger.kafka.source.spec import (
     positions,
     split_offset_key,
 )
+from dagger.librdkafka_logs import quiet
 
 if TYPE_CHECKING:
     pass

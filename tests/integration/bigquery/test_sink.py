@@ -13,12 +13,12 @@ import pyarrow as pa
 import pytest
 
 from dagger.bigquery.sink import BigQuerySink
+from dagger.catalog import build_sink
 from dagger.checkpoint import CheckpointStore
 from dagger.config.model import SinkConfig
 from dagger.dead_letter import DeadLetterSpec
 from dagger.errors import SinkError
 from dagger.job.binding import bind_sink
-from dagger.sinks.catalog import build_sink
 from testing.produce import consume_all, produce
 from testing.samples import AREAS, SERVICES, bookings, example_descriptors, message_class
 from tests.conftest import (

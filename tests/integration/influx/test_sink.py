@@ -9,12 +9,12 @@ import uuid
 import pyarrow as pa
 import pytest
 
+from dagger.catalog import build_sink
 from dagger.config.model import SinkConfig
 from dagger.errors import SinkError
 from dagger.influx.line_protocol import line_protocol
 from dagger.influx.sink import InfluxSink
 from dagger.job.binding import bind_sink
-from dagger.sinks.catalog import build_sink
 from testing.influx import V2WriteShim
 from testing.produce import produce
 from testing.samples import AREAS, SERVICES, bookings

@@ -8,8 +8,8 @@ import json
 import pyarrow as pa
 
 from dagger.bigquery.sink import _credentials
+from dagger.catalog import build_sinks
 from dagger.job import load_config
-from dagger.sinks.catalog import build_sinks
 from testing.samples import example_descriptors
 from tests.unit.config.test_config import BASE
 

@@ -8,10 +8,10 @@ import time
 import pyarrow as pa
 import pytest
 
+from dagger.catalog import build_sinks
 from dagger.errors import DaggerConfigError
 from dagger.influx.sink import _retry
 from dagger.job import load_config
-from dagger.sinks.catalog import build_sinks
 from tests.unit.config.test_config import BASE
 
 INFLUX = {

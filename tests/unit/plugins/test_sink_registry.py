@@ -153,7 +153,7 @@ def test_an_installed_packages_entry_point_registers_its_sink(tmp_path, monkeypa
     try:
         assert "webhook" in SINKS.plugins()
         config = load_config(data={**BASE, "SINK_TYPE": "webhook", "SINK_WEBHOOK_URL": "http://h/rows"})
-        from dagger.sinks.catalog import build_sinks
+        from dagger.catalog import build_sinks
 
         (sink,) = build_sinks(config, None)
         assert (type(sink).__name__, sink.url, sink.label) == ("WebhookSink", "http://h/rows", "webhook")

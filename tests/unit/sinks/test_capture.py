@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pyarrow as pa
 
+from dagger.catalog import build_sinks
 from dagger.job import load_config
 from dagger.kafka.sink.readback import read_back
 from dagger.sinks.capture import read_spool
-from dagger.sinks.catalog import build_sinks
 from testing.samples import example_descriptors
 from tests.unit.config.test_config import BASE
 from tests.unit.kafka.sink.test_sink import KAFKA

@@ -3,8 +3,8 @@ tests/integration)."""
 
 from __future__ import annotations
 
+from dagger.catalog import build_sinks
 from dagger.job import load_config
-from dagger.sinks.catalog import build_sinks
 from testing.samples import example_descriptors
 from tests.unit.config.test_config import BASE
 
@@ -27,7 +27,7 @@ def test_with_several_sinks_each_problem_names_its_sink():
 
     import pyarrow as pa
 
-    from dagger.sinks.catalog import sink_problems
+    from dagger.catalog import sink_problems
 
     keyed = {**KAFKA, "SINK_KAFKA_DATA_TYPE": "JSON", "SINK_KAFKA_KEY_COLUMNS": "customer_id"}
     del keyed["SINK_KAFKA_PROTO_MESSAGE"]

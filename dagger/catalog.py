@@ -1,6 +1,10 @@
-"""The built-in sinks, registered by the name users write in ``SINK_TYPE``.
+"""The plugins Dagger ships, registered by the names users write: the sources by a stream's ``SOURCE_NAME``, the
+sinks by ``SINK_TYPE``; Spark's Python data sources registered with a session; and a job's sinks built from its
+bound config.
 
-The contract and the registry are :mod:`dagger.plugins.sink`; a built-in sink is its package and one line below.
+The contracts and registries are :mod:`dagger.plugins`; a built-in plugin is its connector's package
+(:mod:`dagger.kafka`, :mod:`dagger.parquet`, :mod:`dagger.influx`, :mod:`dagger.bigquery`, the log sink) and its
+registration below. :mod:`dagger.job.binding` imports this module before it looks any plugin up.
 """
 
 from __future__ import annotations
@@ -9,20 +13,29 @@ from typing import TYPE_CHECKING
 
 from dagger.bigquery.settings import BigQuerySinkSettings
 from dagger.bigquery.sink import BigQuerySink
-from dagger.dead_letter import DeadLetterSpec
 from dagger.influx.settings import InfluxSinkSettings
 from dagger.influx.sink import InfluxSink
+from dagger.kafka.dead_letters import job_dead_letters
 from dagger.kafka.sink import KafkaSink, KafkaSinkSettings
+from dagger.kafka.source import KafkaSource
+from dagger.parquet.source import ParquetSource
 from dagger.plugins.sink import SINKS, register_sink
+from dagger.plugins.source import register_source
 from dagger.schema.confluent import ConfluentSettings
 from dagger.sinks.log import LogSink, LogSinkSettings
 
 if TYPE_CHECKING:
     import pyarrow as pa
+    from pyspark.sql import SparkSession
 
     from dagger.config.model import JobConfig, SinkConfig
     from dagger.plugins.sink import Sink
     from dagger.schema.descriptor_sets import DescriptorSet
+
+for _source in (KafkaSource, ParquetSource):
+    for _name in _source.names:
+        register_source(_name, _source.settings, _source)
+
 
 register_sink("log", LogSinkSettings, LogSink.from_settings)
 register_sink("kafka", KafkaSinkSettings, KafkaSink.from_settings)
@@ -48,7 +61,7 @@ def sink_problems(sinks: list[Sink], schema: pa.Schema) -> list[str]:
 def build_sinks(config: JobConfig, descriptors: DescriptorSet) -> list[Sink]:
     """The sinks a job writes to (``SINKS``, or the single-sink keys), built from its bound config."""
 
-    dead_letter = DeadLetterSpec.from_config(config)
+    dead_letter = job_dead_letters(config)
     sinks = []
     for name, entry in config.sink_configs:
         sink = build_sink(entry, descriptors).bind(name, dead_letter, frozenset(entry.SINK_ERROR_TYPES_FOR_FAILURE))
@@ -61,3 +74,14 @@ def build_sinks(config: JobConfig, descriptors: DescriptorSet) -> list[Sink]:
             sink.registry = asdict(ConfluentSettings.from_config(config))
         sinks.append(sink)
     return sinks
+
+
+def register_data_sources(spark: SparkSession) -> None:
+    """Register the Python data sources (Kafka reader, fan-out sink writer) with a Spark session."""
+    from dagger.kafka.source.memory import MemoryDataSource
+    from dagger.kafka.source.reader import KafkaDataSource
+    from dagger.sinks.spark_writer import SinkDataSource
+
+    spark.dataSource.register(KafkaDataSource)
+    spark.dataSource.register(MemoryDataSource)
+    spark.dataSource.register(SinkDataSource)
