@@ -71,11 +71,13 @@ quickstart: install ## broker + descriptor server + sample bookings + configs/qu
 # micro-batch triggers), but 2 of 5 runs failed a test under that load; two took 22:16, 22:47 on tansu and
 # 14:24-15:38 on Apache Kafka (2026-11-26)
 TEST_WORKERS ?= 2
+# the slowest tests make test lists (0: every test)
+DURATIONS ?= 20
 test: install test-servers ## lint, then the whole suite (unit + integration against a real broker and Spark)
 	$(VENV)/bin/ruff check dagger udfs testing tests scripts bench docs/investigations
 	$(VENV)/bin/ruff format --check dagger udfs testing tests scripts bench docs/investigations
 	$(VENV)/bin/hadolint Dockerfile
-	$(VENV)/bin/pytest -q -m "not long and not variant" -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=20
+	$(VENV)/bin/pytest -q -m "not long and not variant" -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=$(DURATIONS)
 
 test-long: install test-servers ## the tests of minutes make test leaves out (kills inside commits and flushes, broker outages, an executor kill, sink outages, a standalone cluster, the bench's parts, a short soak); CI runs them after make test
 	$(VENV)/bin/pytest -q -m long -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
