@@ -9,6 +9,7 @@ registration below. :mod:`dagger.job.binding` imports this module before it look
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import TYPE_CHECKING
 
 from dagger.bigquery.settings import BigQuerySinkSettings
@@ -69,8 +70,6 @@ def build_sinks(config: JobConfig, descriptors: DescriptorSet) -> list[Sink]:
             for part in getattr(sink, "parts", []):
                 part.jvm_protobuf = False
         if getattr(entry.settings, "needs_registry", False):  # the registry's keys are the job's
-            from dataclasses import asdict
-
             sink.registry = asdict(ConfluentSettings.from_config(config))
         sinks.append(sink)
     return sinks

@@ -17,6 +17,7 @@ import argparse
 import logging
 import os
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from dagger import job_log
@@ -428,7 +429,6 @@ def _run(config, args) -> int:  # noqa: ANN001
 
 def _replay_range(config, args) -> tuple[int | None, int | None, str | None]:  # noqa: ANN001
     """``--from``/``--to`` as epoch ms, and the replay's own checkpoint directory (unless one was given)."""
-    from pathlib import Path
 
     if args.from_time is None and args.to_time is None:
         return None, None, args.checkpoint_dir

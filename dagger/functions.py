@@ -5,9 +5,11 @@ the job's SQL runs. Macros (and every aggregate) are applied by the SQL rewrite 
 
 from __future__ import annotations
 
+import functools
 import importlib
 import logging
 import re
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -215,7 +217,6 @@ def inline(function: Any) -> Callable[[list], str]:
 
 def _named(function: Any, func: Callable) -> Callable:
     """``func`` with errors that name the SQL function (library messages already start with it)."""
-    import functools
 
     @functools.wraps(func)
     def call(*arrays: Any) -> Any:
@@ -244,7 +245,6 @@ def register(
     :attr:`FunctionCatalog.macros`, which inline them; Arrow UDFs (called by their internal names), table and
     Python functions are registered either way.
     """
-    import warnings
 
     from pyspark.sql.functions import arrow_udf, udtf
     from pyspark.util import PythonEvalType

@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import os
 import tempfile
+import traceback
 from pathlib import Path
 
 #: the environment variable that names the log file: the JVM's settings (dagger.session.spark) read it
@@ -75,7 +76,6 @@ def path() -> Path | None:
 
 def write_trace(what: str) -> None:
     """Append the exception being handled, with its trace, to the log file (not the console)."""
-    import traceback
 
     target = path()
     if target is not None:

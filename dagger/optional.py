@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import importlib.util
+
 from dagger.errors import DaggerConfigError
 
 
 def require(module: str, extra: str, what: str) -> None:
     """Fail with an install hint when an optional dependency of ``what`` is missing."""
-    import importlib.util
 
     if importlib.util.find_spec(module.split(".")[0]) is None or importlib.util.find_spec(module) is None:
         raise DaggerConfigError(

@@ -22,6 +22,10 @@ import hashlib
 import importlib.util
 import inspect
 import logging
+import os
+import platform
+import shutil
+import subprocess
 import sys
 import tempfile
 import zipfile
@@ -183,7 +187,6 @@ def _prepare_worker(paths: tuple[str, ...], in_files_root: bool) -> None:
     global _prepared  # noqa: PLW0603
     if _prepared:
         return
-    import os
 
     from pyspark import SparkFiles
 
@@ -215,7 +218,6 @@ def _deferred(func: Any, paths: tuple[str, ...], in_files_root: bool) -> Any:
 
 def cache_dir() -> Path:
     """Where installed requirements are kept between runs (``DAGGER_CACHE_DIR``, else ``~/.cache/dagger``)."""
-    import os
 
     return Path(os.environ.get("DAGGER_CACHE_DIR") or Path.home() / ".cache" / "dagger")
 
@@ -223,10 +225,6 @@ def cache_dir() -> Path:
 def install_requirements(requirements: Path) -> Path:
     """``pip install --target`` of a requirements file into a directory named by its content (and this Python's
     version and platform): installed once, reused by every later start with the same file."""
-    import os
-    import platform
-    import shutil
-    import subprocess
 
     content = requirements.read_bytes()
     key = hashlib.sha256(content + f"{sys.version_info[:2]}{platform.machine()}".encode()).hexdigest()[:16]
@@ -262,7 +260,6 @@ def install_requirements(requirements: Path) -> Path:
 
 def _packed(installed: Path) -> Path:
     """The installed requirements as one archive for executors (made once per installation)."""
-    import shutil
 
     archive = installed.with_suffix(".zip")
     if not archive.exists():

@@ -7,7 +7,9 @@ One module (~340 lines): the sink, its writer and the retries only the writer us
 
 from __future__ import annotations
 
+import http.client
 import json
+import logging
 import re
 import time
 from typing import TYPE_CHECKING, Any
@@ -67,7 +69,6 @@ def _chain(exc: BaseException) -> list[BaseException]:
 
 def _connected(exc: BaseException) -> bool:
     """Whether a failed request got as far as a connection (reset or closed by the peer) rather than none."""
-    import http.client
 
     dropped = (ConnectionResetError, ConnectionAbortedError, http.client.RemoteDisconnected)
     return any(isinstance(seen, dropped) for seen in _chain(exc))
@@ -329,8 +330,6 @@ class InfluxSink(Sink):
         return _InfluxWriter(self, partition_id, batch_id)
 
     def commit(self, results: list[Any], batch_id: int) -> None:
-        import logging
-
         written = sum((r or {}).get("written", 0) for r in results)
         dropped = sum((r or {}).get("dropped", 0) for r in results)
         logging.getLogger(__name__).info(

@@ -17,6 +17,7 @@ consumer on PyPI) was considered; it cannot start or stop at given offsets, whic
 from __future__ import annotations
 
 import ctypes
+import ctypes.util
 import glob
 import hashlib
 import logging
@@ -66,7 +67,6 @@ def _librdkafka() -> str:
     found = sorted(glob.glob(str(package.parent / "confluent_kafka.libs" / "librdkafka*.so*")))
     if found:
         return found[0]
-    import ctypes.util
 
     system = ctypes.util.find_library("rdkafka")
     if system is None:

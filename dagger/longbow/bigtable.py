@@ -23,10 +23,12 @@ credentials and timeouts.
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import re
 import time
 from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from dagger.errors import DaggerError
@@ -77,7 +79,6 @@ def ensure_table(name: TableName, max_age_ms: int, timeout_s: float = 15.0) -> b
     gives up after ``timeout_s`` (``PROCESSOR_LONGBOW_ASYNC_TIMEOUT``); any failure is a
     :class:`LongbowTableError` naming the table and where it was looked for (the job cannot keep its history
     without it)."""
-    import datetime as dt
 
     from google.api_core import exceptions
     from google.api_core.retry import Retry
@@ -289,7 +290,6 @@ def scan_all(
     ranges a call, at most ``capacity`` calls in flight; returns the rows found, the indexes of ``ranges`` whose
     call failed (their history is empty, as Dagger's after a failed read) and the failures' texts. A timeout
     raises :class:`LongbowTimeoutError`."""
-    from concurrent.futures import ThreadPoolExecutor
 
     spans, owner = merged(ranges)
     slices = [spans[start : start + READ_SLICE] for start in range(0, len(spans), READ_SLICE)]

@@ -17,6 +17,7 @@ into one pool, and the cache a running job refreshes.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import importlib
 import logging
@@ -255,7 +256,6 @@ class DescriptorSet:
                     f"{key} names the protobuf message {full_name!r}, but {self.absent}"
                 ) from None
             known = self.message_names()
-            import difflib
 
             close = difflib.get_close_matches(full_name, known, n=3, cutoff=0.5)
             hint = f"; did you mean {', '.join(close)}?" if close else f"; known messages: {', '.join(known[:10])}"

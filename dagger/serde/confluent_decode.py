@@ -3,6 +3,8 @@ headers are read (:mod:`dagger.serde.confluent`). Runs in the Python reader (exe
 
 from __future__ import annotations
 
+import base64
+
 import numpy as np
 import pyarrow as pa
 
@@ -111,7 +113,6 @@ class ConfluentVerdicts:
                 return f"unknown schema id {schema_id}: {exc}", True
             except DescriptorFetchError as exc:
                 return f"schema id {schema_id} cannot be looked up: {exc}", False
-            import base64
 
             files = [base64.b64decode(t) for t in entry["references"].values()] + [base64.b64decode(entry["schema"])]
             if not self.protobuf:

@@ -3,6 +3,8 @@ Avro, and Confluent's wire format with a schema registry for all three."""
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field
@@ -99,7 +101,6 @@ def describe_records(stream: StreamConfig) -> str:
 
 def stream_subject(stream: StreamConfig) -> tuple[str, str] | None:
     """``(subject, the key that names it)`` of a stream in Confluent's wire format; None for a plain one."""
-    import re
 
     if getattr(stream.format, "INPUT_SCHEMA_WIRE_FORMAT", "plain") != "confluent":
         return None
@@ -192,8 +193,6 @@ def load_text(value: str, where: str) -> str:
                 answer.raise_for_status()
                 _TEXTS[value] = answer.text
             else:
-                from pathlib import Path
-
                 _TEXTS[value] = Path(value.removeprefix("file://")).read_text()
         except Exception as exc:  # noqa: BLE001 - any failure to read it is the same config error
             raise DaggerConfigError(f"{where}: cannot read {value}: {exc}") from None

@@ -14,6 +14,7 @@ survive a fork as they do under Spark's own daemon once a worker imports them).
 
 from __future__ import annotations
 
+import gc
 import importlib
 
 PRELOAD = (
@@ -55,7 +56,6 @@ def preload() -> None:
     them, copying them out of the daemon's shared memory. Frozen (:func:`gc.freeze`, meant for pre-fork
     servers), they are skipped: a collection takes microseconds and leaves the shared pages alone.
     """
-    import gc
 
     for name in PRELOAD:
         try:

@@ -22,11 +22,18 @@ The server is single-threaded (forking a process with threads is unsafe) and exi
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
+import runpy
+import select
+import signal
 import socket
 import struct
+import subprocess
 import sys
+import tempfile
+import traceback
 
 #: Modules a client may ask the server to run: the daemon-less workers of Spark's Python data sources, and the
 #: worker daemon (:mod:`dagger.session.daemon`, which takes the worker module as its argument).
@@ -84,8 +91,6 @@ def serve(path: str, parent: int | None = None) -> None:
 
 
 def _loop(listener: socket.socket, children: dict[socket.socket, int], parent: int) -> None:
-    import select
-
     while os.getppid() == parent:
         readable, _, _ = select.select([listener, *children], [], [], 0.5)
         for conn in readable:
@@ -139,8 +144,6 @@ def _accept(listener: socket.socket, children: dict[socket.socket, int]) -> None
 
 def _run_child(request: dict, fds: list[int]) -> None:
     """In the forked child: become the requested interpreter run, then exit with its code."""
-    import runpy
-    import signal
 
     code = 0
     try:
@@ -164,8 +167,6 @@ def _run_child(request: dict, fds: list[int]) -> None:
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     except BaseException:  # noqa: BLE001 - report it as the interpreter would, then exit
-        import traceback
-
         traceback.print_exc()
         code = 1
     finally:
@@ -182,8 +183,6 @@ def _extend_path(pythonpath: str) -> None:
     missing = [entry for entry in pythonpath.split(os.pathsep) if entry and entry not in sys.path]
     sys.path[1:1] = missing  # after the working directory, as the interpreter orders them
     if missing:
-        import importlib
-
         importlib.invalidate_caches()
 
 
@@ -196,7 +195,6 @@ def _recv_exactly(conn: socket.socket, size: int) -> bytes:
 
 def _kill(pid: int) -> None:
     """Stop a child, and the workers it forked when it leads its own process group (a worker daemon does)."""
-    import signal
 
     try:
         if os.getpgid(pid) == pid:
@@ -210,8 +208,6 @@ def _kill(pid: int) -> None:
 
 def start() -> str | None:
     """Start a fork server for this process (it exits with it); returns its socket path, or ``None``."""
-    import subprocess
-    import tempfile
 
     try:
         path = os.path.join(tempfile.mkdtemp(prefix="dagger-fork-"), "socket")  # a private (0700) directory

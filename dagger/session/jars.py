@@ -27,6 +27,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import zipfile
 from pathlib import Path
 
 from dagger.cache import cache_dir
@@ -148,7 +149,6 @@ def helper_name() -> str:
 
 def build_helper(target: Path) -> Path:
     """Compile ``dagger/jvm/*.java`` into ``target/<helper_name()>`` (kept when it exists; older builds removed)."""
-    import zipfile
 
     jar = target / helper_name()
     if jar.exists():

@@ -9,6 +9,7 @@ micro-batch with the batch id.
 from __future__ import annotations
 
 import base64
+import logging
 from collections.abc import Iterator
 from typing import Any
 
@@ -94,8 +95,6 @@ def _quietly(call: Any, *args: Any) -> None:
     try:
         call(*args)
     except Exception:  # noqa: BLE001
-        import logging
-
         logging.getLogger(__name__).warning("a sink's clean-up failed", exc_info=True)
 
 

@@ -18,6 +18,7 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from dagger.plugins.source import source_of
@@ -253,7 +254,6 @@ LONGBOW_OUTCOMES = {
 def _seconds(iso: str | None) -> float | None:
     if not iso:
         return None
-    from datetime import datetime
 
     return datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
 

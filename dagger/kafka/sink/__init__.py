@@ -14,6 +14,8 @@ and the sink; the records' encoding is :mod:`dagger.kafka.sink.records`'.
 
 from __future__ import annotations
 
+import logging
+import time
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 import pyarrow as pa
@@ -330,7 +332,6 @@ class KafkaSink(Sink):
         sink's login or TLS handshake. Either ends the job with its reason (a producer would retry until
         ``message.timeout.ms``, five minutes by default); an outage once the job ran is left to the producers'
         retries."""
-        import time
 
         from confluent_kafka import KafkaError, KafkaException, Producer
 
@@ -379,8 +380,6 @@ class KafkaSink(Sink):
             )
 
     def commit(self, results: list[Any], batch_id: int) -> None:
-        import logging
-
         logging.getLogger(__name__).info(
             "batch %d: %d record(s) written to %s", batch_id, sum(r or 0 for r in results), self.topic
         )

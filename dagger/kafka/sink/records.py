@@ -12,6 +12,7 @@ up, given, derived) and the three encoders (protobuf, JSON, and the JVM's Avro c
 from __future__ import annotations
 
 import base64
+import decimal
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -398,8 +399,6 @@ def _json_ready(column: pa.Array) -> pa.Array:
 
 
 def _json_default(value: Any) -> Any:
-    import decimal
-
     import orjson
 
     if isinstance(value, decimal.Decimal):

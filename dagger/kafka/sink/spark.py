@@ -4,6 +4,7 @@ librdkafka's names (:func:`dagger.kafka.client.client_config`). Runs on the driv
 
 from __future__ import annotations
 
+import base64
 from typing import TYPE_CHECKING, Any
 
 from dagger.kafka.client import client_config
@@ -64,7 +65,6 @@ def start_query(
 
 def _encoded(df: DataFrame, part: Any, sink_name: str, real_time: bool) -> Any:
     """One part (value or key) of the records, encoded in the JVM."""
-    import base64
 
     from pyspark.sql import functions as F
 

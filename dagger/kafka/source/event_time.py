@@ -26,6 +26,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import OrderedDict
+from dataclasses import replace
 from typing import Any
 
 from dagger.kafka.source.spec import FETCH_WAIT_MS, decoder_for, rowtime_field_name, split_offset_key
@@ -68,8 +69,6 @@ class EventTimeProbe:
 
     def _decode(self, values: list[bytes | None]) -> list[int | None]:
         if self._decoder is None:
-            from dataclasses import replace
-
             # a few records: read here, by the Python decoder, even where the JVM decodes the stream
             only_rowtime = replace(self.spec, fields=[rowtime_field_name(self.spec)], jvm_decode=False)
             self._decoder = decoder_for(only_rowtime)

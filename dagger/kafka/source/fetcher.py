@@ -10,6 +10,7 @@ per record: same results, slower.
 from __future__ import annotations
 
 import ctypes
+import time
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -158,7 +159,6 @@ class ConfluentFetcher:
     def fetch(self, max_records: int, timeout_s: float, end: int) -> Chunk:
         """As the native helper: done at ``max_records``, at the record before ``end``, past it, or at the
         partition's end, reading in short slices (``consume`` alone waits for all it asked for)."""
-        import time
 
         from confluent_kafka import KafkaError
 

@@ -20,8 +20,10 @@ outside it (producers' timestamps can go backwards within a partition).
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import logging
+import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -46,8 +48,6 @@ class Position:
 
     def describe(self) -> str:
         if self.kind == "timestamp":
-            import datetime as dt
-
             return dt.datetime.fromtimestamp(self.timestamp_ms / 1000, dt.UTC).isoformat().replace("+00:00", "Z")
         if self.kind == "offsets":
             return json.dumps(self.offsets)
@@ -160,7 +160,6 @@ def _committed(consumer: Any, tps: list[Any], table: str, timeout_s: float = 30.
     """The group's committed offsets of ``tps``; retried while the brokers answer with a retriable error (the
     group's coordinator is moving or still loading: NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS), as Kafka's
     Java consumer retries them."""
-    import time
 
     from confluent_kafka import KafkaError, KafkaException
 
@@ -193,7 +192,6 @@ def offsets_for_timestamp(
     is that late), as the broker's time index answers. A partition whose answer carries an error is asked again
     while the error is retriable and ``timeout_s`` lasts (its -1 offset is no answer, not "no such record": taken
     as the end, a replay's start would skip the whole partition); then the look-up fails naming it."""
-    import time
 
     from confluent_kafka import KafkaException, TopicPartition
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -330,7 +331,6 @@ _NOTHING = object()
 
 def _simple_path(path: str) -> list[str] | None:
     """``$.a.b`` → ``["a", "b"]`` (read with plain dict lookups); None for anything JSONPath must evaluate."""
-    import re
 
     if re.fullmatch(r"\$(\.[A-Za-z_][A-Za-z0-9_]*)+", path):
         return path.split(".")[1:]
