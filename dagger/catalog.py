@@ -77,6 +77,7 @@ def build_sinks(config: JobConfig, descriptors: DescriptorSet) -> list[Sink]:
 
 def register_data_sources(spark: SparkSession) -> None:
     """Register the Python data sources (Kafka reader, fan-out sink writer) with a Spark session."""
+    # start-up: pyspark's data source API and the readers' decoders, loaded once a session runs
     from dagger.kafka.source.memory import MemoryDataSource
     from dagger.kafka.source.reader import KafkaDataSource
     from dagger.sinks.spark_writer import SinkDataSource

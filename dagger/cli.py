@@ -257,14 +257,14 @@ def _generate_parser(sub: argparse._SubParsersAction) -> None:
 
 def _generate(args: argparse.Namespace) -> int:
     """``dagger generate``: resolve the target, then produce with a progress line every second."""
-    from dagger.generate import RecordGenerator, produce_generated
-    from dagger.kafka.source import KafkaSource
-    from dagger.schema.descriptor_sets import SchemaRegistry, StencilSettings
+    from dagger.generate import RecordGenerator, produce_generated  # start-up: loads google, numpy, pyarrow
+    from dagger.kafka.source import KafkaSource  # start-up: loads google, pyspark
+    from dagger.schema.descriptor_sets import SchemaRegistry, StencilSettings  # start-up: loads google
 
     message, topic, bootstrap, timestamp_field = args.message, args.topic, args.bootstrap_servers, args.timestamp_field
     settings = StencilSettings(urls=list(args.stencil_url))
     if args.config:
-        from dagger.job import load_config
+        from dagger.job import load_config  # start-up: loads fastavro, google, pyarrow, pyspark
 
         config = load_config(args.config)
         if not 0 <= args.stream < len(config.STREAMS):
@@ -367,12 +367,12 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     _setup_logging(args.verbose)
     if args.command == "config-docs":
-        from dagger.job.reference import render_reference
+        from dagger.job.reference import render_reference  # start-up: loads fastavro, google, pyarrow, pyspark
 
         sys.stdout.write(render_reference())
         return 0
     if args.command == "metrics-docs":
-        from dagger.telemetry.docs import render_metrics
+        from dagger.telemetry.docs import render_metrics  # start-up: loads pyspark
 
         sys.stdout.write(render_metrics())
         return 0
@@ -384,7 +384,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "generate":
             return _generate(args)
-        from dagger.job import load_config
+        from dagger.job import load_config  # start-up: loads fastavro, google, pyarrow, pyspark
 
         if getattr(args, "real_time", False):
             args.overrides.append("SPARK_TRIGGER_MODE=real-time")
@@ -417,12 +417,12 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(config, args) -> int:  # noqa: ANN001
-    from dagger.job import Job
+    from dagger.job import Job  # start-up: loads fastavro, google, pyarrow, pyspark
 
     from_ms, to_ms, checkpoint = _replay_range(config, args)
     job = Job(config, checkpoint_dir=checkpoint, available_now=args.available_now, from_ms=from_ms, to_ms=to_ms)
     job.check()  # config errors surface before Spark starts
-    from dagger.runner import JobRunner
+    from dagger.runner import JobRunner  # start-up: loads pyspark
 
     return JobRunner(job, progress_interval=args.progress_interval).run()
 
@@ -460,8 +460,8 @@ def _replay_range(config, args) -> tuple[int | None, int | None, str | None]:  #
 
 
 def _validate(config: JobConfig, full: bool = False) -> int:
-    from dagger.job import Job
-    from dagger.serde.formats import describe_records
+    from dagger.job import Job  # start-up: loads fastavro, google, pyarrow, pyspark
+    from dagger.serde.formats import describe_records  # start-up: loads pyspark
 
     job = Job(config, validating=True)
     job.check()
@@ -498,7 +498,7 @@ def _validate(config: JobConfig, full: bool = False) -> int:
     if plan.connector:
         out.write(f"Kafka connector: {plan.connector}\n")
     if plan.unbounded_state:
-        from dagger.sql.state import retention_note
+        from dagger.sql.state import retention_note  # start-up: loads sqlglot
 
         out.write(
             f"state without bound ({retention_note(config.FLINK_RETENTION_IDLE_STATE_MINUTE)}):\n  - "

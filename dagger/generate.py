@@ -96,7 +96,7 @@ class RecordGenerator:
     data_type: str = "PROTO"
 
     def __post_init__(self) -> None:
-        from dagger.serde.decode import ptars_handler
+        from dagger.serde.decode import ptars_handler  # start-up: loads pyspark
 
         if self.events_per_second <= 0:
             raise DaggerConfigError(f"events per second must be > 0, got {self.events_per_second}")
@@ -132,7 +132,7 @@ class RecordGenerator:
     def batch(self, n: int) -> pa.BinaryArray:
         """The next ``n`` serialized records (some replaced by :data:`MALFORMED` per ``malformed_ratio``)."""
         if self.data_type == "JSON":
-            from dagger.kafka.sink.records import json_lines
+            from dagger.kafka.sink.records import json_lines  # start-up: loads fastavro, orjson, pydantic, pyspark
 
             encoded = pa.array(json_lines(self.arrow(n)), pa.binary())
         else:
@@ -145,8 +145,8 @@ class RecordGenerator:
 
     def json_schema(self) -> dict:
         """The JSON Schema of the records in JSON (``INPUT_SCHEMA_JSON_SCHEMA``): every field with a JSON type."""
-        from dagger.serde.json_schema import json_schema_of
-        from dagger.serde.types import message_struct
+        from dagger.serde.json_schema import json_schema_of  # start-up: loads orjson, pyspark
+        from dagger.serde.types import message_struct  # start-up: loads pyspark
 
         return json_schema_of(message_struct(self.descriptor))
 

@@ -167,7 +167,7 @@ class RowConverter:
     """Arrow batches of SQL output → Arrow batches in the table's schema, typed through the proto message."""
 
     def __init__(self, descriptor: Any, key: str):
-        from dagger.serde.encode import ProtoEncoder
+        from dagger.serde.encode import ProtoEncoder  # start-up: loads numpy
 
         self.encoder = ProtoEncoder(descriptor, key)
         self.encoder.schema = pa.schema([_json_as_string(f, descriptor) for f in self.encoder.schema])

@@ -23,7 +23,7 @@ from dagger.errors import DaggerConfigError, SinkError
 from dagger.optional import require
 from dagger.plugins.sink import Sink, SinkWriter
 from dagger.serde.types import TIMESTAMP
-from dagger.sinks.capture import read_spool_rows
+from dagger.sinks.capture import keep, read_spool_rows
 from dagger.sinks.readback import plain
 from dagger.sinks.rejected import RejectedRows, RowsRefused, isolate
 from dagger.worker_cache import BuiltCache, content_key
@@ -240,8 +240,6 @@ class _BigQueryWriter(SinkWriter):
     def flush(self) -> dict[str, Any]:
         rows = self.offset
         if self.sink.capture is not None:
-            from dagger.sinks.capture import keep
-
             keep(self.sink.capture, *self.where, self.captured)
             self.sink.count("written", rows)
             return {"stream": None, "rows": rows, "dead_letters": self.rejected.flush()}

@@ -129,7 +129,7 @@ def _value(queue: list[str], key: str) -> str:
 def environment_config(environ: Mapping[str, str], plugin_keys: Iterable[str] = ()) -> dict[str, str]:
     """Every known config key set in ``environ`` (job keys, ``SQL_QUERY``, and ``plugin_keys``: the registered
     plugins' keys)."""
-    from dagger.config.model import JobConfig, SinkConfig
+    from dagger.config.model import JobConfig, SinkConfig  # cycle: dagger.config.model import(s) this module
 
     known = {*JobConfig.model_fields, "SQL_QUERY", *SinkConfig.model_fields, *plugin_keys} - {"single_sink"}
     return {key: value for key, value in environ.items() if key in known}

@@ -22,7 +22,7 @@ from dagger.influx.line_protocol import TIME_COLUMN, join_lines, line_protocol
 from dagger.influx.settings import InfluxSinkSettings
 from dagger.optional import require
 from dagger.plugins.sink import Sink, SinkWriter
-from dagger.sinks.capture import read_spool_rows
+from dagger.sinks.capture import keep, read_spool_rows
 from dagger.sinks.readback import point
 from dagger.sinks.rejected import RejectedRows
 
@@ -212,8 +212,6 @@ class _InfluxWriter(SinkWriter):
     def flush(self) -> dict[str, int]:
         self._send()
         if self.captured:
-            from dagger.sinks.capture import keep
-
             keep(self.sink.capture, *self.where, [pa.record_batch({"line": pa.array(self.captured, pa.string())})])
             self.captured = []
         self.sink.count("written", self.written)

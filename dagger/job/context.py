@@ -163,7 +163,7 @@ class JobContext:
         the session's class path (a warning once when they are not)."""
         if self.config.SPARK_PROTOBUF_CODEC == "ptars":
             return False
-        from dagger.serde.proto_jvm import jvm_codec_or_warn
+        from dagger.serde.proto_jvm import jvm_codec_or_warn  # start-up: loads numpy
 
         return jvm_codec_or_warn(self.spark)
 

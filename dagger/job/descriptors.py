@@ -81,7 +81,7 @@ def fetch_fresh(ctx: JobContext) -> DescriptorSet | None:
 def changes(ctx: JobContext, fresh: DescriptorSet, rewritten_sql: str | None) -> tuple[list[str], list[str]]:
     """``(problems, added)`` of switching the running query to ``fresh``: fields the query (``rewritten_sql``) uses
     that were removed or retyped (as the restart check names them), and the columns ``fresh`` adds."""
-    from dagger.sql.rewrite import referenced_columns
+    from dagger.sql.rewrite import referenced_columns  # start-up: loads sqlglot
 
     rowtime = ctx.config.FLINK_ROWTIME_ATTRIBUTE_NAME
     streams = [s for s in ctx.config.STREAMS if s.INPUT_DATATYPE == "PROTO" or stream_subject(s) is not None]
@@ -113,7 +113,7 @@ def check(ctx: JobContext) -> None:
 def pin(ctx: JobContext, tables: dict, rewritten_sql: str) -> None:
     """Check the descriptor sets against the ones the checkpoint recorded (a restart must read its state) and keep
     a copy of them under the checkpoint (for a restart while their server is down)."""
-    from dagger.sql.rewrite import referenced_columns
+    from dagger.sql.rewrite import referenced_columns  # start-up: loads sqlglot
 
     descriptors = current(ctx)
     check_and_record(ctx.store, snapshot(descriptors.sha256, tables), referenced_columns(rewritten_sql))

@@ -138,7 +138,7 @@ class Job:
 
     def plan_without_spark(self) -> tuple[Plan | None, str]:
         """The plan when it can be read without Spark (:mod:`dagger.job.static_plan`), else ``(None, why not)``."""
-        from dagger.job.static_plan import plan_without_spark
+        from dagger.job.static_plan import plan_without_spark  # cycle: dagger.job.static_plan import(s) this module
 
         return plan_without_spark(self.context)
 

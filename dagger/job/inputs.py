@@ -101,7 +101,7 @@ def reads_event_time(ctx: JobContext, sql: str | None) -> bool:
     """Whether anything the job runs depends on the watermark (so Kafka partitions are read aligned in event time):
     its SQL groups, aggregates, joins or deduplicates, or it has transformers (their own SQL or state). A job that
     only filters and projects never drops a record as late and reads by offsets, without waiting."""
-    from dagger.sql.rewrite import reads_event_time as sql_reads_event_time
+    from dagger.sql.rewrite import reads_event_time as sql_reads_event_time  # start-up: loads sqlglot
 
     if sql is None or sql_reads_event_time(sql):
         return True
@@ -113,7 +113,7 @@ def reads_event_time(ctx: JobContext, sql: str | None) -> bool:
 
 def pruned_fields(ctx: JobContext, sql: str | None) -> dict[str, list[str]]:
     """Table → the fields its Kafka reader decodes, for the tables that need fewer than all."""
-    from dagger.sql.rewrite import referenced_columns
+    from dagger.sql.rewrite import referenced_columns  # start-up: loads sqlglot
 
     if sql is None or not ctx.config.SPARK_PRUNE_INPUT_COLUMNS:
         return {}

@@ -149,9 +149,9 @@ def plan(ctx: JobContext) -> Plan:
     from pyspark.errors import AnalysisException, ParseException
     from pyspark.sql.pandas.types import to_arrow_schema
 
-    from dagger.sql.retention import running_aggregates
-    from dagger.sql.rewrite import rewrite_query
-    from dagger.sql.state import unbounded_state
+    from dagger.sql.retention import running_aggregates  # start-up: loads sqlglot
+    from dagger.sql.rewrite import rewrite_query  # start-up: loads sqlglot
+    from dagger.sql.state import unbounded_state  # start-up: loads sqlglot
 
     config = ctx.config
     rowtime = config.FLINK_ROWTIME_ATTRIBUTE_NAME
@@ -199,7 +199,7 @@ def plan(ctx: JobContext) -> Plan:
     result.output_mode = "batch (bounded input)" if ctx.bounded else _output_mode(ctx, df)
     result.sinks = sinks(ctx)
     if ctx.real_time:
-        from dagger.sql.rewrite import reads_event_time
+        from dagger.sql.rewrite import reads_event_time  # start-up: loads sqlglot
 
         event_time = reads_event_time(rewritten)
         refused = spark_connector.refusals(

@@ -35,7 +35,7 @@ log = logging.getLogger("dagger")
 
 def start(ctx: JobContext, plan: Plan) -> StreamingQuery | BoundedRun:
     """Start ``plan``'s query (streaming, real-time or bounded) and return it."""
-    from dagger.sql.state import retention_note
+    from dagger.sql.state import retention_note  # start-up: loads sqlglot
 
     config = ctx.config
     if plan.problems:

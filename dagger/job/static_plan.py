@@ -64,7 +64,7 @@ def plan_without_spark(ctx: JobContext) -> tuple[Plan | None, str]:
         return None, "pre- or post-processors"
     if config.PYTHON_UDF_ENABLE:
         return None, "Python UDFs"
-    from dagger.sql.rewrite import rewrite_query
+    from dagger.sql.rewrite import rewrite_query  # start-up: loads sqlglot
 
     descriptors.check(ctx)
     sinks = planning.sinks(ctx)
@@ -95,7 +95,7 @@ def plan_without_spark(ctx: JobContext) -> tuple[Plan | None, str]:
         return None, why
     from pyspark.sql.pandas.types import to_arrow_schema
 
-    from dagger.sql.state import unbounded_state
+    from dagger.sql.state import unbounded_state  # start-up: loads sqlglot
 
     result = Plan(config.sql, rewrite.sql, tables, schema, output_mode=mode, notes=rewrite.notes)
     result.unbounded_state = unbounded_state(rewrite.sql, rowtime)
@@ -222,7 +222,7 @@ def _output_mode(config: Any, tree: Any, sql: str, names: list[str], rowtime: st
 
     grouped = bool(tree.args.get("group")) or any(tree.find_all(exp.AggFunc))
     if grouped and config.FLINK_RETENTION_IDLE_STATE_MINUTE and config.FLINK_RETENTION_IDLE_STATE_MINUTE > 0:
-        from dagger.sql.retention import split_grouping
+        from dagger.sql.retention import split_grouping  # start-up: loads sqlglot
 
         if split_grouping(sql, names, "__dagger_static", rowtime) is not None:
             return None, "idle-key retention of a running aggregation"

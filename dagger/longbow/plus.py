@@ -68,7 +68,7 @@ def plus_writer(
     from pyspark.sql.pandas.types import to_arrow_schema
     from pyspark.sql.types import StringType, StructField, StructType
 
-    from dagger.serde.encode import ProtoEncoder
+    from dagger.serde.encode import ProtoEncoder  # start-up: loads google, numpy, pyarrow, pyspark
 
     message = input_message(config)
     encoder = ProtoEncoder(descriptors.find_message(message), key="the Longbow+ writer (first stream's message)")
@@ -101,8 +101,8 @@ def plus_writer(
 def _encoder(spec: dict) -> Any:
     from google.protobuf import descriptor_pb2
 
-    from dagger.schema.descriptor_sets import build_pool
-    from dagger.serde.encode import ProtoEncoder
+    from dagger.schema.descriptor_sets import build_pool  # start-up: loads google
+    from dagger.serde.encode import ProtoEncoder  # start-up: loads google, numpy, pyarrow, pyspark
 
     files = descriptor_pb2.FileDescriptorSet.FromString(base64.b64decode(spec["descriptor_set_b64"]))
     return ProtoEncoder(build_pool(files).FindMessageTypeByName(spec["message"]))

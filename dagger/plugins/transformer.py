@@ -100,7 +100,7 @@ class ProcessorContext:
 
     def sql(self, query: str, views: dict[str, Any]) -> Any:
         """Run ``query`` (Dagger's window syntax and every function available) over ``views``."""
-        from dagger.sql.rewrite import rewrite_sql
+        from dagger.sql.rewrite import rewrite_sql  # start-up: loads sqlglot
 
         for view, frame in views.items():
             frame.createOrReplaceTempView(view)

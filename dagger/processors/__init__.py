@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from pydantic import ValidationError
+
 from dagger.errors import DaggerConfigError
 from dagger.plugins.transformer import ProcessorContext, resolve_transformer
 
@@ -82,7 +84,7 @@ def postprocess(df: Any, context: ProcessorContext) -> Any:
     if not config.PROCESSOR_POSTPROCESSOR_ENABLE or config.PROCESSOR_POSTPROCESSOR_CONFIG is None:
         return df
     post = config.PROCESSOR_POSTPROCESSOR_CONFIG
-    from dagger.processors.external import enrich
+    from dagger.processors.external import enrich  # cycle: dagger.processors.external import(s) this module
 
     df, external = enrich(df, post, context)
     if not post.internal_source and not external:
@@ -103,7 +105,7 @@ def output_columns(
     """The output row: external outputs, each internal source's column, then ``*`` → every other SQL column."""
     from pyspark.sql import functions as F
 
-    from dagger.processors.external import PREFIX
+    from dagger.processors.external import PREFIX  # cycle: dagger.processors.external import(s) this module
 
     sql_columns = [c for c in df.columns if not c.startswith(PREFIX)]
     sql = df.select(*[_quote(c) for c in sql_columns])
@@ -164,7 +166,6 @@ def internal_column(df: Any, source: Any, context: ProcessorContext, where: str)
 def _run_transformer(df: Any, spec: Any, context: ProcessorContext, where: str) -> Any:
     """Resolve ``spec``'s transformer (at plan time: a ``PYTHON_FILES`` module may register it), validate its
     ``transformation_arguments`` by its model, build it and apply it."""
-    from pydantic import ValidationError
 
     import dagger.processors.transformers  # noqa: F401 - registers Dagger's transformers (their modules load pyspark)
 

@@ -41,7 +41,7 @@ class ConfluentDecoder:
         self._verdicts = ConfluentVerdicts(protobuf, writers, confluent, message)
 
     def decode(self, values: pa.BinaryArray | list) -> object:
-        from dagger.serde.decode import DecodeResult, validity_and_rowtime
+        from dagger.serde.decode import DecodeResult, validity_and_rowtime  # start-up: loads google, pyspark
 
         if not isinstance(values, pa.Array):
             values = pa.array(values, pa.binary())

@@ -145,7 +145,7 @@ def proto_message(stream: StreamConfig, descriptors: DescriptorSet) -> str | Non
     message of the subject's file, as a record's ``[0]`` index names it."""
     if stream.format.INPUT_SCHEMA_PROTO_CLASS or stream_subject(stream) is None:
         return stream.format.INPUT_SCHEMA_PROTO_CLASS
-    from dagger.serde.confluent_decode import message_at
+    from dagger.serde.confluent_decode import message_at  # start-up: loads numpy, pyarrow
 
     return message_at(registered(stream, descriptors, "PROTOBUF").file_descriptors()[-1], (0,))
 
@@ -201,7 +201,7 @@ def load_text(value: str, where: str) -> str:
 
 def record_struct(stream: StreamConfig, descriptors: DescriptorSet) -> StructType:
     """The columns a stream's records have, before the validity flag and rowtime."""
-    from dagger.serde.types import message_struct
+    from dagger.serde.types import message_struct  # start-up: loads google
 
     if stream.INPUT_DATATYPE == "JSON":
         return json_struct(json_schema(stream, descriptors), _key(stream, "INPUT_SCHEMA_JSON_SCHEMA"))
@@ -215,7 +215,7 @@ def record_struct(stream: StreamConfig, descriptors: DescriptorSet) -> StructTyp
 
 def stream_table(stream: StreamConfig, descriptors: DescriptorSet, rowtime: str) -> StructType:
     """Every column of a stream's table: the records' columns, the validity flag, then rowtime."""
-    from dagger.serde.types import input_table
+    from dagger.serde.types import input_table  # start-up: loads google
 
     owners = {"JSON": "the JSON Schema", "AVRO": "the Avro schema"}
     owner = owners.get(stream.INPUT_DATATYPE) or proto_message(stream, descriptors)
@@ -234,8 +234,8 @@ def rowtime_field(stream: StreamConfig) -> str | None:
 
 def check_records(stream: StreamConfig, descriptors: DescriptorSet) -> None:
     """Resolve a stream's record type and rowtime field before Spark starts (a config error names the key)."""
-    from dagger.serde.json_decode import rowtime_type
-    from dagger.serde.types import timestamp_field
+    from dagger.serde.json_decode import rowtime_type  # start-up: loads google, numpy, pyarrow
+    from dagger.serde.types import timestamp_field  # start-up: loads google
 
     if stream.INPUT_DATATYPE == "JSON":
         keys = ["INPUT_SCHEMA_JSON_SCHEMA"] if stream_subject(stream) is None else []

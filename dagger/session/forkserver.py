@@ -71,7 +71,7 @@ def serve(path: str, parent: int | None = None) -> None:
     """Preload, listen on ``path`` and fork a child per request until the parent process (``parent``, else this
     process's parent now) exits; a parent gone while the modules were imported ends the server at once."""
     parent = os.getppid() if parent is None else parent
-    from dagger.session.daemon import preload
+    from dagger.session.daemon import preload  # start-up: loads pyspark
 
     for name in MODULES:
         __import__(name)
@@ -156,7 +156,9 @@ def _run_child(request: dict, fds: list[int]) -> None:
         os.environ.update(request["env"])
         os.chdir(request["cwd"])
         # here, not at the top: the client half of this file runs by its path where no dagger is importable
-        from dagger.worker_logging import setup_if_worker
+        from dagger.worker_logging import (
+            setup_if_worker,  # the client runs by its path, before the environment makes dagger importable
+        )
 
         setup_if_worker()  # the server imported dagger in the driver's environment
         module = request["args"][1]

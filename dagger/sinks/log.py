@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from dagger.plugins.sink import Sink, SinkSettings, SinkWriter
-from dagger.sinks.capture import read_spool_rows
+from dagger.sinks.capture import keep, read_spool_rows
 from dagger.sinks.readback import logged, rfc3339
 
 if TYPE_CHECKING:
@@ -64,8 +64,6 @@ class _LogWriter(SinkWriter):
     def flush(self) -> list[str]:
         self.sink.count("written", len(self.lines))
         if self.sink.capture is not None:
-            from dagger.sinks.capture import keep
-
             keep(self.sink.capture, *self.where, self.batches)
             return []  # nothing printed
         return self.lines

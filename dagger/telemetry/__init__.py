@@ -67,7 +67,9 @@ class Telemetry:
         self.shutdown_period_ms = config.METRIC_TELEMETRY_SHUTDOWN_PERIOD_MS
         job_id = config.FLINK_JOB_ID
         if config.METRIC_PROMETHEUS_PORT:
-            from dagger.telemetry.prometheus import PrometheusEndpoint
+            from dagger.telemetry.prometheus import (
+                PrometheusEndpoint,  # cycle: dagger.telemetry.prometheus import(s) this module
+            )
 
             try:
                 self.endpoint = PrometheusEndpoint(self.metrics, job_id, config.METRIC_PROMETHEUS_PORT)
@@ -80,7 +82,10 @@ class Telemetry:
                     exc.strerror or exc,
                 )
         if config.METRIC_STATSD_HOST:
-            from dagger.telemetry.statsd import StatsdPusher, parse_tags
+            from dagger.telemetry.statsd import (  # cycle: dagger.telemetry.statsd import(s) this module
+                StatsdPusher,
+                parse_tags,
+            )
 
             self.statsd = StatsdPusher(
                 self.metrics,

@@ -588,7 +588,7 @@ def invalid_counts(progress: dict[str, Any]) -> dict[str, tuple[bool, int]]:
 def partition_lag(source: dict[str, Any]) -> tuple[str, dict[tuple[str, str], int]]:
     """A progress source's stream (its ``@table`` tag) and each partition's lag: the latest offset the reader
     reported minus the end offset the batch processed to."""
-    from dagger.kafka.source.spec import STREAM_KEY
+    from dagger.kafka.source.spec import STREAM_KEY  # start-up: loads google
 
     end, latest = _offsets(source.get("endOffset")), _offsets(source.get("latestOffset"))
     table = end.get(STREAM_KEY) or latest.get(STREAM_KEY) or str(source.get("description", "?"))

@@ -26,7 +26,7 @@ def pytest_collection_modifyitems(session: Any, config: Any, items: list[Any]) -
     """Runs in pytest, after collection: each named config's cases added as items (before ``-k`` selects)."""
     patterns = config.getoption("dagger_configs", default=[])
     if patterns:
-        from dagger.testing.pytest_items import config_items
+        from dagger.testing.pytest_items import config_items  # cycle: dagger.testing.pytest_items import(s) this module
 
         items.extend(config_items(session, patterns))
 
@@ -34,6 +34,8 @@ def pytest_collection_modifyitems(session: Any, config: Any, items: list[Any]) -
 def pytest_sessionfinish(session: Any) -> None:
     """Runs in pytest, at the end: the runs' scratch directories removed."""
     if session.config.getoption("dagger_configs", default=[]):
-        from dagger.testing.pytest_items import close_harnesses
+        from dagger.testing.pytest_items import (
+            close_harnesses,  # cycle: dagger.testing.pytest_items import(s) this module
+        )
 
         close_harnesses()

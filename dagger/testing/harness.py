@@ -83,7 +83,7 @@ class Harness:
 
     def real_time(self) -> bool:
         """Whether the job runs in Spark's real-time mode (its cases run as micro-batches all the same)."""
-        from dagger.job import load_config
+        from dagger.job import load_config  # start-up: loads fastavro, google, pyarrow, pyspark, udfs
 
         try:
             return load_config(self.config_path, self.overrides).SPARK_TRIGGER_MODE == "real-time"
@@ -172,7 +172,11 @@ class Harness:
     def _descriptor_set(self, config: JobConfig, case: CaseConfig) -> DescriptorSet:
         """The job's descriptor sets (fetched once for every case with the same Stencil URLs), with the case's
         registry subjects in place of the registry's."""
-        from dagger.schema.descriptor_sets import DescriptorSet, SchemaRegistry, StencilSettings
+        from dagger.schema.descriptor_sets import (  # start-up: loads google
+            DescriptorSet,
+            SchemaRegistry,
+            StencilSettings,
+        )
 
         settings = StencilSettings.from_config(config)
         key = json.dumps(settings.urls)
@@ -193,7 +197,7 @@ class Harness:
     ) -> Observed:
         """Run the job over ``batches`` (with ``restarts``, as one query per batch, each started from the last
         one's checkpoint) and observe what it wrote."""
-        from dagger.runner import root_message
+        from dagger.runner import root_message  # start-up: loads pyspark
 
         observed = Observed()
         job = None
@@ -222,10 +226,10 @@ class Harness:
 
     def _job(self, config: JobConfig, case: CaseConfig, directory: str, batches: list[dict], until: int | None) -> Job:
         """The job with the case's fixtures (reading batches up to ``until``, all by default)."""
-        from dagger.job import Job
-        from dagger.job.fixtures import JobFixtures
-        from dagger.kafka.source.memory import MemorySource
-        from dagger.testing.records import CaseInputError
+        from dagger.job import Job  # start-up: loads fastavro, google, pyarrow, pyspark, udfs
+        from dagger.job.fixtures import JobFixtures  # start-up: loads fastavro, google, pyarrow, pyspark, udfs
+        from dagger.kafka.source.memory import MemorySource  # start-up: loads google, numpy, pyarrow, pyspark
+        from dagger.testing.records import CaseInputError  # start-up: loads fastavro, google, pyarrow, pyspark
 
         bounded = case.MODE == "bounded"
         descriptors = self._descriptor_set(config, case)
@@ -278,8 +282,8 @@ def _scratch() -> str | None:
 
 def _memory_records(stream: Any, descriptors: DescriptorSet, batches: list[dict], name: str) -> list[Any]:
     """The stream's records of every batch, offsets counting on across batches as in one partition."""
-    from dagger.kafka.source.memory import MemoryRecord
-    from dagger.testing.records import encode_records
+    from dagger.kafka.source.memory import MemoryRecord  # start-up: loads google, numpy, pyarrow, pyspark
+    from dagger.testing.records import encode_records  # start-up: loads fastavro, google, pyarrow, pyspark
 
     table = stream.INPUT_SCHEMA_TABLE
     out = []
@@ -292,7 +296,7 @@ def _memory_records(stream: Any, descriptors: DescriptorSet, batches: list[dict]
 
 def _wait(job: Job) -> None:
     """Until the query ends (a streaming one once its input is used up and every closable window is out)."""
-    from dagger.runner import is_drained
+    from dagger.runner import is_drained  # start-up: loads pyspark
 
     query = job.query
     deadline = time.monotonic() + CASE_TIMEOUT_S

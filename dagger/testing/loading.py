@@ -81,7 +81,7 @@ def _problem(error: Any, raw: list[Any]) -> str:
 
 def case_config(config_path: str, overrides: list[str], case: CaseConfig) -> JobConfig:
     """The job's config as the case runs it: ``${VAR}``s from the case's ``ENVIRONMENT``, then the process's."""
-    from dagger.job import load_config
+    from dagger.job import load_config  # start-up: loads fastavro, google, pyarrow, pyspark, udfs
 
     return load_config(config_path, overrides, environ={**os.environ, **case.ENVIRONMENT})
 

@@ -34,7 +34,7 @@ class Observed:
 
 def collect(job: Job, case: CaseConfig, observed: Observed) -> None:
     """Into ``observed``: each sink's records read back, and the case's expected ones in the same form."""
-    from dagger.testing.decoding import expected_form, written
+    from dagger.testing.decoding import expected_form, written  # start-up: loads pyarrow
 
     config = job.config
     for sink in job.sinks():

@@ -29,7 +29,7 @@ from dagger.kafka.sink.records import RecordPart
 from dagger.kafka.sink.spark import start_query
 from dagger.librdkafka_logs import quiet
 from dagger.plugins.sink import Sink, SinkSettings, SinkWriter
-from dagger.sinks.capture import read_spool
+from dagger.sinks.capture import SpoolProducer, read_spool
 from dagger.sinks.rejected import RejectedRows, isolate
 
 if TYPE_CHECKING:
@@ -205,13 +205,11 @@ class KafkaSinkSettings(SinkSettings):
 
 class _KafkaWriter(SinkWriter):
     def __init__(self, sink: KafkaSink, partition_id: int, batch_id: int):
-        from dagger.kafka.producer import ProduceError, open_producer
+        from dagger.kafka.producer import ProduceError, open_producer  # start-up: loads numpy
 
         self.sink = sink
         self.rejected = RejectedRows(sink, batch_id, partition_id)
         if sink.capture is not None:  # dagger test: kept, not sent (dagger.sinks.capture)
-            from dagger.sinks.capture import SpoolProducer
-
             self.producer = SpoolProducer(sink.capture, batch_id, partition_id)
             self.count = 0
             return
@@ -235,7 +233,7 @@ class _KafkaWriter(SinkWriter):
         return values, keys
 
     def _produce(self, batch: pa.RecordBatch) -> None:
-        from dagger.kafka.producer import ProduceError
+        from dagger.kafka.producer import ProduceError  # start-up: loads numpy
 
         values, keys = self._encode(batch)
         try:
@@ -335,7 +333,7 @@ class KafkaSink(Sink):
 
         from confluent_kafka import KafkaError, KafkaException, Producer
 
-        from dagger.kafka.producer import PYTHON_CLIENT_ONLY
+        from dagger.kafka.producer import PYTHON_CLIENT_ONLY  # start-up: loads numpy
 
         refused: list[str] = []
         said: list[str] = []  # librdkafka's own reasons (a refused connection), which a metadata timeout does not say

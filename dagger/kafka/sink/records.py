@@ -16,6 +16,7 @@ import decimal
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -137,7 +138,11 @@ class RecordPart:
             return
         if self.auto_register:
             return
-        from dagger.kafka.sink.registry import header, looked_up, message_path
+        from dagger.kafka.sink.registry import (  # cycle: dagger.kafka.sink.registry import(s) this module
+            header,
+            looked_up,
+            message_path,
+        )
 
         schemas = looked_up(descriptors, self.subject, self.data_type, self.named("subject"))
         self.schema_id = schemas.reader_id
@@ -192,7 +197,9 @@ class RecordPart:
             return fit_problems(self.avro_schema, taken, where, set(key_columns))
         if self.data_type == "JSON":
             if self.confluent and self.auto_register and not self.json_schema:
-                from dagger.kafka.sink.registry import json_schema_of
+                from dagger.kafka.sink.registry import (
+                    json_schema_of,  # cycle: dagger.kafka.sink.registry import(s) this module
+                )
 
                 self.json_schema = json_schema_of(taken, self.record_name)
             picked = (
@@ -213,7 +220,11 @@ class RecordPart:
         ``offline`` (``dagger test``): nothing is registered; the schema takes id 1."""
         if not self.confluent or not self.auto_register:
             return
-        from dagger.kafka.sink.registry import header, message_path, register_proto
+        from dagger.kafka.sink.registry import (  # cycle: dagger.kafka.sink.registry import(s) this module
+            header,
+            message_path,
+            register_proto,
+        )
 
         settings = ConfluentSettings(**registry)
         descriptor = None
@@ -240,7 +251,7 @@ class RecordPart:
         if self.data_type == "PROTO" and self.jvm_protobuf:
             from pyspark.sql import SparkSession
 
-            from dagger.serde.proto_jvm import jvm_codec_or_warn, proto_bytes
+            from dagger.serde.proto_jvm import jvm_codec_or_warn, proto_bytes  # start-up: loads numpy
 
             spark = SparkSession.getActiveSession()
             if spark is None or not jvm_codec_or_warn(spark):
@@ -276,7 +287,7 @@ class RecordPart:
             encoded = batch.column(jvm_column)
             errors = encoded.field("error")
             if errors.null_count < len(errors):
-                from dagger.serde.proto_jvm import refused_rows
+                from dagger.serde.proto_jvm import refused_rows  # start-up: loads numpy
 
                 reason, rows = refused_rows(errors)
                 raise RowsRefused("INVALID_MESSAGE_ERROR", reason if self.part == "value" else f"key: {reason}", rows)
@@ -309,7 +320,7 @@ def _encoder(descriptor_set_b64: str, message: str, key: str) -> Any:
     def build() -> Any:
         from google.protobuf import descriptor_pb2
 
-        from dagger.serde.encode import ProtoEncoder
+        from dagger.serde.encode import ProtoEncoder  # start-up: loads numpy
 
         fds = descriptor_pb2.FileDescriptorSet.FromString(base64.b64decode(descriptor_set_b64))
         return ProtoEncoder(build_pool(fds).FindMessageTypeByName(message), key)
@@ -373,7 +384,6 @@ def json_lines(batch: pa.RecordBatch) -> list[bytes]:
     integers and other decimals exactly; timestamps as ISO-8601 UTC with microseconds (``...T03:04:05.123456Z``),
     binary as text, maps as ``[key, value]`` pairs.
     """
-    import orjson
 
     columns = {}
     for field, column in zip(batch.schema, batch.columns, strict=True):
@@ -399,8 +409,6 @@ def _json_ready(column: pa.Array) -> pa.Array:
 
 
 def _json_default(value: Any) -> Any:
-    import orjson
-
     if isinstance(value, decimal.Decimal):
         return int(value) if value == value.to_integral_value() else orjson.Fragment(str(value))
     if isinstance(value, bytes):

@@ -72,7 +72,7 @@ def _encoded(df: DataFrame, part: Any, sink_name: str, real_time: bool) -> Any:
     if part.data_type == "JSON":
         text = F.to_json(F.struct(*[F.col(f"`{c}`") for c in names])).cast("binary")
         return F.concat(F.lit(part.header), text) if part.header else text
-    from dagger.serde.proto_jvm import proto_bytes
+    from dagger.serde.proto_jvm import proto_bytes  # start-up: loads numpy
 
     descriptor_set = base64.b64decode(part.descriptor_set_b64)
     encoded = proto_bytes(

@@ -77,7 +77,10 @@ class KafkaSource(Source):
 
     @staticmethod
     def _check_positions(stream: StreamConfig) -> None:
-        from dagger.kafka.source.positions import end_position, start_position
+        from dagger.kafka.source.positions import (  # cycle: dagger.kafka.source.positions import(s) this module
+            end_position,
+            start_position,
+        )
 
         table = stream.INPUT_SCHEMA_TABLE
         if stream.settings.SOURCE_KAFKA_STARTING_TIMESTAMP and stream.settings.SOURCE_KAFKA_STARTING_OFFSETS != "group":
@@ -120,7 +123,10 @@ class KafkaSource(Source):
     def input_description(
         self, spark: SparkSession, stream: StreamConfig, from_ms: int | None, to_ms: int | None
     ) -> dict[str, Any]:
-        from dagger.kafka.source.positions import end_position, start_position
+        from dagger.kafka.source.positions import (  # cycle: dagger.kafka.source.positions import(s) this module
+            end_position,
+            start_position,
+        )
 
         start, end = start_position(stream, from_ms), end_position(stream, to_ms)
         return {
@@ -138,8 +144,10 @@ class KafkaSource(Source):
         descriptors: DescriptorSet,
         options: SourceOptions,
     ) -> DataFrame:
-        from dagger.kafka.source.decoded import decoded_table
-        from dagger.kafka.source.reader import SOURCE_FORMAT
+        from dagger.kafka.source.decoded import (
+            decoded_table,  # cycle: dagger.kafka.source.decoded import(s) this module
+        )
+        from dagger.kafka.source.reader import SOURCE_FORMAT  # cycle: dagger.kafka.source.reader import(s) this module
 
         if options.spark_kafka and not stream_refusals(stream, options.jvm_protobuf):  # Spark's Kafka source
             fields = (options.fields or {}).get(stream.INPUT_SCHEMA_TABLE)
@@ -148,7 +156,7 @@ class KafkaSource(Source):
             )
         spec = self.spec(stream, config, descriptors, options)
         if spec.data_type == "PROTO" and config.SPARK_PROTOBUF_CODEC == "jvm":  # auto: ptars in the reader's worker
-            from dagger.serde.proto_jvm import jvm_codec_or_warn
+            from dagger.serde.proto_jvm import jvm_codec_or_warn  # start-up: loads numpy, pyarrow
 
             spec.jvm_decode = jvm_codec_or_warn(spark)
         if options.bounded:
@@ -165,8 +173,11 @@ class KafkaSource(Source):
     def spec(self, stream: StreamConfig, config: JobConfig, descriptors: DescriptorSet, options: SourceOptions) -> Any:
         """The reader's settings for ``stream`` (a :class:`~dagger.kafka.source.spec.KafkaSourceSpec`): client
         settings (TLS stores read), positions, dead letters; a config error names what is wrong. No Spark."""
-        from dagger.kafka.source.positions import end_position, start_position
-        from dagger.kafka.source.spec import KafkaSourceSpec
+        from dagger.kafka.source.positions import (  # cycle: dagger.kafka.source.positions import(s) this module
+            end_position,
+            start_position,
+        )
+        from dagger.kafka.source.spec import KafkaSourceSpec  # cycle: dagger.kafka.source.spec import(s) this module
 
         json_input = stream.INPUT_DATATYPE == "JSON"
         avro_input = stream.INPUT_DATATYPE == "AVRO"
@@ -241,7 +252,9 @@ class KafkaSource(Source):
     def finish(self, progress: dict[str, Any], streams: list[StreamConfig], config: JobConfig) -> None:
         """Commit each stream's last processed offsets to its own consumer group (matched by the stream's table,
         which tags its offsets, never by topic: two streams may read the same topic)."""
-        from dagger.kafka.source.commits import commit_final_offsets
+        from dagger.kafka.source.commits import (
+            commit_final_offsets,  # cycle: dagger.kafka.source.commits import(s) this module
+        )
 
         groups = {s.INPUT_SCHEMA_TABLE: consumer_config(s, config) for s in streams if commits_to_group(s)}
         commit_final_offsets(progress, groups)

@@ -16,7 +16,7 @@ def decoded_table(df: DataFrame, spec: KafkaSourceSpec) -> DataFrame:
     for Avro, the values the reader handed over decoded in the JVM."""
     dead_letter = spec.dead_letter if spec.invalid_policy == "dead-letter" else None
     if spec.jvm_decode:
-        from dagger.serde.proto_jvm import proto_table
+        from dagger.serde.proto_jvm import proto_table  # start-up: loads numpy, pyarrow
 
         return proto_table(
             df,
@@ -31,7 +31,7 @@ def decoded_table(df: DataFrame, spec: KafkaSourceSpec) -> DataFrame:
         )
     if spec.data_type != "AVRO":
         return df
-    from dagger.serde.avro_decode import avro_table
+    from dagger.serde.avro_decode import avro_table  # start-up: loads numpy, pyarrow
 
     writers = {int(k): v for k, v in (spec.avro_writers or {}).items()}
     return avro_table(

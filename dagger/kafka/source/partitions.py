@@ -105,7 +105,7 @@ def _reader_config(spec: KafkaSourceSpec) -> dict[str, str]:
 
 def open_range(spec: KafkaSourceSpec, part: KafkaPartition, start: int | None = None) -> Any:
     """A reader of ``part``'s partition from ``start`` (default the range's start); fetching begins at once."""
-    from dagger.kafka.source.fetcher import FetchError, open_fetcher
+    from dagger.kafka.source.fetcher import FetchError, open_fetcher  # start-up: loads numpy, pyarrow
 
     try:
         return open_fetcher(_reader_config(spec), part.topic, part.partition, part.start if start is None else start)
@@ -116,7 +116,7 @@ def open_range(spec: KafkaSourceSpec, part: KafkaPartition, start: int | None = 
 def read_partition(spec: KafkaSourceSpec, part: KafkaPartition, fetcher: Any = None) -> Iterator[Any]:
     """Read one offset range (with ``fetcher``, a reader :func:`open_range` opened for it, which this closes),
     decode it and apply the invalid-record policy."""
-    from dagger.kafka.source.fetcher import FetchError
+    from dagger.kafka.source.fetcher import FetchError  # start-up: loads numpy, pyarrow
 
     decoder = decoder_for(spec)
     if fetcher is None:
@@ -189,7 +189,7 @@ def read_partition(spec: KafkaSourceSpec, part: KafkaPartition, fetcher: Any = N
 
 def _decode_chunk(spec: KafkaSourceSpec, decoder: Any, part: KafkaPartition, chunk: Any, dead_letters: Any) -> Any:
     if spec.data_type == "AVRO" or spec.jvm_decode:  # decoded in the JVM: the coordinates go along for its errors
-        from dagger.serde.avro_decode import UnknownSchemaError
+        from dagger.serde.avro_decode import UnknownSchemaError  # start-up: loads numpy, pyarrow
 
         try:
             result = decoder.decode(chunk.values, (part.topic, part.partition, chunk.offsets))

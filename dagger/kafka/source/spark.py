@@ -154,9 +154,9 @@ def protobuf_stream(
     offset (``fail``), or is marked invalid (``drop``)."""
     from pyspark.sql import functions as F
 
-    from dagger.kafka.sink.registry import message_path
-    from dagger.serde.jvm_frames import RECORD, decoded_table, record_at
-    from dagger.serde.proto_jvm import ERROR, proto_record, record_names
+    from dagger.kafka.sink.registry import message_path  # start-up: loads fastavro, pyarrow
+    from dagger.serde.jvm_frames import RECORD, decoded_table, record_at  # start-up: loads numpy, pyarrow
+    from dagger.serde.proto_jvm import ERROR, proto_record, record_names  # start-up: loads numpy, pyarrow
 
     message = proto_message(stream, descriptors)
     descriptor = descriptors.find_message(message)
@@ -215,7 +215,7 @@ def json_stream(
     from pyspark.sql import functions as F
     from pyspark.sql.types import TimestampType
 
-    from dagger.serde.jvm_frames import record_at
+    from dagger.serde.jvm_frames import record_at  # start-up: loads numpy, pyarrow
 
     rowtime = config.FLINK_ROWTIME_ATTRIBUTE_NAME
     key = f"STREAMS[{stream.INPUT_SCHEMA_TABLE}].INPUT_SCHEMA_JSON_SCHEMA"

@@ -128,19 +128,19 @@ def decoder_for(spec: KafkaSourceSpec):  # noqa: ANN202
 
 def _build_decoder(spec: KafkaSourceSpec):  # noqa: ANN202
     if spec.data_type == "AVRO":
-        from dagger.serde.avro_decode import AvroFrames
+        from dagger.serde.avro_decode import AvroFrames  # start-up: loads numpy, pyarrow
 
         writers = {int(k): v for k, v in (spec.avro_writers or {}).items()}
         return AvroFrames(writers, spec.avro_reader or "", spec.confluent, spec.rowtime_name, spec.rowtime)
     if spec.jvm_decode:
-        from dagger.serde.proto_jvm import ProtoFrames
+        from dagger.serde.proto_jvm import ProtoFrames  # start-up: loads numpy, pyarrow
 
         writers = {int(k): [base64.b64decode(f) for f in v] for k, v in (spec.confluent_writers or {}).items()}
         return ProtoFrames(spec.confluent, writers, spec.message_name, spec.rowtime_name, spec.rowtime)
     inner = _plain_decoder(spec)
     if spec.confluent is None:
         return inner
-    from dagger.serde.confluent_decode import ConfluentDecoder
+    from dagger.serde.confluent_decode import ConfluentDecoder  # start-up: loads numpy, pyarrow
 
     writers = {int(k): [base64.b64decode(f) for f in v] for k, v in (spec.confluent_writers or {}).items()}
     protobuf = spec.data_type == "PROTO"
@@ -149,12 +149,12 @@ def _build_decoder(spec: KafkaSourceSpec):  # noqa: ANN202
 
 def _plain_decoder(spec: KafkaSourceSpec):  # noqa: ANN202
     if spec.data_type == "JSON":
-        from dagger.serde.json_decode import JsonDecoder
+        from dagger.serde.json_decode import JsonDecoder  # start-up: loads numpy, pyarrow
 
         return JsonDecoder(spec.json_schema or "{}", spec.rowtime_json_field, spec.rowtime, spec.fields)
     from google.protobuf import descriptor_pb2
 
-    from dagger.serde.decode import ProtoDecoder
+    from dagger.serde.decode import ProtoDecoder  # start-up: loads numpy, pyarrow
 
     fds = descriptor_pb2.FileDescriptorSet.FromString(base64.b64decode(spec.descriptor_set_b64))
     if spec.fields is not None:

@@ -211,7 +211,7 @@ def output_columns(
     (``retain_response_type``), through the fields ``known`` gives, the others untyped."""
     from pyspark.sql.types import StringType
 
-    from dagger.serde.types import field_type
+    from dagger.serde.types import field_type  # start-up: loads google, pyspark
 
     out = []
     for name, path in mapping.items():
@@ -233,7 +233,7 @@ def output_columns(
 
 def convert(value: Any, field_: Any) -> Any:
     """A JSON response value typed as ``field_`` (Dagger's "from post-processor" conversion, §7.3)."""
-    from dagger.serde.types import is_map
+    from dagger.serde.types import is_map  # start-up: loads google, pyspark
 
     if field_ is None:  # untyped: the value as JSON text (made a VARIANT by the planner)
         return None if value is None else json.dumps(value, default=str)
@@ -254,7 +254,7 @@ def convert(value: Any, field_: Any) -> Any:
 def _single(value: Any, field_: Any) -> Any:
     from google.protobuf.descriptor import FieldDescriptor
 
-    from dagger.serde.types import DURATION, JSON_TYPES, TIMESTAMP, WRAPPERS
+    from dagger.serde.types import DURATION, JSON_TYPES, TIMESTAMP, WRAPPERS  # start-up: loads google, pyspark
 
     kind = field_.type
     if kind == FieldDescriptor.TYPE_MESSAGE:

@@ -25,7 +25,7 @@ class GrpcCaller(AsyncCaller):
         import grpc
         from google.protobuf import descriptor_pb2, message_factory
 
-        from dagger.schema.descriptor_sets import build_pool
+        from dagger.schema.descriptor_sets import build_pool  # start-up: loads google
 
         super().__init__(spec)
         fds = descriptor_pb2.FileDescriptorSet.FromString(base64.b64decode(spec["descriptor_set_b64"]))

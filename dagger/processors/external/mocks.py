@@ -135,7 +135,7 @@ class MockGrpcCaller(GrpcCaller):
     def __init__(self, spec: dict[str, Any]):  # noqa: D107 - no channel: nothing is sent
         from google.protobuf import descriptor_pb2, json_format, message_factory
 
-        from dagger.schema.descriptor_sets import build_pool
+        from dagger.schema.descriptor_sets import build_pool  # start-up: loads google
 
         AsyncCaller.__init__(self, spec)
         pool = build_pool(descriptor_pb2.FileDescriptorSet.FromString(base64.b64decode(spec["descriptor_set_b64"])))

@@ -61,7 +61,7 @@ def path_field(message: Any, path: str) -> Any:
     None for a path JSONPath must evaluate, one the message lacks, or one through a repeated or well-known field."""
     from google.protobuf.descriptor import FieldDescriptor
 
-    from dagger.serde.types import DURATION, JSON_TYPES, TIMESTAMP, WRAPPERS
+    from dagger.serde.types import DURATION, JSON_TYPES, TIMESTAMP, WRAPPERS  # start-up: loads google, pyspark
 
     keys = _simple_path(path)
     if keys is None:
@@ -98,7 +98,12 @@ def retained_fields(mapping: dict[str, str], context: ProcessorContext, response
 
 def with_sets(context: ProcessorContext, urls: str, where: str) -> Any:
     """The job's descriptor sets merged with those at the comma-separated ``urls``."""
-    from dagger.schema.descriptor_sets import DescriptorSet, SchemaRegistryError, StencilSettings, fetch_bytes
+    from dagger.schema.descriptor_sets import (  # start-up: loads google
+        DescriptorSet,
+        SchemaRegistryError,
+        StencilSettings,
+        fetch_bytes,
+    )
 
     settings = StencilSettings.from_config(context.config)
     blobs = [("SCHEMA_REGISTRY_STENCIL_URLS", context.descriptors.serialized)]
@@ -214,7 +219,7 @@ def _fields(spec: dict) -> dict[str, Any]:
     def build() -> dict[str, Any]:
         from google.protobuf import descriptor_pb2
 
-        from dagger.schema.descriptor_sets import build_pool
+        from dagger.schema.descriptor_sets import build_pool  # start-up: loads google
 
         fds = descriptor_pb2.FileDescriptorSet.FromString(base64.b64decode(spec["descriptor_set_b64"]))
         pool = build_pool(fds)
@@ -232,27 +237,41 @@ def _lookup_batches(iterator: Iterator[Any], spec: dict, schema: Any, metrics: M
     from jsonpath_ng.ext import parse
     from pyspark.sql.pandas.types import to_arrow_schema
 
-    from dagger.processors.external.base import LookupError_
+    from dagger.processors.external.base import (
+        LookupError_,  # cycle: dagger.processors.external.base import(s) this module
+    )
 
     arrow_schema = to_arrow_schema(schema, timezone="UTC")
     fields = _fields(spec)
     kind = spec["kind"]
     if kind == "pg":
-        from dagger.processors.external.postgres import PgCaller, build_queries
+        from dagger.processors.external.postgres import (  # cycle: dagger.processors.external.postgres import(s) this module
+            PgCaller,
+            build_queries,
+        )
 
         make, build, variables = PgCaller, build_queries, spec["query_variables"]
     elif kind == "grpc":
-        from dagger.processors.external.grpc import GrpcCaller, build_grpc_requests
+        from dagger.processors.external.grpc import (  # cycle: dagger.processors.external.grpc import(s) this module
+            GrpcCaller,
+            build_grpc_requests,
+        )
 
         make, build, variables = GrpcCaller, build_grpc_requests, spec["request_variables"]
     else:
-        from dagger.processors.external.http import HttpCaller, build_es_requests, build_requests
+        from dagger.processors.external.http import (  # cycle: dagger.processors.external.http import(s) this module
+            HttpCaller,
+            build_es_requests,
+            build_requests,
+        )
 
         make = HttpCaller.shared
         build = build_es_requests if kind == "es" else build_requests
         variables = spec["endpoint_variables"] + spec["request_variables"] + spec["header_variables"]
     if "mocks" in spec:  # dagger test: answered from the case's MOCKS, nothing is called
-        from dagger.processors.external.mocks import mock_caller
+        from dagger.processors.external.mocks import (
+            mock_caller,  # cycle: dagger.processors.external.mocks import(s) this module
+        )
 
         make = mock_caller
     caller = make(spec)
