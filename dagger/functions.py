@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from dagger.errors import DaggerConfigError, UdfError
-from dagger.plugins.udf import UDFS
+from dagger.plugins.udf import UDFS, FunctionSettings, register_udf
 from dagger.python_udfs import register_python
 from udfs import declared, library
 from udfs.declare import UdfContext, functions_of
@@ -118,15 +118,38 @@ def factory_functions(spec: str) -> list[Any]:
     return found
 
 
+#: the names the built-in library registered (:func:`registered_functions`)
+_LIBRARY: set[str] = set()
+
+
+def registered_functions() -> dict[str, tuple[Any, str]]:
+    """Every function of the registry (:mod:`dagger.plugins.udf`) by name, with where it comes from: the built-in
+    library registers there as any package does, each function unless a package registered one of its name (which
+    replaces it, with a warning)."""
+
+    plugins = UDFS.plugins()  # registered in code, and installed packages' entry points
+    if not _LIBRARY:
+        for function in library():
+            if function.name in plugins:
+                log.warning("function %s registered by a package replaces the built-in library's", function.name)
+                continue
+            summary = function.doc.splitlines()[0] if function.doc else ""
+            register_udf(function.name, FunctionSettings, lambda f=function: f, summary)
+            _LIBRARY.add(function.name)
+    return {
+        name: (plugin.build(), "the built-in library" if name in _LIBRARY else f"registered function {name}")
+        for name, plugin in UDFS.plugins().items()
+    }
+
+
 def build_catalog(config: JobConfig, python_functions: list[Any] = ()) -> FunctionCatalog:
-    """The library, then registered functions (:mod:`dagger.plugins.udf`), then factory modules, then Python UDF
-    files (later names replace earlier ones)."""
+    """The registered functions (the built-in library's and packages'), then the job's inputs: the modules of
+    ``FUNCTION_FACTORY_CLASSES`` and the Python UDF files (later names replace earlier ones). The one place a job's
+    functions are resolved."""
 
     catalog = FunctionCatalog()
-    for function in library():
-        catalog.add(function, "the built-in library")
-    for name, plugin in UDFS.plugins().items():
-        catalog.add(plugin.build(), f"registered function {name}")
+    for function, origin in registered_functions().values():
+        catalog.add(function, origin)
     for spec in config.FUNCTION_FACTORY_CLASSES:
         for function in factory_functions(spec):
             catalog.add(function, spec)

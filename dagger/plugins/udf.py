@@ -2,8 +2,10 @@
 
 A function is declared with its typed signature, documentation and implementation by the decorators of
 :mod:`udfs.declare` (``sql_function``, ``macro``, ``arrow_function``, ``table_function``) or ``@udfs.udf``. The
-built-in library, a job's ``FUNCTION_FACTORY_CLASSES`` modules and its ``PYTHON_UDF_CONFIG`` files are found by
-module (:mod:`dagger.functions`). A package that adds functions to every job registers them here::
+built-in library registers here as any package does (:func:`dagger.functions.registered_functions`); a job's own
+inputs, its ``FUNCTION_FACTORY_CLASSES`` modules and its ``PYTHON_UDF_CONFIG`` files, are resolved in one place
+beside them (:func:`dagger.functions.build_catalog`). A package that adds functions to every job registers them
+here::
 
     from dagger.plugins.udf import FunctionSettings, register_udf, register_module
 
@@ -12,8 +14,8 @@ module (:mod:`dagger.functions`). A package that adds functions to every job reg
 
 or names such a module in its ``dagger.functions`` entry point (the entry point's name is one of the functions it
 registers). A function takes no config keys: its settings model is :class:`FunctionSettings`, empty; its
-constructor returns the declaration (a :class:`udfs.declare.Function`). The job's catalog adds the registered
-functions after the library and before ``FUNCTION_FACTORY_CLASSES`` (later names replace earlier ones).
+constructor returns the declaration (a :class:`udfs.declare.Function`). A package's function replaces the
+library's of the same name (with a warning); ``FUNCTION_FACTORY_CLASSES`` and Python files replace both.
 """
 
 from __future__ import annotations

@@ -124,6 +124,43 @@ def test_a_registered_function_is_in_every_jobs_catalog(tmp_path, monkeypatch):
         UDFS.entries.pop("Quadruple", None)
 
 
+def test_the_built_in_library_is_registry_entries_and_a_package_may_replace_one_of_them(caplog):
+    from dagger.functions import _LIBRARY, build_catalog, registered_functions
+    from dagger.plugins.udf import FunctionSettings, register_udf
+    from udfs import library
+    from udfs.declare import Function
+
+    class Config:
+        FUNCTION_FACTORY_CLASSES: list = []
+
+    saved = dict(UDFS.entries), set(_LIBRARY)
+    for name in _LIBRARY:  # as in a fresh process: the library not registered yet
+        UDFS.entries.pop(name, None)
+    _LIBRARY.clear()
+    try:
+        register_udf(  # a package's own Distance, registered before the library is
+            "Distance",
+            FunctionSettings,
+            lambda: Function("Distance", "sql", "Distance(x DOUBLE) -> DOUBLE", "", "x DOUBLE", "DOUBLE", "x"),
+        )
+        with caplog.at_level("WARNING", logger="dagger.functions"):
+            functions = registered_functions()
+        names = {f.name for f in library()}
+        assert names <= set(UDFS.entries) and names - {"Distance"} <= _LIBRARY  # the library: registry entries
+        assert functions["GeoHash"][1] == "the built-in library"
+        assert functions["Distance"] == (functions["Distance"][0], "registered function Distance")
+        assert functions["Distance"][0].body == "x"
+        assert "function Distance registered by a package replaces the built-in library's" in caplog.text
+        catalog = build_catalog(Config())
+        assert catalog.origin["DISTANCE"] == "registered function Distance"
+        assert catalog.origin["GEOHASH"] == "the built-in library"
+    finally:
+        UDFS.entries.clear()
+        UDFS.entries.update(saved[0])
+        _LIBRARY.clear()
+        _LIBRARY.update(saved[1])
+
+
 def test_an_entry_point_that_registers_nothing_under_its_name_is_named(tmp_path, monkeypatch):
     install_plugin_package(tmp_path, monkeypatch, LOOKUPS, "silent_lookup", "VALUE = 1\n", "silent")
     try:
