@@ -181,7 +181,8 @@ def register_transformer(
 
 def resolve_transformer(name: str, where: str) -> Plugin:
     """The registration of a ``transformation_class`` value (a short name, Dagger's qualified name, or
-    ``package.module:Class``), or a config error listing what is accepted."""
+    ``package.module:Class``, which registers the class under that name the first time), or a config error listing
+    what is accepted."""
     short = name
     for package in DAGGER_PACKAGES:
         short = short.removeprefix(package)
@@ -196,7 +197,7 @@ def resolve_transformer(name: str, where: str) -> Plugin:
             raise DaggerConfigError(f"{where}: cannot import transformer {name!r}: {exc}") from None
         if not (isinstance(found, type) and issubclass(found, Transformer)):
             raise DaggerConfigError(f"{where}: {name!r} is not a dagger.plugins.transformer.Transformer")
-        return Plugin("transformer", name, found.arguments_model, found)
+        return register_transformer(name, found.arguments_model, found)  # a registry entry as any other
     raise DaggerConfigError(
         f"{where}: unknown transformation_class {name!r}; accepted: {', '.join(sorted(plugins))} (also with "
         f"Dagger's package {DAGGER_PACKAGES[0].rstrip('.')}), or package.module:Class of your own"

@@ -13,7 +13,7 @@ from dagger.errors import DaggerConfigError
 from dagger.job.binding import FORMATS, SINKS, SOURCES
 from dagger.plugins.lookup import LOOKUPS
 from dagger.plugins.registry import Registry
-from dagger.plugins.transformer import TRANSFORMERS
+from dagger.plugins.transformer import TRANSFORMERS, Transformer, resolve_transformer
 from dagger.plugins.udf import UDFS
 from tests.conftest import install_plugin_package
 
@@ -180,3 +180,24 @@ def test_a_settings_model_of_another_base_is_refused_for_every_kind():
         with pytest.raises(TypeError, match=f"{registry.kind} 'loose': settings must be a"):
             registry.register("loose", Loose, lambda: None)
         assert "loose" not in registry.entries
+
+
+class Passing(Transformer):
+    """A transformer named as ``module:Class`` in a config (resolved below)."""
+
+    name = "Passing"
+
+    def transform(self, df):
+        return df
+
+
+def test_a_transformer_named_module_colon_class_becomes_a_registry_entry():
+    name = f"{__name__}:Passing"
+    try:
+        plugin = resolve_transformer(name, "PROCESSOR_POSTPROCESSOR_CONFIG.transformers[0]")
+        assert plugin.build is Passing and TRANSFORMERS.get(name) is plugin  # resolved once, in the registry
+        assert resolve_transformer(name, "again") is plugin
+        with pytest.raises(DaggerConfigError, match="is not a dagger.plugins.transformer.Transformer"):
+            resolve_transformer(f"{__name__}:test_a_transformer_named_module_colon_class_becomes_a_registry_entry", "x")
+    finally:
+        TRANSFORMERS.entries.pop(name, None)
