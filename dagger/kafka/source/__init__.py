@@ -69,7 +69,7 @@ class KafkaSource(Source):
         if "SOURCE_KAFKA_INVALID_RECORD_POLICY" in stream.keys_set:
             return stream
         passing = stream.model_copy()
-        passing._settings = stream.settings.model_copy(update={"SOURCE_KAFKA_INVALID_RECORD_POLICY": "drop"})
+        passing.bind(stream.settings.model_copy(update={"SOURCE_KAFKA_INVALID_RECORD_POLICY": "drop"}), stream.format)
         return passing
 
     def dead_letter_topic(self, stream: StreamConfig) -> str | None:
