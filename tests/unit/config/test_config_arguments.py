@@ -115,20 +115,3 @@ def test_config_tokens_are_told_apart_from_the_clis_own_options():
     others, config = split_config_tokens(argv)
     assert others == ["job.json", "--set", "A=b", "--available-now", "--checkpoint-dir", "/ck"]
     assert config == ["--FLINK_JOB_ID", "x", "--encodedArgs", "QQ==", "ConfigSource=ENVIRONMENT", "--SINK_TYPE=log"]
-
-
-@pytest.mark.integration
-def test_dagger_validate_takes_every_form(stencil, broker, tmp_path):
-    from tests.conftest import dagger
-
-    job = {
-        **JOB,
-        "SCHEMA_REGISTRY_STENCIL_URLS": stencil.url("examples.desc"),
-        "SINK_KAFKA_BROKERS": broker.bootstrap,
-        "STREAMS": json.dumps([{**STREAM, "SOURCE_KAFKA_CONSUMER_CONFIG_BOOTSTRAP_SERVERS": broker.bootstrap}]),
-    }
-    encoded_run = dagger("validate", "--encodedArgs", encoded(job), "--FLINK_JOB_ID", "from-args")
-    assert encoded_run.returncode == 0, encoded_run.stderr
-    assert "config: OK (1 stream(s), sink(s): kafka (kafka))" in encoded_run.stdout
-    missing = dagger("validate")
-    assert missing.returncode == 2 and "no job config: give a file" in missing.stderr

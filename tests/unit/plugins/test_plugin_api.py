@@ -45,63 +45,6 @@ def test_every_kind_is_one_registry_with_its_own_entry_point_group():
     assert {"HashTransformer", "SQLTransformer", "DeDuplicationTransformer"} <= set(TRANSFORMERS.plugins())
 
 
-@pytest.mark.parametrize(
-    ("registry", "name", "code"),
-    [
-        (
-            LOOKUPS,
-            "redis",
-            """
-            from dagger.plugins.lookup import LookupSettings, register_lookup
-            class RedisSettings(LookupSettings):
-                host: str
-            register_lookup("redis", RedisSettings, lambda df, settings, index, context, where: (df, []))
-            """,
-        ),
-        (
-            TRANSFORMERS,
-            "Upper",
-            """
-            from dagger.plugins.transformer import Transformer, TransformerArguments, register_transformer
-            class UpperArguments(TransformerArguments):
-                column: str
-            class Upper(Transformer):
-                name = "Upper"
-                def transform(self, df):
-                    return df
-            register_transformer("Upper", UpperArguments, Upper)
-            """,
-        ),
-        (
-            UDFS,
-            "Triple",
-            """
-            from udfs.declare import sql_function
-            from dagger.plugins.udf import register_module
-            import sys
-            @sql_function("Triple", "x BIGINT", "BIGINT")
-            def triple():
-                '''Three times x.'''
-                return "x * 3"
-            register_module(sys.modules[__name__])
-            """,
-        ),
-    ],
-    ids=["lookup", "transformer", "function"],
-)
-def test_an_installed_packages_entry_point_registers_a_plugin_of_each_processor_kind(
-    tmp_path, monkeypatch, registry, name, code
-):
-    module = f"plugin_{name.lower()}"
-    install_plugin_package(tmp_path, monkeypatch, registry, module, code, name)
-    try:
-        plugin = registry.plugins()[name]
-        assert plugin.build is not None and plugin.settings.__module__ in (module, "dagger.plugins.udf")
-    finally:
-        registry.entries.pop(name, None)
-        sys.modules.pop(module, None)
-
-
 def test_a_registered_function_is_in_every_jobs_catalog(tmp_path, monkeypatch):
     from dagger.functions import build_catalog
     from dagger.plugins.udf import FunctionSettings, register_udf

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import sys
 import textwrap
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -16,7 +15,7 @@ from dagger.errors import DaggerConfigError
 from dagger.job import load_config
 from dagger.job.reference import render_reference
 from dagger.plugins.sink import SINKS, Sink, SinkSettings, SinkWriter, register_sink
-from tests.conftest import START, install_plugin_package, job, kafka_stream, run_job
+from tests.conftest import install_plugin_package
 
 STREAM = {
     "INPUT_SCHEMA_TABLE": "bookings",
@@ -172,28 +171,6 @@ def test_an_entry_point_that_does_not_register_is_named(tmp_path, monkeypatch):
             SINKS.plugins()
     finally:
         sys.modules.pop("silent_sink", None)
-
-
-def test_a_registered_sink_runs_in_a_job(jsonl, spark, broker, stencil, topic, tmp_path):
-    from testing.produce import produce
-    from testing.samples import bookings
-
-    source = topic("reg-src")
-    produce(broker.bootstrap, source, ((None, v) for v in bookings(10, START)))
-    out = tmp_path / "rows.jsonl"
-    data = job(
-        stencil,
-        [kafka_stream(broker, source, SOURCE_KAFKA_ENDING_OFFSETS="latest")],
-        "SELECT order_number FROM data_stream_0",
-        SINK_TYPE="jsonl",
-        SINK_JSONL_PATH=str(out),
-        SINK_JSONL_EVERY="2",
-    )
-    manager, query = run_job(spark, data, tmp_path / "cp")
-    assert query.exception() is None, query.exception()
-    rows = [json.loads(line) for line in Path(out).read_text().splitlines()]
-    assert len(rows) == 5 and {r["order_number"] for r in rows} <= {f"order-{i}" for i in range(10)}
-    assert manager.counters.sinks["jsonl"]["written"].value == 5
 
 
 class FlushedSettings(JsonLinesSettings):

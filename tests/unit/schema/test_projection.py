@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 from google.protobuf import descriptor_pb2, message_factory
 
-from dagger.job.inputs import pruned_fields
 from dagger.schema.descriptor_sets import build_pool
 from dagger.schema.projection import prune_message, source_fields
 from dagger.sql.rewrite import referenced_columns
@@ -114,40 +113,3 @@ def _manager(stencil, broker, sql: str, **extra):  # noqa: ANN202
 
     data = job(stencil, [kafka_stream(broker, "unused")], sql, **extra)
     return Job(load_config(data=data))
-
-
-def test_pruning_is_off_for_star_queries_pre_processed_tables_and_when_disabled(stencil, broker):
-    sql = "SELECT order_number FROM data_stream_0"
-    assert pruned_fields(_manager(stencil, broker, sql).context, sql) == {
-        "data_stream_0": ["order_number", "event_timestamp"]
-    }
-    star = "SELECT * FROM data_stream_0"
-    assert pruned_fields(_manager(stencil, broker, star).context, star) == {}
-    assert pruned_fields(_manager(stencil, broker, sql, SPARK_PRUNE_INPUT_COLUMNS="false").context, sql) == {}
-    pre = {
-        "table_transformers": [
-            {
-                "table_name": "data_stream_0",
-                "transformers": [{"transformation_class": "InvalidRecordFilterTransformer"}],
-            }
-        ]
-    }
-    manager = _manager(stencil, broker, sql, PROCESSOR_PREPROCESSOR_ENABLE="true", PROCESSOR_PREPROCESSOR_CONFIG=pre)
-    assert pruned_fields(manager.context, sql) == {}
-
-
-def test_a_planned_job_reports_the_full_table_but_reads_the_pruned_one(spark, stencil, broker, topic):
-    from dagger.job import Job, load_config
-
-    sql = "SELECT order_number, amount_paid_by_cash FROM data_stream_0 WHERE amount_paid_by_cash > 1"
-    manager = Job(load_config(data=job(stencil, [kafka_stream(broker, topic("p"))], sql)), spark=spark)
-    plan = manager.validate()
-    assert len(plan.tables["data_stream_0"].fields) == 15  # what `dagger plan` and checkpoint checks see
-    relation = spark.table("data_stream_0")
-    assert relation.columns == [
-        "order_number",
-        "event_timestamp",
-        "amount_paid_by_cash",
-        "__internal_validation_field__",
-        "rowtime",
-    ]
