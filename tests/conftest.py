@@ -26,6 +26,11 @@ START = dt.datetime(2026, 11, 22, 10, 0, tzinfo=dt.UTC)
 
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("TZ", "UTC")
+# the tests' Spark drivers (the session fixture's and every `dagger run` a test starts; Spark's launcher gives
+# SPARK_SUBMIT_OPTS to the driver's JVM) compile with the JIT's first tier only: a test's JVM lives seconds, and C2's
+# compiling was a third of the CPU (make test keeps both cores busy): two test files took 102 CPU-s with both tiers,
+# 68 with the first. Production and make bench keep Spark's defaults.
+os.environ.setdefault("SPARK_SUBMIT_OPTS", "-XX:TieredStopAtLevel=1")
 # the s3 fixture's credentials, set before any Spark Python worker starts (workers keep the environment they
 # started with); the AWS SDK's default of checksumming every upload sends aws-chunked bodies with a trailer, which
 # moto stores undecoded on some paths: checksums only where the API requires them, as older SDKs did
