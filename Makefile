@@ -79,7 +79,7 @@ test: install test-servers ## lint, then the whole suite (unit + integration aga
 	$(VENV)/bin/hadolint Dockerfile
 	$(VENV)/bin/pytest -q -m "not long and not variant" -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=$(DURATIONS)
 
-test-long: install test-servers ## the tests of minutes make test leaves out (kills inside commits and flushes, broker outages, an executor kill, sink outages, a standalone cluster, the bench's parts, a short soak); CI runs them after make test
+test-long: install test-servers ## the tests of minutes make test leaves out (kills inside commits and flushes, broker outages, an executor kill, sink outages, a standalone cluster, the bench's parts, a short soak, the image root and make dist builds); CI runs them after make test
 	$(VENV)/bin/pytest -q -m long -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 test-all: install test-servers ## every test: make test's, the variants and the long failure tests

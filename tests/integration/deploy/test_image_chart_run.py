@@ -30,7 +30,9 @@ from testing.samples import bookings
 from tests.conftest import ROOT, START, kafka_stream
 from tests.project.test_helm_chart import one, render
 
-pytestmark = pytest.mark.integration
+# the image's /opt/dagger built by its make target (a venv installed, the helper compiled): over a minute before the
+# first test, so make test-long (CI runs it) runs this file
+pytestmark = [pytest.mark.integration, pytest.mark.long]
 
 
 @pytest.fixture(scope="module")

@@ -26,6 +26,7 @@ def dist():
     return ROOT / "dist"
 
 
+@pytest.mark.long  # make dist: a venv installed and packed, a minute or more: make test-long (CI runs it)
 def test_make_dist_builds_a_packed_environment_executors_can_run(dist, tmp_path):
     with zipfile.ZipFile(ROOT / "dist" / "dagger_on_spark.zip") as archive:
         names = set(archive.namelist())
