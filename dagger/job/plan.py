@@ -201,20 +201,13 @@ def plan(ctx: JobContext) -> Plan:
     if ctx.real_time:
         from dagger.sql.rewrite import reads_event_time  # start-up: loads sqlglot
 
-        event_time = reads_event_time(rewritten)
-        refused = spark_connector.refusals(
-            config, ctx.bounded, ctx.options.available_now, event_time, df, ctx.jvm_protobuf
+        master = None if ctx.options.validating else ctx.spark.sparkContext.master
+        problems, notes = spark_connector.real_time_checks(
+            config, ctx.bounded, ctx.options.available_now, reads_event_time(rewritten), df, ctx.jvm_protobuf, master
         )
-        result.problems.extend(f"SPARK_TRIGGER_MODE=real-time: {why}" for why in refused)
+        result.problems.extend(problems)
+        result.real_time.extend(notes)
         result.output_mode = "update (real-time mode)"
-        if not refused:
-            master = None if ctx.options.validating else ctx.spark.sparkContext.master
-            note, refusal = spark_connector.task_slots(
-                config, spark_connector.partition_counts(config, timeout=3.0), master
-            )
-            result.real_time.append(note)
-            if refusal is not None:
-                result.problems.append(f"SPARK_TRIGGER_MODE=real-time: {refusal}")
     # VARIANT columns (untyped lookup outputs) take their values' type per batch: checked when written
     arrow_schema = without_variants(to_arrow_schema(df.schema, timezone="UTC"))
 

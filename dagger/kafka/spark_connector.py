@@ -105,6 +105,29 @@ def refusals(
     return out + _producer_problems(sink)
 
 
+def real_time_checks(
+    config: JobConfig,
+    bounded: bool,
+    available_now: bool,
+    reads_event_time: bool,
+    df: Any,
+    jvm_protobuf: bool,
+    session_master: str | None,
+) -> tuple[list[str], list[str]]:
+    """A job planned for real-time mode: what keeps it out (each a problem naming what to change) and what it holds
+    while it runs (notes: the task slots, one per Kafka partition, asked of the brokers for at most 3 s).
+    ``session_master``: the running session's master; None (``dagger validate``) for the one ``dagger run`` would
+    start."""
+    refused = refusals(config, bounded, available_now, reads_event_time, df, jvm_protobuf)
+    problems = [f"SPARK_TRIGGER_MODE=real-time: {why}" for why in refused]
+    if refused:
+        return problems, []
+    note, refusal = task_slots(config, partition_counts(config, timeout=3.0), session_master)
+    if refusal is not None:
+        problems.append(f"SPARK_TRIGGER_MODE=real-time: {refusal}")
+    return problems, [note]
+
+
 def connector_refusals(
     config: JobConfig,
     bounded: bool,
