@@ -14,6 +14,9 @@ import uuid
 import pytest
 
 from dagger.runner import JobRunner
+from tests.unit import test_runner as unit_file
+
+saved_signals = unit_file.saved_signals  # the unit file's fixture, which the test below asks for
 
 
 @pytest.mark.integration

@@ -7,6 +7,9 @@ import json
 from pathlib import Path
 
 from tests.conftest import START, job, kafka_stream, run_job
+from tests.unit.plugins import test_sink_registry as unit_file
+
+jsonl = unit_file.jsonl  # the unit file's fixture, which the test below asks for
 
 
 def test_a_registered_sink_runs_in_a_job(jsonl, spark, broker, stencil, topic, tmp_path):

@@ -9,6 +9,9 @@ import pytest
 
 from testing.produce import consume_all, produce
 from tests.conftest import job, json_sink, kafka_stream, run_job
+from tests.unit.serde import test_compiled_classes as unit_file
+
+rides_module = unit_file.rides_module  # the unit file's fixture, which the test below asks for
 
 
 @pytest.mark.integration
