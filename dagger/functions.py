@@ -118,28 +118,32 @@ def factory_functions(spec: str) -> list[Any]:
     return found
 
 
-#: the names the built-in library registered (:func:`registered_functions`)
-_LIBRARY: set[str] = set()
+#: the built-in library's functions by name, once registered (:func:`registered_functions`)
+_LIBRARY: dict[str, Any] = {}
 
 
 def registered_functions() -> dict[str, tuple[Any, str]]:
-    """Every function of the registry (:mod:`dagger.plugins.udf`) by name, with where it comes from: the built-in
-    library registers there as any package does, each function unless a package registered one of its name (which
-    replaces it, with a warning)."""
+    """Every function of the registry (:mod:`dagger.plugins.udf`) by name, with where it comes from. The built-in
+    library registers there as any package does, the first time, each function whose name no package took; a
+    package's function of a library function's name, registered before or after, replaces it (with a warning)."""
 
     plugins = UDFS.plugins()  # registered in code, and installed packages' entry points
     if not _LIBRARY:
         for function in library():
-            if function.name in plugins:
-                log.warning("function %s registered by a package replaces the built-in library's", function.name)
-                continue
-            summary = function.doc.splitlines()[0] if function.doc else ""
-            register_udf(function.name, FunctionSettings, lambda f=function: f, summary)
-            _LIBRARY.add(function.name)
-    return {
-        name: (plugin.build(), "the built-in library" if name in _LIBRARY else f"registered function {name}")
-        for name, plugin in UDFS.plugins().items()
-    }
+            _LIBRARY[function.name] = function
+            if function.name not in plugins:
+                summary = function.doc.splitlines()[0] if function.doc else ""
+                register_udf(function.name, FunctionSettings, lambda f=function: f, summary)
+    found = {}
+    for name, plugin in UDFS.plugins().items():
+        function = plugin.build()
+        if _LIBRARY.get(name) is function:
+            found[name] = (function, "the built-in library")
+            continue
+        if name in _LIBRARY:
+            log.warning("function %s registered by a package replaces the built-in library's", name)
+        found[name] = (function, f"registered function {name}")
+    return found
 
 
 def build_catalog(config: JobConfig, python_functions: list[Any] = ()) -> FunctionCatalog:

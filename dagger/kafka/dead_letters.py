@@ -28,6 +28,6 @@ def stream_dead_letters(stream: StreamConfig, config: JobConfig) -> DeadLetterSp
     """The stream's own dead-letter topic (on its own cluster, with its security settings), else the job's."""
     topic = stream.settings.SOURCE_KAFKA_DEAD_LETTER_TOPIC
     if topic:
-        producer = client_config(stream.settings, "dead_letters", table=stream.INPUT_SCHEMA_TABLE)
+        producer = client_config(stream.settings, "stream_dead_letters", table=stream.INPUT_SCHEMA_TABLE)
         return DeadLetterSpec(config.job_slug, kafka_topic=topic, producer_config=producer)
     return job_dead_letters(config)

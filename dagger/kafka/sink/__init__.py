@@ -382,13 +382,5 @@ class KafkaSink(Sink):
             "batch %d: %d record(s) written to %s", batch_id, sum(r or 0 for r in results), self.topic
         )
 
-    def start_spark_query(
-        self,
-        df: Any,
-        config: Any,
-        checkpoint: str,
-        name: str,
-        trigger: dict[str, Any] | None = None,
-        async_progress: bool = False,
-    ) -> Any:
-        return start_query(df, config, self, checkpoint, name, trigger, async_progress)
+    #: Spark's Kafka sink, the rows encoded in the JVM (:meth:`dagger.plugins.sink.Sink.start_spark_query`)
+    start_spark_query = start_query

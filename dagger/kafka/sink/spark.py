@@ -17,9 +17,9 @@ if TYPE_CHECKING:
 
 
 def start_query(
+    sink: Any,
     df: DataFrame,
     config: JobConfig,
-    sink: Any,
     checkpoint: str,
     name: str,
     trigger: dict[str, Any] | None = None,

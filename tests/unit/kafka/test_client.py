@@ -74,7 +74,7 @@ def test_one_function_gives_every_client_its_settings_by_role():
     assert spark_producer["linger.ms"] == "7" and "sasl.username" not in spark_producer
 
     assert client_config(config, "dead_letters") == {"bootstrap.servers": "dead:9092", "acks": "1"}
-    own = client_config(stream, "dead_letters", table="bookings")  # the stream's own topic, on its own cluster
+    own = client_config(stream, "stream_dead_letters", table="bookings")  # the stream's own topic, on its own cluster
     assert own == {
         "bootstrap.servers": "127.0.0.1:9092",
         "security.protocol": "SASL_PLAINTEXT",

@@ -76,7 +76,7 @@ def test_the_built_in_library_is_registry_entries_and_a_package_may_replace_one_
     class Config:
         FUNCTION_FACTORY_CLASSES: list = []
 
-    saved = dict(UDFS.entries), set(_LIBRARY)
+    saved = dict(UDFS.entries), dict(_LIBRARY)
     for name in _LIBRARY:  # as in a fresh process: the library not registered yet
         UDFS.entries.pop(name, None)
     _LIBRARY.clear()
@@ -89,7 +89,7 @@ def test_the_built_in_library_is_registry_entries_and_a_package_may_replace_one_
         with caplog.at_level("WARNING", logger="dagger.functions"):
             functions = registered_functions()
         names = {f.name for f in library()}
-        assert names <= set(UDFS.entries) and names - {"Distance"} <= _LIBRARY  # the library: registry entries
+        assert names <= set(UDFS.entries) and names - {"Distance"} <= _LIBRARY.keys()  # the library: registry entries
         assert functions["GeoHash"][1] == "the built-in library"
         assert functions["Distance"] == (functions["Distance"][0], "registered function Distance")
         assert functions["Distance"][0].body == "x"
@@ -97,6 +97,15 @@ def test_the_built_in_library_is_registry_entries_and_a_package_may_replace_one_
         catalog = build_catalog(Config())
         assert catalog.origin["DISTANCE"] == "registered function Distance"
         assert catalog.origin["GEOHASH"] == "the built-in library"
+        caplog.clear()
+        register_udf(  # a package's own GeoHash, registered after the library was
+            "GeoHash",
+            FunctionSettings,
+            lambda: Function("GeoHash", "sql", "GeoHash(x STRING) -> STRING", "", "x STRING", "STRING", "x"),
+        )
+        with caplog.at_level("WARNING", logger="dagger.functions"):
+            assert registered_functions()["GeoHash"][1] == "registered function GeoHash"
+        assert "function GeoHash registered by a package replaces the built-in library's" in caplog.text
     finally:
         UDFS.entries.clear()
         UDFS.entries.update(saved[0])
