@@ -30,6 +30,7 @@ from dagger.kafka.dead_letters import job_dead_letters
 from dagger.longbow.classic import table_name
 from dagger.longbow.plus import input_message
 from dagger.longbow.schema import LongbowKind
+from dagger.plugins.format import format_of
 from dagger.plugins.source import source_of
 from dagger.testing.command import run_tests
 from dagger.worker_logging import DATE_FORMAT, FORMAT
@@ -272,7 +273,7 @@ def _generate(args: argparse.Namespace) -> int:
         stream = config.STREAMS[args.stream]
         if stream.source_name not in KafkaSource.names:
             raise DaggerConfigError(f"--stream {args.stream} of {args.config} is not a Kafka stream")
-        if stream.INPUT_DATATYPE != "PROTO":
+        if not format_of(stream).generates:
             raise DaggerConfigError(
                 f"--stream {args.stream} of {args.config} reads {stream.INPUT_DATATYPE} records; dagger generate "
                 "writes protobuf records only"
@@ -461,7 +462,6 @@ def _replay_range(config, args) -> tuple[int | None, int | None, str | None]:  #
 
 def _validate(config: JobConfig, full: bool = False) -> int:
     from dagger.job import Job  # start-up: loads fastavro, google, pyarrow, pyspark
-    from dagger.serde.formats import describe_records  # start-up: loads pyspark
 
     job = Job(config, validating=True)
     job.check()
@@ -487,7 +487,7 @@ def _validate(config: JobConfig, full: bool = False) -> int:
         where = source_of(stream).location(stream)
         out.write(
             f"stream {stream.INPUT_SCHEMA_TABLE}: {stream.source_name} {where} "
-            f"as {describe_records(stream)}, {len(schema.fields)} columns\n"
+            f"as {format_of(stream).describe(stream)}, {len(schema.fields)} columns\n"
         )
     out.write("SQL as written:\n  " + config.sql.strip() + "\n")
     out.write("SQL as run by Spark:\n  " + plan.rewritten_sql.strip() + "\n")

@@ -21,8 +21,8 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 import dagger.catalog  # noqa: F401 - registers the built-in sources and sinks
-import dagger.processors.external.kinds
-import dagger.serde.formats  # noqa: F401 - registers the built-in input data types
+import dagger.formats  # noqa: F401 - registers the built-in input data types
+import dagger.processors.external.kinds  # noqa: F401 - registers the built-in lookups
 from dagger.config.arguments import ConfigArguments
 from dagger.config.errors import format_validation_error, placed
 from dagger.config.loader import parse_config, read_config
@@ -92,8 +92,14 @@ def _bind_stream(stream: StreamConfig) -> list[str]:
     if problems:
         return problems
     stream.bind(settings, format_settings)
+    source = source_of(stream)
+    if source.formats is not None and stream.INPUT_DATATYPE not in source.formats:
+        return [
+            f"INPUT_DATATYPE {stream.INPUT_DATATYPE} of stream '{table}' is not one {detail.SOURCE_NAME} reads: it "
+            f"{source.formats_rule or 'reads ' + ', '.join(source.formats)}"
+        ]
     try:
-        source_of(stream).check(stream)
+        source.check(stream)
     except ValueError as exc:
         return str(exc).split("\n  - ")
     return []

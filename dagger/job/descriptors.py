@@ -9,10 +9,12 @@ import logging
 from typing import TYPE_CHECKING
 
 from dagger.errors import DescriptorFetchError
+from dagger.formats.records import stream_subject
+from dagger.formats.table import stream_table
+from dagger.plugins.format import format_of
 from dagger.schema.compat import check_and_record, incompatibilities, keep_copy, kept_copy, snapshot
 from dagger.schema.confluent import ConfluentSettings, fetch_subject
 from dagger.schema.descriptor_sets import DescriptorSet, SchemaRegistry, StencilSettings
-from dagger.serde.formats import check_records, stream_subject, stream_table
 
 if TYPE_CHECKING:
     from dagger.job.context import JobContext
@@ -84,7 +86,7 @@ def changes(ctx: JobContext, fresh: DescriptorSet, rewritten_sql: str | None) ->
     from dagger.sql.rewrite import referenced_columns  # start-up: loads sqlglot
 
     rowtime = ctx.config.FLINK_ROWTIME_ATTRIBUTE_NAME
-    streams = [s for s in ctx.config.STREAMS if s.INPUT_DATATYPE == "PROTO" or stream_subject(s) is not None]
+    streams = [s for s in ctx.config.STREAMS if format_of(s).from_descriptor_sets or stream_subject(s) is not None]
     running = current(ctx)
     before = snapshot(running.sha256, {s.INPUT_SCHEMA_TABLE: stream_table(s, running, rowtime) for s in streams})
     try:
@@ -107,7 +109,7 @@ def check(ctx: JobContext) -> None:
     errors → exit 2)."""
 
     for stream in ctx.config.STREAMS:
-        check_records(stream, current(ctx))
+        format_of(stream).check(stream, current(ctx))
 
 
 def pin(ctx: JobContext, tables: dict, rewritten_sql: str) -> None:

@@ -8,12 +8,12 @@ import logging
 from typing import TYPE_CHECKING
 
 from dagger.catalog import register_data_sources
+from dagger.formats.table import stream_table
 from dagger.job.descriptors import current
 from dagger.job.functions import processor_context
+from dagger.plugins.format import format_of
 from dagger.plugins.source import SourceOptions
 from dagger.processors import check_preprocessor_tables, filters_invalid_records, preprocess, table_transformers
-from dagger.schema.projection import source_fields
-from dagger.serde.formats import proto_message, record_struct, rowtime_field, rowtime_field_number, stream_table
 from dagger.serde.types import VALIDITY_COLUMN
 
 if TYPE_CHECKING:
@@ -121,25 +121,16 @@ def pruned_fields(ctx: JobContext, sql: str | None) -> dict[str, list[str]]:
     pruned = {}
     for stream in ctx.config.STREAMS:
         table = stream.INPUT_SCHEMA_TABLE
+        records = format_of(stream)
         if (
             not ctx.source(stream).decodes_named_fields
-            or stream.INPUT_DATATYPE not in ("PROTO", "AVRO")
+            or not records.prunes_fields
             or table_transformers(ctx.config, table)
         ):
             continue  # pre-processors may read any column; JSON records are read whole
-        if stream.INPUT_DATATYPE == "AVRO":  # the decoder's reader schema skips the others
-            names = record_struct(stream, current(ctx)).fieldNames()
-            keep = [n for n in names if used is not None and (n.lower() in used or n == rowtime_field(stream))]
-            if used is not None and len(keep) < len(names):
-                pruned[table] = keep
-                log.info("stream '%s' decodes %d of %d fields: %s", table, len(keep), len(names), ", ".join(keep))
-            continue
-
-        descriptor = current(ctx).find_message(proto_message(stream, current(ctx)))
-        fields = source_fields(descriptor, used, rowtime_field_number(stream, current(ctx)))
+        fields = records.pruned_fields(stream, current(ctx), used)
         if fields is not None:
             pruned[table] = fields
-            log.info(
-                "stream '%s' decodes %d of %d fields: %s", table, len(fields), len(descriptor.fields), ", ".join(fields)
-            )
+            total = len(records.record_struct(stream, current(ctx)).fields)
+            log.info("stream '%s' decodes %d of %d fields: %s", table, len(fields), total, ", ".join(fields))
     return pruned

@@ -14,6 +14,7 @@ import dagger.job.functions as functions
 from dagger.catalog import build_sinks, sink_problems
 from dagger.dead_letter import DeadLetterSpec
 from dagger.errors import DaggerConfigError, SqlError
+from dagger.formats.table import stream_table
 from dagger.job.inputs import reads_event_time, register_streams
 from dagger.kafka import spark_connector
 from dagger.kafka.spark_connector import connector_refusals, python_nodes
@@ -21,8 +22,8 @@ from dagger.longbow.classic import LongbowMetrics, classic_longbow
 from dagger.longbow.plus import plus_reader, plus_writer
 from dagger.longbow.schema import LongbowKind, LongbowSchema, check_types, longbow_schema
 from dagger.longbow.state import state_longbow
+from dagger.plugins.format import format_of
 from dagger.processors import postprocess
-from dagger.serde.formats import stream_subject, stream_table
 from dagger.serde.variant import without_variants
 from dagger.session.tuning import ROCKSDB_STATE_STORE, STATE_STORE_PROVIDER
 
@@ -249,7 +250,7 @@ def declared_schemas(ctx: JobContext) -> dict[str, StructType]:
     return {
         s.INPUT_SCHEMA_TABLE: stream_table(s, descriptors.current(ctx), rowtime)
         for s in ctx.config.STREAMS
-        if s.INPUT_DATATYPE in ("JSON", "AVRO") or s.format.INPUT_SCHEMA_PROTO_CLASS or stream_subject(s)
+        if format_of(s).declares_table(s)
     }
 
 

@@ -20,11 +20,11 @@ from typing import TYPE_CHECKING, Any
 import dagger.job.descriptors as descriptors
 import dagger.job.plan as planning
 from dagger.catalog import sink_problems
+from dagger.formats.table import stream_table
 from dagger.functions import build_catalog
 from dagger.job.plan import Plan
 from dagger.longbow.schema import longbow_schema
 from dagger.plugins.source import SourceOptions
-from dagger.serde.formats import stream_table
 from dagger.serde.variant import without_variants
 
 if TYPE_CHECKING:

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from dagger.errors import DaggerConfigError
 from dagger.kafka.client import client_config
 from dagger.librdkafka_logs import quiet
+from dagger.plugins.format import format_of
 from dagger.plugins.source import source_of
 from dagger.session.spark import local_cores
 
@@ -41,23 +42,9 @@ def stream_refusals(stream: StreamConfig, jvm_protobuf: bool = True) -> list[str
     if not source_of(stream).supports_real_time:
         return [f"STREAMS[{table}]: real-time mode reads Kafka streams only (Spark's Kafka source)"]
     out = []
-    wire = getattr(stream.format, "INPUT_SCHEMA_WIRE_FORMAT", "plain")
-    if stream.INPUT_DATATYPE == "AVRO":
-        out.append(
-            f"STREAMS[{table}]: INPUT_DATATYPE=AVRO records are read by our Kafka reader, which runs in "
-            "micro-batches; real-time mode reads PROTO and JSON streams"
-        )
-    elif stream.INPUT_DATATYPE == "JSON" and wire != "plain":
-        out.append(
-            f"STREAMS[{table}]: JSON records in Confluent's wire format are read by our Kafka reader, which runs "
-            "in micro-batches; real-time mode reads plain JSON, and protobuf plain or in Confluent's format"
-        )
-    elif stream.INPUT_DATATYPE == "PROTO" and not jvm_protobuf:
-        out.append(
-            f"STREAMS[{table}]: protobuf is decoded by ptars in Python workers here (SPARK_PROTOBUF_CODEC=ptars, or "
-            "Dagger's JVM classes are not on the class path), and real-time mode runs no Python; set "
-            "SPARK_PROTOBUF_CODEC=jvm"
-        )
+    refusal = format_of(stream).spark_kafka_refusal(stream, jvm_protobuf)
+    if refusal is not None:
+        out.append(f"STREAMS[{table}]: {refusal}")
     policy = stream.settings.SOURCE_KAFKA_INVALID_RECORD_POLICY
     if policy == "dead-letter":
         out.append(
@@ -153,7 +140,7 @@ def connector_refusals(
             out.append(
                 f"STREAMS[{table}]: SOURCE_KAFKA_INVALID_RECORD_POLICY=dead-letter (Dagger's reader writes them)"
             )
-        if not why and protobuf_only and stream.INPUT_DATATYPE != "PROTO":
+        if not why and protobuf_only and not format_of(stream).spark_kafka_auto:
             out.append(f"STREAMS[{table}]: INPUT_DATATYPE={stream.INPUT_DATATYPE} (auto takes protobuf streams only)")
     if reads_event_time and config.event_time_alignment:
         out.append(

@@ -132,15 +132,11 @@ class ParquetSource(Source):
     names = ("PARQUET_SOURCE",)
     source_type = "BOUNDED"
     settings = ParquetSourceSettings
+    formats = ("PROTO",)
+    formats_rule = "takes its columns from INPUT_SCHEMA_PROTO_CLASS (leave INPUT_DATATYPE out or set it to PROTO)"
 
     def check(self, stream: StreamConfig) -> None:
         stream.settings.require(f"Parquet stream '{stream.INPUT_SCHEMA_TABLE}'", "SOURCE_PARQUET_FILE_PATHS")
-        if stream.INPUT_DATATYPE != "PROTO":
-            raise ValueError(
-                f"INPUT_DATATYPE {stream.INPUT_DATATYPE} is for Kafka streams; Parquet stream "
-                f"'{stream.INPUT_SCHEMA_TABLE}' takes its columns from INPUT_SCHEMA_PROTO_CLASS (leave INPUT_DATATYPE "
-                "out or set it to PROTO)"
-            )
         try:
             parse_date_ranges(stream.settings.SOURCE_PARQUET_FILE_DATE_RANGE, "SOURCE_PARQUET_FILE_DATE_RANGE")
         except DaggerConfigError as exc:

@@ -98,6 +98,9 @@ class Source(ABC):
     supports_real_time: ClassVar[bool] = False
     #: whether ``dagger test`` can feed a case's records to it (it reads records, not files)
     test_input: ClassVar[bool] = False
+    #: the ``INPUT_DATATYPE`` values it reads (None: every registered one), and why, for the error
+    formats: ClassVar[tuple[str, ...] | None] = None
+    formats_rule: ClassVar[str] = ""
 
     def check(self, stream: StreamConfig) -> None:  # noqa: B027 - optional hook
         """Raise ``ValueError`` naming a key this stream lacks or sets wrongly (run while the config loads)."""

@@ -46,8 +46,7 @@ from pyspark.sql.types import (
 )
 
 from dagger.errors import DaggerConfigError
-
-VALIDITY_COLUMN = "__internal_validation_field__"
+from dagger.plugins.format import VALIDITY_COLUMN
 
 TIMESTAMP = "google.protobuf.Timestamp"
 DURATION = "google.protobuf.Duration"

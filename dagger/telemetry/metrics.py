@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from dagger.plugins.format import format_of
 from dagger.plugins.source import source_of
-from dagger.serde.formats import describe_records
 
 if TYPE_CHECKING:
     from dagger.config.model import JobConfig
@@ -543,7 +543,7 @@ class JobMetrics:
             {
                 "sink_type": ",".join(entry.SINK_TYPE for _, entry in sinks),
                 "input_topics": ",".join(getattr(s.settings, "SOURCE_KAFKA_TOPIC_NAMES", None) or "" for s in streams),
-                "input_protos": ",".join(describe_records(s) for s in streams),
+                "input_protos": ",".join(format_of(s).describe(s) for s in streams),
                 "output_topic": getattr(first, "SINK_KAFKA_TOPIC", None) or "",
                 "output_proto": getattr(first, "SINK_KAFKA_PROTO_MESSAGE", None)
                 or getattr(first, "SINK_CONNECTOR_SCHEMA_PROTO_MESSAGE_CLASS", None)

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 def wanted_subjects(config: JobConfig) -> dict[str, str]:
     """Subject → the key that names it, for every subject the job reads from the registry."""
-    from dagger.serde.formats import stream_subject  # start-up: loads pyspark
+    from dagger.formats.records import stream_subject  # start-up: loads pyspark
 
     wanted: dict[str, str] = {}
     for stream in config.STREAMS:

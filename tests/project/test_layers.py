@@ -45,6 +45,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "dagger.python_udfs",
             "dagger.serde",
             "dagger.dead_letter",
+            "dagger.formats",
             "dagger.bounded",
             "dagger.session",
         ),

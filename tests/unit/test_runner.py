@@ -170,7 +170,7 @@ def test_a_held_kafka_source_plans_no_new_input(tmp_path):
     from dagger.kafka.source.spec import KafkaSourceSpec
 
     hold = tmp_path / "hold"
-    spec = KafkaSourceSpec("t", "x", {"bootstrap.servers": "127.0.0.1:1"}, "", "m", None)
+    spec = KafkaSourceSpec("t", "x", {"bootstrap.servers": "127.0.0.1:1"})
     spec.hold_file = str(hold)
     hold.touch()
     start = {"@table": "t", "x:0": 5}

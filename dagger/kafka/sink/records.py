@@ -21,12 +21,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from dagger.errors import DaggerConfigError, SinkError
+from dagger.formats.records import load_text
 from dagger.plugins.sink import JVM_COLUMN_PREFIX
 from dagger.schema.confluent import ConfluentSettings, register
 from dagger.schema.descriptor_sets import build_pool
 from dagger.serde.avro_encode import avro_column, derived_schema, fit_problems, null_fields
 from dagger.serde.avro_types import avro_struct
-from dagger.serde.formats import load_text
+from dagger.serde.confluent_header import header, message_path
 from dagger.serde.json_schema import JsonSchemaError, json_struct
 from dagger.serde.variant import is_json_text
 from dagger.sinks.rejected import RowsRefused
@@ -138,11 +139,7 @@ class RecordPart:
             return
         if self.auto_register:
             return
-        from dagger.kafka.sink.registry import (  # cycle: dagger.kafka.sink.registry import(s) this module
-            header,
-            looked_up,
-            message_path,
-        )
+        from dagger.kafka.sink.registry import looked_up  # cycle: dagger.kafka.sink.registry import(s) this module
 
         schemas = looked_up(descriptors, self.subject, self.data_type, self.named("subject"))
         self.schema_id = schemas.reader_id
@@ -220,11 +217,7 @@ class RecordPart:
         ``offline`` (``dagger test``): nothing is registered; the schema takes id 1."""
         if not self.confluent or not self.auto_register:
             return
-        from dagger.kafka.sink.registry import (  # cycle: dagger.kafka.sink.registry import(s) this module
-            header,
-            message_path,
-            register_proto,
-        )
+        from dagger.kafka.sink.registry import register_proto  # cycle: dagger.kafka.sink.registry import(s) this module
 
         settings = ConfluentSettings(**registry)
         descriptor = None

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 import logging
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
@@ -13,18 +12,9 @@ from dagger.kafka.source.driver import consumer_config, driver_reader
 from dagger.kafka.source.settings import KafkaSourceSettings
 from dagger.kafka.source.spark import kafka_stream
 from dagger.kafka.spark_connector import stream_refusals
+from dagger.plugins.format import FormatEnv, format_of
 from dagger.plugins.source import Source, SourceOptions
 from dagger.schema.confluent import ConfluentSettings
-from dagger.serde.formats import (
-    avro_schemas,
-    json_schema,
-    proto_message,
-    registered,
-    rowtime_field,
-    rowtime_field_number,
-    stream_subject,
-)
-from dagger.serde.types import timestamp_field
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -49,17 +39,7 @@ class KafkaSource(Source):
     def check(self, stream: StreamConfig) -> None:
         what = f"Kafka stream '{stream.INPUT_SCHEMA_TABLE}'"
         stream.settings.require(what, "SOURCE_KAFKA_TOPIC_NAMES", "SOURCE_KAFKA_CONSUMER_CONFIG_BOOTSTRAP_SERVERS")
-        if stream.INPUT_DATATYPE == "PROTO":
-            confluent = stream.format.INPUT_SCHEMA_WIRE_FORMAT == "confluent"
-            if not confluent and not stream.format.INPUT_SCHEMA_PROTO_CLASS:
-                raise ValueError(f"INPUT_SCHEMA_PROTO_CLASS is required for {what}")
-            if stream.format.INPUT_SCHEMA_EVENT_TIMESTAMP_FIELD_INDEX is None and not (
-                stream.format.INPUT_SCHEMA_EVENT_TIMESTAMP_FIELD_NAME
-            ):
-                raise ValueError(
-                    f"INPUT_SCHEMA_EVENT_TIMESTAMP_FIELD_INDEX (or INPUT_SCHEMA_EVENT_TIMESTAMP_FIELD_NAME) is required "
-                    f"for {what}"
-                )
+        format_of(stream).check_keys(stream, what)
         self._check_positions(stream)
 
     def invalid_record_policy(self, stream: StreamConfig) -> str:
@@ -155,15 +135,11 @@ class KafkaSource(Source):
                 spark, stream, config, descriptors, options.resolve_offsets, fields, micro_batches=not options.real_time
             )
         spec = self.spec(stream, config, descriptors, options)
-        if spec.data_type == "PROTO" and config.SPARK_PROTOBUF_CODEC == "jvm":  # auto: ptars in the reader's worker
-            from dagger.serde.proto_jvm import jvm_codec_or_warn  # start-up: loads numpy, pyarrow
-
-            spec.jvm_decode = jvm_codec_or_warn(spark)
         if options.bounded:
             df = spark.read.format(SOURCE_FORMAT).option("spec", spec.to_option()).load()
         else:
             df = spark.readStream.format(SOURCE_FORMAT).option("spec", spec.to_option()).load()
-        return decoded_table(df, spec)
+        return decoded_table(df, spec)  # the table, decoded in the JVM where the format decodes there
 
     def check_reading(
         self, stream: StreamConfig, config: JobConfig, descriptors: DescriptorSet, options: SourceOptions
@@ -179,11 +155,11 @@ class KafkaSource(Source):
         )
         from dagger.kafka.source.spec import KafkaSourceSpec  # cycle: dagger.kafka.source.spec import(s) this module
 
-        json_input = stream.INPUT_DATATYPE == "JSON"
-        avro_input = stream.INPUT_DATATYPE == "AVRO"
-        message = None if json_input or avro_input else proto_message(stream, descriptors)
-        if message is not None or not (json_input or avro_input):
-            descriptors.find_message(message)
+        records = format_of(stream)
+        registry = asdict(ConfluentSettings.from_config(config)) if config.SCHEMA_REGISTRY_CONFLUENT_URL else None
+        # Dagger's codecs decode in the JVM with SPARK_PROTOBUF_CODEC=jvm (auto: ptars in the reader's worker)
+        env = FormatEnv(registry, options.jvm_protobuf and config.SPARK_PROTOBUF_CODEC == "jvm")
+        reader_options = records.reader_options(stream, descriptors, env)
         conf = consumer_config(stream, config)
         if options.commit_offsets and not options.bounded and not commits_to_group(stream):
             logging.getLogger("dagger").warning(
@@ -201,9 +177,6 @@ class KafkaSource(Source):
             table=stream.INPUT_SCHEMA_TABLE,
             topic_pattern=stream.settings.SOURCE_KAFKA_TOPIC_NAMES,
             client_config=conf,
-            descriptor_set_b64="" if json_input or avro_input else base64.b64encode(descriptors.serialized).decode(),
-            message_name=message or "",
-            rowtime_field_number=None if json_input or avro_input else rowtime_field_number(stream, descriptors),
             rowtime=config.FLINK_ROWTIME_ATTRIBUTE_NAME,
             invalid_policy=stream.settings.SOURCE_KAFKA_INVALID_RECORD_POLICY,
             dead_letter=asdict(dead_letter) if dead_letter else None,
@@ -219,25 +192,9 @@ class KafkaSource(Source):
             commit_offsets=options.commit_offsets and not options.bounded and commits_to_group(stream),
             fields=(options.fields or {}).get(stream.INPUT_SCHEMA_TABLE),
             data_type=stream.INPUT_DATATYPE,
-            json_schema=json_schema(stream, descriptors) if json_input else None,
-            rowtime_json_field=rowtime_field(stream) if json_input else None,
+            records=reader_options,
             hold_file=options.hold_file,
         )
-        if avro_input:
-            reader, writers = avro_schemas(stream, descriptors)
-            spec.avro_reader = reader
-            spec.avro_writers = {str(k): v for k, v in writers.items()}
-            spec.rowtime_name = rowtime_field(stream)
-        elif not json_input and spec.rowtime_field_number is not None:
-            spec.rowtime_name = timestamp_field(descriptors.find_message(message), spec.rowtime_field_number).name
-        if stream_subject(stream) is not None:
-            spec.confluent = asdict(ConfluentSettings.from_config(config))
-            if not avro_input:
-                schemas = registered(stream, descriptors, "JSON" if json_input else "PROTOBUF")
-                spec.confluent_writers = {
-                    str(i): [] if json_input else [base64.b64encode(f).decode() for f in schemas.file_descriptors(i)]
-                    for i in schemas.schemas
-                }
         start, end = start_position(stream, options.from_ms), end_position(stream, options.to_ms)
         spec.start = asdict(start)
         spec.end = asdict(end) if end is not None else None

@@ -34,9 +34,6 @@ def driver_reader(stream: StreamConfig, config: JobConfig) -> Any:
         table=stream.INPUT_SCHEMA_TABLE,
         topic_pattern=stream.settings.SOURCE_KAFKA_TOPIC_NAMES,
         client_config=conf,
-        descriptor_set_b64="",
-        message_name="",
-        rowtime_field_number=None,
         unreachable_timeout_ms=stream.settings.SOURCE_KAFKA_UNREACHABLE_TIMEOUT_MS,
         first_contact_ms=config.SPARK_FIRST_CONTACT_TIMEOUT_MS,
     )

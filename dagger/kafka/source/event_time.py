@@ -26,10 +26,9 @@ from __future__ import annotations
 import logging
 import time
 from collections import OrderedDict
-from dataclasses import replace
 from typing import Any
 
-from dagger.kafka.source.spec import FETCH_WAIT_MS, decoder_for, rowtime_field_name, split_offset_key
+from dagger.kafka.source.spec import FETCH_WAIT_MS, split_offset_key
 from dagger.librdkafka_logs import quiet
 
 log = logging.getLogger(__name__)
@@ -68,16 +67,9 @@ class EventTimeProbe:
         return self._consumer
 
     def _decode(self, values: list[bytes | None]) -> list[int | None]:
-        if self._decoder is None:
-            # a few records: read here, by the Python decoder, even where the JVM decodes the stream
-            only_rowtime = replace(self.spec, fields=[rowtime_field_name(self.spec)], jvm_decode=False)
-            self._decoder = decoder_for(only_rowtime)
-        if self.spec.data_type == "AVRO":  # decoded in the JVM; these few records are read here
-            return self._decoder.rowtimes(values)
-        result = self._decoder.decode(values)
-        times = result.batch.column(self.spec.rowtime).cast("int64").to_pylist()
-        valid = result.batch.column(len(result.batch.schema) - 2).to_pylist()
-        return [t if ok else None for t, ok in zip(times, valid, strict=True)]
+        if self._decoder is None:  # a few records: read here, even where the JVM decodes the stream
+            self._decoder = self.spec.format.rowtime_reader(self.spec.records, self.spec.rowtime)
+        return self._decoder(values)
 
     def times(self, wanted: dict[str, int]) -> dict[str, int | None]:
         """The event time of the record at each ``{"topic:partition": offset}`` (the first record at or after it,

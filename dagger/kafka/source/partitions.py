@@ -188,7 +188,7 @@ def read_partition(spec: KafkaSourceSpec, part: KafkaPartition, fetcher: Any = N
 
 
 def _decode_chunk(spec: KafkaSourceSpec, decoder: Any, part: KafkaPartition, chunk: Any, dead_letters: Any) -> Any:
-    if spec.data_type == "AVRO" or spec.jvm_decode:  # decoded in the JVM: the coordinates go along for its errors
+    if spec.decodes_in_jvm:  # decoded in the JVM: the coordinates go along for its errors
         from dagger.serde.avro_decode import UnknownSchemaError  # start-up: loads numpy, pyarrow
 
         try:
@@ -208,6 +208,6 @@ def _decode_chunk(spec: KafkaSourceSpec, decoder: Any, part: KafkaPartition, chu
         if dead_letters is not None:
             for index, reason in zip(result.invalid, result.reasons, strict=True):
                 coordinates = {"topic": part.topic, "partition": part.partition, "offset": int(chunk.offsets[index])}
-                coordinates["message"] = spec.message_name
+                coordinates["message"] = spec.records.get("message") or spec.data_type
                 dead_letters.write_record(chunk.values[index].as_py(), chunk.keys[index].as_py(), reason, coordinates)
     return result.batch

@@ -1,5 +1,5 @@
 """Spark's Kafka source for a job's streams (real-time mode): its options from a stream's keys, each stream decoded
-in the JVM into its table (protobuf by Dagger's decoder, JSON by ``from_json``), and the query's progress in our
+in the JVM into its table by its format (protobuf by Dagger's decoder, JSON by ``from_json``), and the query's progress in our
 reader's form. Runs on the driver (planning); the query then runs in the JVM alone."""
 
 from __future__ import annotations
@@ -12,9 +12,7 @@ from dagger.kafka.client import client_config
 from dagger.kafka.source.driver import driver_reader
 from dagger.kafka.source.positions import start_position
 from dagger.kafka.source.spec import STREAM_KEY
-from dagger.serde.formats import proto_message, registered, rowtime_field_number, stream_subject
-from dagger.serde.json_schema import json_struct
-from dagger.serde.types import VALIDITY_COLUMN, timestamp_field
+from dagger.plugins.format import format_of
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -130,124 +128,15 @@ def kafka_stream(
     fields: list[str] | None = None,
     micro_batches: bool = False,
 ) -> DataFrame:
-    """A stream read by Spark's Kafka source, decoded in the JVM into its table (protobuf or JSON);
-    ``micro_batches``: outside real-time mode (:func:`kafka_options`)."""
-    if stream.INPUT_DATATYPE == "JSON":
-        return json_stream(spark, stream, config, resolve, micro_batches)
-    return protobuf_stream(spark, stream, config, descriptors, resolve, fields, micro_batches)
-
-
-def protobuf_stream(
-    spark: SparkSession,
-    stream: StreamConfig,
-    config: JobConfig,
-    descriptors: Any,
-    resolve: bool = True,
-    fields: list[str] | None = None,
-    micro_batches: bool = False,
-) -> DataFrame:
-    """A protobuf stream read by Spark's Kafka source: the table's columns (the message's fields, those in
-    ``fields`` when given; the validity flag; rowtime), decoded by Dagger's decoder in the JVM. Confluent's header
-    is read there too: its schema id must be one of the subject's versions the job read at start (another one
-    stops the query, saying to restart, under any policy: a version registered since is read after a restart), its
-    message-index path the stream's message. An undecodable record fails the query naming topic, partition and
-    offset (``fail``), or is marked invalid (``drop``)."""
-    from pyspark.sql import functions as F
-
-    from dagger.kafka.sink.registry import message_path  # start-up: loads fastavro, pyarrow
-    from dagger.serde.jvm_frames import RECORD, decoded_table, record_at  # start-up: loads numpy, pyarrow
-    from dagger.serde.proto_jvm import ERROR, proto_record, record_names  # start-up: loads numpy, pyarrow
-
-    message = proto_message(stream, descriptors)
-    descriptor = descriptors.find_message(message)
-    number = rowtime_field_number(stream, descriptors)
-    rowtime_name = timestamp_field(descriptor, number).name if number is not None else None
-    if fields is not None and rowtime_name is not None and rowtime_name not in fields:
-        fields = [*fields, rowtime_name]
-    paths = None
-    if stream_subject(stream) is not None:
-        schemas = registered(stream, descriptors, "PROTOBUF")
-        paths = {}
-        for schema_id in schemas.schemas:
-            path = message_path(schemas.file_descriptors(schema_id)[-1], message)
-            if path is not None:
-                paths[schema_id] = list(path)
+    """A stream read by Spark's Kafka source, decoded in the JVM into its table by its format
+    (:meth:`~dagger.plugins.format.Format.spark_kafka_table`); ``micro_batches``: outside real-time mode
+    (:func:`kafka_options`)."""
     reader = spark.readStream.format("kafka")
     for name, value in kafka_options(stream, config, resolve, micro_batches).items():
         reader = reader.option(name, value)
     raw = reader.load().select("value", "topic", "partition", "offset")
-    decoded = proto_record(spark, F.col("value"), descriptors.serialized, message, fields, confluent=paths)
-    names = record_names(spark, descriptors.serialized, message, fields)
-    reason = F.col(f"{RECORD}.{ERROR}")
-    table = stream.INPUT_SCHEMA_TABLE
-    unknown = F.concat(
-        F.lit("InvalidRecordError: "),
-        record_at(table),
-        F.lit(": "),
-        reason,
-        F.lit(
-            ". If the subject has a version registered since the job started, restart the job: it resumes from its "
-            "checkpoint and reads every version the subject has then; nothing is lost"
-        ),
-    )
-    if paths is not None:  # an unknown id is never a record to drop: a newer version of the subject's schema
-        reason = F.when(reason.startswith("schema id "), F.raise_error(unknown)).otherwise(reason)
-    return decoded_table(
-        raw,
-        decoded,
-        reason,
-        names,
-        table,
-        stream.settings.SOURCE_KAFKA_INVALID_RECORD_POLICY,
-        config.FLINK_ROWTIME_ATTRIBUTE_NAME,
-        rowtime_name,
-        coordinates=("topic", "partition", "offset"),
-        payload="value",
-    )
-
-
-def json_stream(
-    spark: SparkSession, stream: StreamConfig, config: JobConfig, resolve: bool = True, micro_batches: bool = False
-) -> DataFrame:
-    """A JSON stream read by Spark's Kafka source: the table's columns (the JSON Schema's properties, the validity
-    flag, rowtime), decoded by ``from_json``; an undecodable record fails the query naming topic, partition and
-    offset (``fail``), or is marked invalid (``drop``)."""
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import TimestampType
-
-    from dagger.serde.jvm_frames import record_at  # start-up: loads numpy, pyarrow
-
-    rowtime = config.FLINK_ROWTIME_ATTRIBUTE_NAME
-    key = f"STREAMS[{stream.INPUT_SCHEMA_TABLE}].INPUT_SCHEMA_JSON_SCHEMA"
-    record = json_struct(stream.format.INPUT_SCHEMA_JSON_SCHEMA or "", key)
-    reader = spark.readStream.format("kafka")
-    for name, value in kafka_options(stream, config, resolve, micro_batches).items():
-        reader = reader.option(name, value)
-    raw = reader.load()
-    parsed = raw.select(
-        F.from_json(F.col("value").cast("string"), record, {"mode": "PERMISSIVE"}).alias("r"),
-        "topic",
-        "partition",
-        "offset",
-    )
-    time_field = stream.format.INPUT_SCHEMA_JSON_EVENT_TIMESTAMP_FIELD_NAME
-    valid = F.col("r").isNotNull()
-    if time_field:
-        valid = valid & F.col(f"r.`{time_field}`").isNotNull()
-    if stream.settings.SOURCE_KAFKA_INVALID_RECORD_POLICY == "fail":
-        message = F.concat(
-            record_at(stream.INPUT_SCHEMA_TABLE),
-            F.lit(
-                " cannot be decoded as JSON of INPUT_SCHEMA_JSON_SCHEMA. Set SOURCE_KAFKA_INVALID_RECORD_POLICY to "
-                "'drop' to keep the job running past undecodable records."
-            ),
-        )
-        parsed = parsed.where(F.assert_true(valid, message).isNull())
-    columns = [F.col(f"r.`{f.name}`").alias(f.name) for f in record.fields]
-    if time_field is None:
-        event = F.lit(None).cast(TimestampType())
-    elif isinstance(record[time_field].dataType, TimestampType):
-        event = F.col(f"r.`{time_field}`")
-    else:  # a number of epoch seconds, as Dagger reads one
-        event = F.timestamp_micros((F.col(f"r.`{time_field}`") * 1_000_000).cast("long"))
-    return parsed.select(*columns, F.coalesce(valid, F.lit(False)).alias(VALIDITY_COLUMN), event.alias(rowtime))
+    where = {
+        "policy": stream.settings.SOURCE_KAFKA_INVALID_RECORD_POLICY,
+        "rowtime": config.FLINK_ROWTIME_ATTRIBUTE_NAME,
+    }
+    return format_of(stream).spark_kafka_table(raw, stream, descriptors, fields, where)

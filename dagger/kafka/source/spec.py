@@ -4,14 +4,13 @@ and the event-time probe (:mod:`dagger.kafka.source.event_time`), which both use
 
 from __future__ import annotations
 
-import base64
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
+import dagger.formats  # noqa: F401 - registers the built-in formats, in a Python worker too
 from dagger.kafka.source.positions import Position
-from dagger.schema.descriptor_sets import build_pool
-from dagger.schema.projection import prune_message
+from dagger.plugins.format import Format, RecordDecoder, format_named
 from dagger.worker_cache import BuiltCache, content_key
 
 #: ``fetch.wait.max.ms`` of the consumers that plan micro-batches (the event-time probe): a fetch returns as soon as
@@ -30,9 +29,6 @@ class KafkaSourceSpec:
     table: str
     topic_pattern: str
     client_config: dict[str, str]
-    descriptor_set_b64: str
-    message_name: str
-    rowtime_field_number: int | None
     rowtime: str = "rowtime"
     invalid_policy: str = "fail"
     dead_letter: dict[str, Any] | None = None  # a DeadLetterSpec's fields
@@ -48,16 +44,9 @@ class KafkaSourceSpec:
     end: dict[str, Any] | None = None  # a Position's fields; None: unbounded
     time_range: list[int | None] | None = None  # [from_ms, to_ms): records outside are left out
     fields: list[str] | None = None  # the message fields to decode (dagger.schema.projection); None: all
-    data_type: str = "PROTO"  # INPUT_DATATYPE: PROTO (message_name), JSON (json_schema) or AVRO (avro_*)
-    json_schema: str | None = None  # INPUT_SCHEMA_JSON_SCHEMA
-    rowtime_json_field: str | None = None  # INPUT_SCHEMA_JSON_EVENT_TIMESTAMP_FIELD_NAME
+    data_type: str = "PROTO"  # INPUT_DATATYPE: the format whose decoder reads the records (dagger.plugins.format)
+    records: dict[str, Any] = field(default_factory=dict)  # the format's reader options (Format.reader_options)
     hold_file: str | None = None  # SourceOptions.hold_file: present, the next micro-batches admit nothing new
-    avro_reader: str | None = None  # AVRO: the reader schema (JSON)
-    avro_writers: dict[str, str] | None = None  # AVRO: writer schemas by id (JSON keys are strings)
-    confluent: dict[str, Any] | None = None  # Confluent's wire format: the registry (ConfluentSettings' fields)
-    rowtime_name: str | None = None  # the field that becomes rowtime (AVRO, and PROTO decoded in the JVM)
-    confluent_writers: dict[str, list[str]] | None = None  # PROTO/JSON in Confluent's format: id → base64 files
-    jvm_decode: bool = False  # PROTO: the values are handed to Dagger's decoder in the JVM (dagger.serde.proto_jvm)
 
     def to_option(self) -> str:
         return json.dumps(asdict(self))
@@ -73,11 +62,17 @@ class KafkaSourceSpec:
     @property
     def has_rowtime(self) -> bool:
         """Whether the records carry an event time (a rowtime field)."""
-        if self.data_type == "JSON":
-            return self.rowtime_json_field is not None
-        if self.data_type == "AVRO":
-            return self.rowtime_name is not None
-        return self.rowtime_field_number is not None
+        return self.records.get("rowtime_source") is not None
+
+    @property
+    def format(self) -> Format:
+        """The records' format (registered by its ``INPUT_DATATYPE``; a Python worker loads it the same way)."""
+        return format_named(self.data_type)
+
+    @property
+    def decodes_in_jvm(self) -> bool:
+        """Whether the reader only frames the records, for the format's decoder in the JVM."""
+        return self.format.decodes_in_jvm(self.records)
 
     def position(self, which: str) -> Any:
         data = getattr(self, which)
@@ -105,64 +100,7 @@ def split_offset_key(key: str) -> tuple[str, int]:
 _DECODERS = BuiltCache(32)
 
 
-def decoder_for(spec: KafkaSourceSpec):  # noqa: ANN202
-    """One decoder per (descriptor set, message, fields) per Python worker; workers are reused across tasks."""
-    key = content_key(
-        spec.data_type,
-        spec.message_name,
-        spec.rowtime_field_number,
-        spec.rowtime,
-        spec.fields,
-        spec.json_schema,
-        spec.rowtime_json_field,
-        spec.descriptor_set_b64,
-        spec.avro_reader,
-        spec.avro_writers,
-        spec.confluent,
-        spec.rowtime_name,
-        spec.confluent_writers,
-        spec.jvm_decode,
-    )
-    return _DECODERS.get(key, lambda: _build_decoder(spec))
-
-
-def _build_decoder(spec: KafkaSourceSpec):  # noqa: ANN202
-    if spec.data_type == "AVRO":
-        from dagger.serde.avro_decode import AvroFrames  # start-up: loads numpy, pyarrow
-
-        writers = {int(k): v for k, v in (spec.avro_writers or {}).items()}
-        return AvroFrames(writers, spec.avro_reader or "", spec.confluent, spec.rowtime_name, spec.rowtime)
-    if spec.jvm_decode:
-        from dagger.serde.proto_jvm import ProtoFrames  # start-up: loads numpy, pyarrow
-
-        writers = {int(k): [base64.b64decode(f) for f in v] for k, v in (spec.confluent_writers or {}).items()}
-        return ProtoFrames(spec.confluent, writers, spec.message_name, spec.rowtime_name, spec.rowtime)
-    inner = _plain_decoder(spec)
-    if spec.confluent is None:
-        return inner
-    from dagger.serde.confluent_decode import ConfluentDecoder  # start-up: loads numpy, pyarrow
-
-    writers = {int(k): [base64.b64decode(f) for f in v] for k, v in (spec.confluent_writers or {}).items()}
-    protobuf = spec.data_type == "PROTO"
-    return ConfluentDecoder(inner, protobuf, writers, spec.confluent, spec.message_name if protobuf else None)
-
-
-def _plain_decoder(spec: KafkaSourceSpec):  # noqa: ANN202
-    if spec.data_type == "JSON":
-        from dagger.serde.json_decode import JsonDecoder  # start-up: loads numpy, pyarrow
-
-        return JsonDecoder(spec.json_schema or "{}", spec.rowtime_json_field, spec.rowtime, spec.fields)
-    from google.protobuf import descriptor_pb2
-
-    from dagger.serde.decode import ProtoDecoder  # start-up: loads numpy, pyarrow
-
-    fds = descriptor_pb2.FileDescriptorSet.FromString(base64.b64decode(spec.descriptor_set_b64))
-    if spec.fields is not None:
-        fds = prune_message(fds, spec.message_name, spec.fields)
-    descriptor = build_pool(fds).FindMessageTypeByName(spec.message_name)
-    return ProtoDecoder(descriptor, spec.rowtime_field_number, spec.rowtime)
-
-
-def rowtime_field_name(spec: KafkaSourceSpec) -> str:
-    """The message field that becomes ``rowtime``."""
-    return decoder_for(spec).rowtime_source
+def decoder_for(spec: KafkaSourceSpec) -> RecordDecoder:
+    """One decoder per (format, options, fields) per Python worker; workers are reused across tasks."""
+    key = content_key(spec.data_type, json.dumps(spec.records, sort_keys=True), spec.fields, spec.rowtime)
+    return _DECODERS.get(key, lambda: spec.format.decoder(spec.records, spec.fields, spec.rowtime))

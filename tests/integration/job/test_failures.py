@@ -142,11 +142,11 @@ def test_a_commit_while_the_brokers_are_unreachable_ends_within_its_timeout_and_
     """A consumer's own commit waits for the group's coordinator without end while the brokers are unreachable
     (docs/investigations/commit_while_unreachable.py); one did inside a job's planning, and the job outlived its
     SOURCE_KAFKA_UNREACHABLE_TIMEOUT_MS by minutes. The reader's commit ends, says why, and the next one lands."""
-    import base64
     import threading
 
     from confluent_kafka import Consumer, TopicPartition
 
+    from dagger.formats.proto import Proto
     from dagger.kafka.source.commits import COMMIT_TIMEOUT_SECONDS
     from dagger.kafka.source.reader import KafkaStreamReader
     from dagger.kafka.source.spec import KafkaSourceSpec
@@ -158,9 +158,7 @@ def test_a_commit_while_the_brokers_are_unreachable_ends_within_its_timeout_and_
         table="t",
         topic_pattern="commits",
         client_config={"bootstrap.servers": broker.bootstrap, "group.id": "g-commits"},
-        descriptor_set_b64=base64.b64encode((DESCRIPTORS / "examples.desc").read_bytes()).decode(),
-        message_name="dagger.examples.BookingLogMessage",
-        rowtime_field_number=5,
+        records=Proto.options_for((DESCRIPTORS / "examples.desc").read_bytes(), "dagger.examples.BookingLogMessage", 5),
     )
     reader = KafkaStreamReader(spec)
 

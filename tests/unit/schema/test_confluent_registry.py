@@ -8,10 +8,11 @@ import json
 import pytest
 
 from dagger.errors import DaggerConfigError, DescriptorFetchError
+from dagger.formats.avro import Avro
+from dagger.formats.records import stream_subject
 from dagger.job import load_config
 from dagger.schema.confluent import ConfluentSettings, SubjectSchemas, fetch_subject, schema_by_id
 from dagger.schema.descriptor_sets import DescriptorSet
-from dagger.serde.formats import avro_schemas, record_struct, stream_subject
 from testing.schema_registry import SchemaRegistry
 from tests.unit.config.test_config import STREAM
 
@@ -105,9 +106,9 @@ def test_references_are_inlined_every_version_is_kept_and_the_blob_round_trips()
     assert reader["fields"][2]["type"] == ["null", "shop.Address"]  # then named
     descriptors = DescriptorSet([subject.to_blob()])
     assert SubjectSchemas.from_blob(subject.to_blob()[1]) == subject
-    reader_text, writers = avro_schemas(config.STREAMS[0], descriptors)
+    reader_text, writers = Avro().schemas(config.STREAMS[0], descriptors)
     assert sorted(writers) == sorted([first, second]) and json.loads(reader_text) == reader
-    columns = record_struct(config.STREAMS[0], descriptors)
+    columns = Avro().record_struct(config.STREAMS[0], descriptors)
     assert columns.simpleString() == (
         "struct<order_number:string,pickup:struct<city:string>,drop:struct<city:string>,"
         "event_timestamp:timestamp,tip:double>"

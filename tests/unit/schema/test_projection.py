@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 from pathlib import Path
 
 import pytest
@@ -73,6 +72,7 @@ def test_pruned_message_keeps_field_numbers_and_reindexes_oneofs():
 
 
 def test_the_reader_decodes_only_the_kept_fields_and_validates_what_it_reads():
+    from dagger.formats.proto import Proto
     from dagger.kafka.source.spec import KafkaSourceSpec, decoder_for
 
     full = _message(_fds(), BOOKING)
@@ -87,9 +87,7 @@ def test_the_reader_decodes_only_the_kept_fields_and_validates_what_it_reads():
         table="t",
         topic_pattern="x",
         client_config={},
-        descriptor_set_b64=base64.b64encode(EXAMPLES.read_bytes()).decode(),
-        message_name=BOOKING,
-        rowtime_field_number=5,
+        records=Proto.options_for(EXAMPLES.read_bytes(), BOOKING, 5),
         fields=["order_number", "event_timestamp", "amount_paid_by_cash"],
     )
     result = decoder_for(spec).decode([good, bad_unread, b"\x0a\x05ab"])

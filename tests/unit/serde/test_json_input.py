@@ -199,7 +199,7 @@ def test_json_input_on_a_parquet_stream_is_refused(stencil, tmp_path):
     path.write_text(json.dumps(job(stencil, [stream], "SELECT order_number FROM data_stream_0")))
     done = dagger("validate", str(path))
     assert done.returncode == 2
-    assert "INPUT_DATATYPE JSON is for Kafka streams" in done.stderr
+    assert "INPUT_DATATYPE JSON of stream" in done.stderr and "is not one PARQUET_SOURCE reads" in done.stderr
 
 
 # -- the JSON Kafka sink with SINK_KAFKA_JSON_SCHEMA ------------------------------------------------------------

@@ -12,6 +12,7 @@ from types import SimpleNamespace
 import fastavro
 import pytest
 
+from dagger.formats.proto import Proto
 from dagger.job import load_config
 from dagger.kafka.source.spec import KafkaSourceSpec, decoder_for
 from dagger.schema.confluent import ConfluentSettings, fetch_subject
@@ -49,9 +50,7 @@ def test_protobuf_records_in_the_json_mapping_are_read_back_by_the_streams_decod
         table="bookings",
         topic_pattern="bookings",
         client_config={},
-        descriptor_set_b64=base64.b64encode(EXAMPLES.read_bytes()).decode(),
-        message_name=BOOKING,
-        rowtime_field_number=5,
+        records=Proto.options_for(EXAMPLES.read_bytes(), BOOKING, 5),
         fields=["order_number", "event_timestamp", "amount_paid_by_cash"],
     )
     result = decoder_for(spec).decode(values)

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import base64
 from pathlib import Path
 
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
 
+from dagger.formats.proto import Proto
 from dagger.kafka.source.reader import KafkaStreamReader
 from dagger.kafka.source.spec import KafkaSourceSpec, positions
 from testing.produce import produce
@@ -23,9 +23,7 @@ def _reader(broker, topic: str, read_batch_size: int) -> KafkaStreamReader:
             "group.id": f"g-{topic}",
             "auto.offset.reset": "earliest",
         },
-        descriptor_set_b64=base64.b64encode(EXAMPLES.read_bytes()).decode(),
-        message_name="dagger.examples.BookingLogMessage",
-        rowtime_field_number=5,
+        records=Proto.options_for(EXAMPLES.read_bytes(), "dagger.examples.BookingLogMessage", 5),
         read_batch_size=read_batch_size,
     )
     return KafkaStreamReader(spec)

@@ -124,6 +124,7 @@ def test_records_the_where_filters_out_still_close_windows(spark, broker, stenci
 
 @pytest.mark.integration
 def test_the_probe_reads_event_times_at_offsets_from_the_broker(broker, topic):
+    from dagger.formats.proto import Proto
     from dagger.kafka.source.spec import KafkaSourceSpec
 
     name = topic("probe", partitions=2)
@@ -139,9 +140,7 @@ def test_the_probe_reads_event_times_at_offsets_from_the_broker(broker, topic):
         table="t",
         topic_pattern=name,
         client_config={"bootstrap.servers": broker.bootstrap, "group.id": f"g-{uuid.uuid4().hex[:6]}"},
-        descriptor_set_b64=__import__("base64").b64encode(example_descriptors().serialized).decode(),
-        message_name="dagger.examples.BookingLogMessage",
-        rowtime_field_number=5,
+        records=Proto.options_for(example_descriptors().serialized, "dagger.examples.BookingLogMessage", 5),
     )
     probe = EventTimeProbe(spec)
     try:

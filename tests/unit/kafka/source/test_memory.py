@@ -11,6 +11,7 @@ import pytest
 from google.protobuf import descriptor_pb2, message_factory
 
 from dagger.errors import InvalidRecordError
+from dagger.formats.proto import Proto
 from dagger.kafka.source.memory import MemoryFetcher, MemoryRecord
 from dagger.kafka.source.partitions import KafkaPartition, read_partition
 from dagger.kafka.source.spec import KafkaSourceSpec
@@ -33,9 +34,7 @@ def _spec(policy: str, dead_letters: Path | None = None) -> KafkaSourceSpec:
         table="bookings",
         topic_pattern="bookings",
         client_config={"bootstrap.servers": "memory"},
-        descriptor_set_b64=base64.b64encode(EXAMPLES.read_bytes()).decode(),
-        message_name=BOOKING,
-        rowtime_field_number=5,
+        records=Proto.options_for(EXAMPLES.read_bytes(), BOOKING, 5),
         fields=["order_number", "event_timestamp", "amount_paid_by_cash"],
         invalid_policy=policy,
         dead_letter={"job": "j", "path": str(dead_letters)} if dead_letters else None,
@@ -124,13 +123,14 @@ def test_avro_records_in_memory_are_decoded_in_the_jvm_as_from_kafka(spark):
         table="orders",
         topic_pattern="orders",
         client_config={"bootstrap.servers": "memory"},
-        descriptor_set_b64="",
-        message_name="",
-        rowtime_field_number=None,
         invalid_policy="drop",
         data_type="AVRO",
-        avro_reader=json.dumps(schema),
-        avro_writers={"0": json.dumps(schema)},
+        records={
+            "reader": json.dumps(schema),
+            "writers": {"0": json.dumps(schema)},
+            "rowtime_source": None,
+            "confluent": None,
+        },
     )
     held = [MemoryRecord(v, None, i) for i, v in enumerate([*values, b"\x02"])]  # the last: a string cut short
     df = (
