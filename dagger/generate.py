@@ -132,7 +132,7 @@ class RecordGenerator:
     def batch(self, n: int) -> pa.BinaryArray:
         """The next ``n`` serialized records (some replaced by :data:`MALFORMED` per ``malformed_ratio``)."""
         if self.data_type == "JSON":
-            from dagger.kafka.sink.records import json_lines  # start-up: loads fastavro, orjson, pydantic, pyspark
+            from dagger.formats.json.writing import json_lines  # start-up: loads orjson, pydantic, pyspark
 
             encoded = pa.array(json_lines(self.arrow(n)), pa.binary())
         else:

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from dagger.errors import DaggerConfigError
 from dagger.kafka.client import client_config
 from dagger.librdkafka_logs import quiet
-from dagger.plugins.format import format_of
+from dagger.plugins.format import format_named, format_of
 from dagger.plugins.source import source_of
 from dagger.session.spark import local_cores
 
@@ -80,13 +80,11 @@ def refusals(
     sink = sinks[0][1].settings
     for part, data_type in (("value", sink.SINK_KAFKA_DATA_TYPE), ("key", _key_type(sink))):
         key = "SINK_KAFKA_DATA_TYPE" if part == "value" else "SINK_KAFKA_KEY_DATA_TYPE"
-        if data_type == "AVRO":
-            out.append(f"{key}=AVRO records are written by the micro-batch sink; real-time mode writes PROTO or JSON")
-        elif data_type == "PROTO" and not jvm_protobuf:
-            out.append(
-                f"{key}=PROTO is encoded by ptars in Python workers here (SPARK_PROTOBUF_CODEC=ptars, or Dagger's "
-                "JVM classes are not on the class path); set SPARK_PROTOBUF_CODEC=jvm"
-            )
+        if data_type is None:  # the records have no key
+            continue
+        why = format_named(data_type).spark_sink_refusal(key, jvm_protobuf, False, real_time=True)
+        if why is not None:
+            out.append(why)
     if sink.SINK_KAFKA_JSON_SCHEMA or sink.SINK_KAFKA_KEY_JSON_SCHEMA:
         out.append("SINK_KAFKA_JSON_SCHEMA shapes records in Python; leave it out in real-time mode")
     return out + _producer_problems(sink)
@@ -156,12 +154,11 @@ def connector_refusals(
     settings = config.sink_configs[0][1].settings
     for part, data_type in (("value", settings.SINK_KAFKA_DATA_TYPE), ("key", _key_type(settings))):
         key = "SINK_KAFKA_DATA_TYPE" if part == "value" else "SINK_KAFKA_KEY_DATA_TYPE"
-        if data_type == "AVRO":
-            out.append(f"{key}=AVRO is encoded by Dagger's writer")
-        elif data_type == "PROTO" and not jvm_protobuf:
-            out.append(f"{key}=PROTO is encoded by ptars in Python workers here (SPARK_PROTOBUF_CODEC=ptars)")
-        elif data_type == "JSON" and protobuf_only:
-            out.append(f"{key}=JSON (auto takes protobuf sinks only)")
+        if data_type is None:  # the records have no key
+            continue
+        why = format_named(data_type).spark_sink_refusal(key, jvm_protobuf, protobuf_only)
+        if why is not None:
+            out.append(why)
     if settings.SINK_KAFKA_JSON_SCHEMA or settings.SINK_KAFKA_KEY_JSON_SCHEMA:
         out.append("SINK_KAFKA_JSON_SCHEMA shapes records in Python")
     return out + _producer_problems(settings)

@@ -26,8 +26,12 @@ Its settings model holds its ``INPUT_SCHEMA_*`` keys; a stream's keys are valida
 :mod:`dagger.formats`; installed packages through the ``dagger.formats`` entry-point group
 (:mod:`dagger.plugins.registry`), which the Kafka reader's Python workers read too.
 
-Where each method runs: every method runs on the driver but :meth:`Format.decoder`, which runs in the Python
-workers of the Kafka reader (once per worker and options; workers are reused across tasks).
+Where each method runs: every method runs on the driver but :meth:`Format.decoder` and :meth:`Format.encode_part`,
+which run in the Python workers of the Kafka reader and writer (the decoder built once per worker and options;
+workers are reused across tasks).
+
+One module (about 330 lines): one plugin kind's contract, its reading half and its writing half (a sink's record
+part), beside its registry, as every kind's contract is.
 """
 
 from __future__ import annotations
@@ -224,6 +228,75 @@ class Format(ABC):
     def test_encoder(self, stream: StreamConfig, descriptors: DescriptorSet) -> Callable[[dict[str, Any]], bytes]:
         """A case's record (a JSON object) as the bytes a broker would hold; raise ``ValueError`` naming what is
         wrong with a record the stream's schema cannot hold."""
+
+    # --- a sink's records (the Kafka sink's SINK_KAFKA_DATA_TYPE and SINK_KAFKA_KEY_DATA_TYPE) ----------------------
+    # ``part`` is one part of the records (value or key, :class:`dagger.kafka.sink.records.RecordPart`): its keys by
+    # what they hold (``part.named("message")``), what it keeps (schema, header, columns)
+
+    #: whether a sink can write records of it
+    writes: ClassVar[bool] = False
+    #: the registry's name of its schemas (``PROTOBUF``, ``JSON``, ``AVRO``), or None: none in a registry
+    registry_type: ClassVar[str | None] = None
+    #: whether every output column is matched to a field by name (a key needs no columns named)
+    matches_columns_by_name: ClassVar[bool] = False
+
+    def resolve_part(self, part: Any, descriptors: DescriptorSet | None, schema_text: str | None) -> None:
+        """Check and load the part's own keys before the job starts (``schema_text``: the schema key's value)."""
+        raise DaggerConfigError(f"{part.named('data_type')}={self.name}: a sink cannot write {self.name} records")
+
+    def registered_part(self, part: Any, schemas: Any) -> tuple[int, ...] | None:
+        """The part takes the latest schema of its subject (``schemas``); the message-index path its header holds."""
+        return None
+
+    def key_columns(self, part: Any) -> tuple[str, ...] | None:
+        """The output columns a key is made of when they are not named (None: they must be)."""
+        return None
+
+    def check_part(self, part: Any, taken: pa.Schema, key_columns: tuple[str, ...]) -> list[str]:
+        """Why the output columns ``taken`` cannot be written as the part (empty: they can); a schema to derive is
+        derived now. ``key_columns``: the key's, which a value's fixed schema need not hold."""
+        return []
+
+    def register_part(self, part: Any, registry: Any, offline: bool) -> tuple[int, tuple[int, ...] | None]:
+        """Auto-register: the part's schema registered under its subject (``registry``: the registry's
+        settings); its id and the message-index path. ``offline`` (``dagger test``): nothing registered, id 1."""
+        raise NotImplementedError(self.name)
+
+    def jvm_part(self, part: Any, schema: Any) -> Any:
+        """The JVM column of each row's encoding from the output columns (``schema``), or None (encoded in
+        Python by :meth:`encode_part`)."""
+        return None
+
+    def encode_part(self, part: Any, batch: pa.RecordBatch, jvm_column: str) -> pa.BinaryArray:
+        """The part of each row of ``batch`` (the output columns and the sink's JVM ones; ``jvm_column``: this
+        part's), Confluent's header in front where it has one; a row that cannot be encoded refuses the batch
+        (:class:`~dagger.sinks.rejected.RowsRefused`). Runs in the Python workers."""
+        raise NotImplementedError(self.name)
+
+    def describe_part(self, part: Any) -> str:
+        """What the part's records are, for logs."""
+        return self.name
+
+    def part_reader(self, part: Any) -> Callable[[bytes], dict[str, Any]]:
+        """A written record (without Confluent's header) read back as an object (``dagger test``)."""
+        raise NotImplementedError(self.name)
+
+    def part_writer(self, part: Any) -> Callable[[dict[str, Any]], bytes]:
+        """An expected record written as the part would be (``dagger test`` compares it read back)."""
+        raise NotImplementedError(self.name)
+
+    def spark_sink_refusal(
+        self, key: str, jvm_protobuf: bool, protobuf_only: bool, real_time: bool = False
+    ) -> str | None:
+        """Why Spark's Kafka sink cannot encode the part in the JVM (``key``: the data type's key;
+        ``protobuf_only``: ``SPARK_KAFKA_CONNECTOR=auto``'s choice; ``real_time``: for real-time mode's checks)."""
+        if real_time:
+            return f"{key}={self.name} records are written by the micro-batch sink; real-time mode writes PROTO or JSON"
+        return f"{key}={self.name} is encoded by Dagger's writer"
+
+    def spark_part(self, part: Any, df: DataFrame, sink_name: str, real_time: bool) -> Any:
+        """The part of each record as Spark's Kafka sink writes it: a binary column of ``df``'s rows."""
+        raise NotImplementedError(self.name)
 
 
 #: the input data types by ``INPUT_DATATYPE``; each registration's constructor returns the :class:`Format`

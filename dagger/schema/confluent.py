@@ -198,6 +198,32 @@ def register(settings: ConfluentSettings, subject: str, schema: str, schema_type
 _BY_ID: dict[tuple[ConfluentSettings, int], dict[str, Any]] = {}
 
 
+def register_proto(settings: Any, subject: str, descriptor: Any) -> int:
+    """Register the file of ``descriptor`` (a message) under ``subject``, each imported file first under its own
+    name as confluent-kafka's serializer does (the well-known types are every client's own); the file's id."""
+    from confluent_kafka.schema_registry import SchemaReference
+
+    def references(file: Any) -> list[Any]:
+        out = []
+        for dependency in file.dependencies:
+            if dependency.name.startswith("google/protobuf/"):
+                continue
+            register(settings, dependency.name, _b64(dependency), "PROTOBUF", references(dependency))
+            version = client(settings).get_latest_version(dependency.name).version
+            out.append(SchemaReference(dependency.name, dependency.name, version))
+        return out
+
+    return register(settings, subject, _b64(descriptor.file), "PROTOBUF", references(descriptor.file))
+
+
+def _b64(file: Any) -> str:
+    from google.protobuf import descriptor_pb2
+
+    proto = descriptor_pb2.FileDescriptorProto()
+    file.CopyToProto(proto)
+    return base64.b64encode(proto.SerializeToString()).decode()
+
+
 def schema_by_id(settings: ConfluentSettings, schema_id: int, schema_type: str) -> dict[str, Any]:
     """A schema by its global id (``{"schema", "references", "subjects"}``), fetched once per process.
 

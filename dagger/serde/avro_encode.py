@@ -1,5 +1,5 @@
 """Rows → Avro for the Kafka sink (``SINK_KAFKA_DATA_TYPE=AVRO``), encoded by Spark's Avro writer (``to_avro``)
-in the JVM; the sink's Python writer only puts Confluent's header in front (:mod:`dagger.kafka.sink.registry`).
+in the JVM; the sink's Python writer only puts Confluent's header in front (:func:`dagger.serde.confluent_header.framed`).
 
 * :func:`derived_schema`: the Avro record of the output columns (``SINK_KAFKA_SCHEMA_AUTO_REGISTER=true``), as a
   registry keeps it best for evolution: a nullable column is ``["null", T]`` with default ``null``.

@@ -47,3 +47,13 @@ def message_path(file_descriptor: bytes, full_name: str) -> tuple[int, ...] | No
         return None
 
     return walk(file.message_type, prefix, ())
+
+
+def framed(values: Any, header: bytes | None) -> Any:
+    """``values`` (an Arrow binary array) behind Confluent's header (as they are without one), column-wise."""
+    if header is None:
+        return values
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    return pc.binary_join_element_wise(pa.scalar(header, pa.binary()), values, pa.scalar(b"", pa.binary()))

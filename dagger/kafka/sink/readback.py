@@ -8,16 +8,9 @@ or an enum's number and its name, expect the same thing.
 
 from __future__ import annotations
 
-import base64
-import io
-import json
 from typing import TYPE_CHECKING, Any
 
-import fastavro  # confluent-kafka's avro extra
-from google.protobuf import json_format, message_factory
-
-from dagger.schema.descriptor_sets import DescriptorSet
-from dagger.sinks.readback import WrittenRecordError, avro_value, plain
+from dagger.sinks.readback import WrittenRecordError
 
 if TYPE_CHECKING:
     from dagger.kafka.sink.records import RecordPart
@@ -25,7 +18,7 @@ if TYPE_CHECKING:
 
 def read_back(part: RecordPart, values: list[bytes]) -> list[dict[str, Any]]:
     """The records ``values`` hold, in ``part``'s format."""
-    read = _reader(part)
+    read = part.format.part_reader(part)
     out = []
     for i, value in enumerate(values):
         body = value
@@ -42,35 +35,4 @@ def read_back(part: RecordPart, values: list[bytes]) -> list[dict[str, Any]]:
 
 def canonical(part: RecordPart, record: dict[str, Any]) -> dict[str, Any]:
     """An expected record as :func:`read_back` would give it (written with the part's format, then read)."""
-    return _reader(part)(_writer(part)(record))
-
-
-def _reader(part: RecordPart) -> Any:
-    if part.data_type == "PROTO":
-        cls = _message_class(part)
-        return lambda body: json_format.MessageToDict(cls.FromString(body), preserving_proto_field_name=True)
-    if part.data_type == "JSON":
-        return lambda body: json.loads(body)
-    schema = fastavro.parse_schema(json.loads(part.avro_schema or "{}"))
-    return lambda body: plain(fastavro.schemaless_reader(io.BytesIO(body), schema, None))
-
-
-def _writer(part: RecordPart) -> Any:
-    if part.data_type == "PROTO":
-        cls = _message_class(part)
-        return lambda record: json_format.ParseDict(record, cls()).SerializeToString()
-    if part.data_type == "JSON":
-        return lambda record: json.dumps(record).encode()
-    schema = fastavro.parse_schema(json.loads(part.avro_schema or "{}"))
-
-    def write(record: dict[str, Any]) -> bytes:
-        out = io.BytesIO()
-        fastavro.schemaless_writer(out, schema, avro_value(schema, record))
-        return out.getvalue()
-
-    return write
-
-
-def _message_class(part: RecordPart) -> Any:
-    descriptors = DescriptorSet([("sink", base64.b64decode(part.descriptor_set_b64))])
-    return message_factory.GetMessageClass(descriptors.find_message(part.message or ""))
+    return part.format.part_reader(part)(part.format.part_writer(part)(record))

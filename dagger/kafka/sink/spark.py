@@ -4,7 +4,6 @@ librdkafka's names (:func:`dagger.kafka.client.client_config`). Runs on the driv
 
 from __future__ import annotations
 
-import base64
 from typing import TYPE_CHECKING, Any
 
 from dagger.kafka.client import client_config
@@ -64,29 +63,5 @@ def start_query(
 
 
 def _encoded(df: DataFrame, part: Any, sink_name: str, real_time: bool) -> Any:
-    """One part (value or key) of the records, encoded in the JVM."""
-
-    from pyspark.sql import functions as F
-
-    names = list(part.columns) if part.columns is not None else df.columns
-    if part.data_type == "JSON":
-        text = F.to_json(F.struct(*[F.col(f"`{c}`") for c in names])).cast("binary")
-        return F.concat(F.lit(part.header), text) if part.header else text
-    from dagger.serde.proto_jvm import proto_bytes  # start-up: loads numpy
-
-    descriptor_set = base64.b64decode(part.descriptor_set_b64)
-    encoded = proto_bytes(
-        df.sparkSession, df.schema, descriptor_set, part.message, part.header, part.named("message"), part.columns
-    )
-    refusal = F.concat(
-        F.lit(f"sink '{sink_name}': a row cannot be written as {part.message} ({part.part}): "),
-        encoded["error"],
-        F.lit(
-            ". A real-time query has no dead-letter output: change the SQL's output, or run in micro-batches, "
-            "where rejected rows go to DEAD_LETTER_KAFKA_TOPIC or DEAD_LETTER_PATH"
-            if real_time
-            else ". Set DEAD_LETTER_KAFKA_TOPIC (+ _BROKERS) or DEAD_LETTER_PATH to keep the job running and collect "
-            "rejected rows there (the job then writes with Dagger's Kafka writer)"
-        ),
-    )
-    return F.when(encoded["error"].isNull(), encoded["value"]).otherwise(F.raise_error(refusal).cast("binary"))
+    """One part (value or key) of the records, encoded in the JVM by its format."""
+    return part.format.spark_part(part, df, sink_name, real_time)

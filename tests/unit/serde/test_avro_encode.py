@@ -67,8 +67,7 @@ def test_output_that_does_not_fit_a_registered_schema_is_named_column_by_column(
 
 
 def test_the_header_goes_in_front_of_each_datum_and_confluents_layout_reads_back():
-    from dagger.kafka.sink.records import framed
-    from dagger.serde.confluent_header import header
+    from dagger.serde.confluent_header import framed, header
 
     schema = fastavro.parse_schema({"type": "record", "name": "R", "fields": [{"name": "id", "type": "long"}]})
     datums = []

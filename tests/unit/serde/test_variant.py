@@ -7,8 +7,8 @@ import json
 import pyarrow as pa
 from pyspark.sql.types import VariantVal
 
+from dagger.formats.json.writing import json_lines
 from dagger.influx.line_protocol import line_protocol
-from dagger.kafka.sink.records import json_lines
 from dagger.serde.variant import is_json_text, is_variant, typed_variants, without_variants
 
 VARIANT = pa.struct(

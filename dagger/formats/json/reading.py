@@ -1,9 +1,5 @@
-"""``INPUT_DATATYPE=JSON``: one JSON object per record, described by a JSON Schema, as Dagger reads them (plain, or in
-Confluent's wire format with the subject's schema).
-
-The Kafka reader decodes them column-wise with Arrow's JSON reader (:mod:`dagger.serde.json_decode`); Spark's Kafka
-source with ``from_json`` in the JVM (plain records only).
-"""
+"""How JSON streams are read: the table's columns, the checks, the Kafka reader's decoder, the decoding in the JVM
+and ``dagger test``'s records (the reading half of :class:`dagger.formats.json.Json`)."""
 
 from __future__ import annotations
 
@@ -11,11 +7,9 @@ import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from pydantic import Field
-
 from dagger.errors import DaggerConfigError
-from dagger.formats.records import RecordSettings, key_of, registered, stream_subject
-from dagger.plugins.format import Format, FormatEnv, register_format
+from dagger.formats.records import key_of, registered, stream_subject
+from dagger.plugins.format import Format, FormatEnv
 from dagger.serde.confluent_header import header
 from dagger.serde.json_schema import JsonSchemaError, json_struct
 
@@ -28,25 +22,7 @@ if TYPE_CHECKING:
     from dagger.schema.descriptor_sets import DescriptorSet
 
 
-class JsonSettings(RecordSettings):
-    """JSON records (one object per Kafka record) described by a JSON Schema, as Dagger reads them."""
-
-    INPUT_SCHEMA_JSON_SCHEMA: str | None = Field(
-        None,
-        description="JSON Schema of the records (a JSON string, as in Dagger). Its properties become the table's "
-        "columns: object → STRUCT, array → ARRAY, integer → BIGINT, number → DOUBLE, boolean → BOOLEAN, string → "
-        "STRING, `format: date-time` → TIMESTAMP, `format: date` → DATE; local `$ref`s are followed. Properties "
-        "a record has and the schema lacks are ignored; a value of the wrong type makes the record invalid "
-        "(`SOURCE_KAFKA_INVALID_RECORD_POLICY`).",
-    )
-    INPUT_SCHEMA_JSON_EVENT_TIMESTAMP_FIELD_NAME: str | None = Field(
-        None,
-        description="Top-level property that becomes rowtime: a `date-time` string (RFC 3339) or a number of "
-        "epoch seconds. A record without it is invalid.",
-    )
-
-
-class Json(Format):
+class JsonReading(Format):
     """JSON records, read by the JSON Schema's properties."""
 
     def schema(self, stream: StreamConfig, descriptors: DescriptorSet) -> str:
@@ -174,6 +150,3 @@ class Json(Format):
         if stream_subject(stream) is not None:
             prefix = header(registered(stream, descriptors, "JSON").reader_id)
         return lambda record: prefix + json.dumps(record).encode()
-
-
-register_format("JSON", JsonSettings, Json)

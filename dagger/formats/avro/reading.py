@@ -1,9 +1,5 @@
-"""``INPUT_DATATYPE=AVRO`` (beyond Dagger): Avro records with a schema of their own, or in Confluent's wire format
-with the subject's versions as writer schemas.
-
-The Kafka reader only frames the records (:class:`~dagger.serde.avro_decode.AvroFrames`); Dagger's decoder in the JVM
-(``AvroRows``, :func:`~dagger.serde.avro_decode.avro_table`) reads them into the table's columns.
-"""
+"""How AVRO streams are read: the table's columns, the checks, the Kafka reader's decoder, the decoding in the JVM
+and ``dagger test``'s records (the reading half of :class:`dagger.formats.avro.Avro`)."""
 
 from __future__ import annotations
 
@@ -12,11 +8,9 @@ import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from pydantic import Field
-
 from dagger.errors import DaggerConfigError
-from dagger.formats.records import RecordSettings, key_of, load_text, registered, stream_subject
-from dagger.plugins.format import Format, FormatEnv, register_format
+from dagger.formats.records import key_of, load_text, registered, stream_subject
+from dagger.plugins.format import Format, FormatEnv
 from dagger.serde.avro_types import AvroSchemaError, avro_struct
 from dagger.serde.confluent_header import header
 from dagger.sinks.readback import avro_value
@@ -30,18 +24,7 @@ if TYPE_CHECKING:
     from dagger.schema.descriptor_sets import DescriptorSet
 
 
-class AvroSettings(RecordSettings):
-    """Beyond Dagger: Avro records, decoded by Spark's Avro reader, with a schema of their own or from the
-    registry (`INPUT_SCHEMA_WIRE_FORMAT=confluent`)."""
-
-    INPUT_SCHEMA_AVRO_SCHEMA: str | None = Field(
-        None,
-        description="With `plain`: the Avro schema of the records (each one bare binary datum), as its JSON, or "
-        "a path, `file://` or http(s) URL of it. Its fields become the columns (docs/config.md#avro-types).",
-    )
-
-
-class Avro(Format):
+class AvroReading(Format):
     """Avro records, decoded in the JVM against the reader schema."""
 
     prunes_fields = True
@@ -156,6 +139,3 @@ class Avro(Format):
             return prefix + out.getvalue()
 
         return encode
-
-
-register_format("AVRO", AvroSettings, Avro)

@@ -1,10 +1,5 @@
-"""``INPUT_DATATYPE=PROTO``: Dagger's own records, protobuf messages of the descriptor sets
-(``SCHEMA_REGISTRY_STENCIL_URLS``) or of a registry subject in Confluent's wire format.
-
-The table's columns are the message's fields (:mod:`dagger.serde.types`); the Kafka reader decodes them with
-ptars in its Python workers (:mod:`dagger.serde.decode`), or hands the records to Dagger's decoder in the JVM
-(``ProtoRows``, :mod:`dagger.serde.proto_jvm`), which Spark's Kafka source uses too (real-time mode).
-"""
+"""How PROTO streams are read: the table's columns, the checks, the Kafka reader's decoder, the decoding in the JVM
+and ``dagger test``'s records (the reading half of :class:`dagger.formats.proto.Proto`)."""
 
 from __future__ import annotations
 
@@ -13,11 +8,10 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from google.protobuf import descriptor_pb2, json_format, message_factory
-from pydantic import Field
 
 from dagger.errors import DaggerConfigError
-from dagger.formats.records import RecordSettings, key_of, registered, stream_subject
-from dagger.plugins.format import Format, FormatEnv, register_format
+from dagger.formats.records import key_of, registered, stream_subject
+from dagger.plugins.format import Format, FormatEnv
 from dagger.schema.descriptor_sets import build_pool
 from dagger.schema.projection import prune_message, source_fields
 from dagger.serde.confluent_header import header, message_path
@@ -32,23 +26,7 @@ if TYPE_CHECKING:
     from dagger.schema.descriptor_sets import DescriptorSet
 
 
-class ProtoSettings(RecordSettings):
-    """Protobuf records: a message of the descriptor sets (`SCHEMA_REGISTRY_STENCIL_URLS`), or of the registry's
-    subject (`INPUT_SCHEMA_WIRE_FORMAT=confluent`)."""
-
-    INPUT_SCHEMA_PROTO_CLASS: str | None = Field(
-        None,
-        description="Fully qualified protobuf message name of the records, e.g. `pkg.BookingLogMessage`. With "
-        "`confluent`, by default the first message of the subject's file.",
-    )
-    INPUT_SCHEMA_EVENT_TIMESTAMP_FIELD_INDEX: int | None = Field(
-        None,
-        description="Proto field *number* (not position) of the `google.protobuf.Timestamp` field that "
-        "becomes the rowtime column.",
-    )
-
-
-class Proto(Format):
+class ProtoReading(Format):
     """Protobuf records, decoded into the message's fields."""
 
     prunes_fields = True
@@ -267,6 +245,3 @@ class Proto(Format):
                 raise ValueError(f"not a {name} in protobuf's JSON mapping: {exc}") from None
 
         return encode
-
-
-register_format("PROTO", ProtoSettings, Proto)
