@@ -44,7 +44,7 @@ def json_spark_schema(json_schema: dict) -> Any:
     """The Spark schema of the JSON records (the table's columns without the validity flag and rowtime)."""
     from pyspark.sql.types import StructType
 
-    from dagger.serde.json_decode import JsonDecoder
+    from dagger.formats.json.decode import JsonDecoder
 
     decoder = JsonDecoder(json.dumps(json_schema), "event_timestamp", "rowtime", None)
     return StructType([f for f in decoder.spark_schema.fields if f.name in json_schema.get("properties", {})])

@@ -440,8 +440,8 @@ class Bench:
         from pyspark.sql import functions as F
         from pyspark.sql.avro.functions import to_avro
 
+        from dagger.formats.avro.encode import derived_schema
         from dagger.generate import RecordGenerator
-        from dagger.serde.avro_encode import derived_schema
         from testing.schema_registry import SchemaRegistry
 
         self.registry = SchemaRegistry().start()
@@ -603,7 +603,7 @@ class Bench:
         data.update(PART_SETTINGS.get(name.removesuffix("-warmup"), {}))
         manager = Job(load_config(data=data), checkpoint_dir=str(checkpoint), available_now=True, spark=spark)
         # the _spark variant plans the job as a session without Dagger's JVM classes does: from_avro decodes
-        spark_decodes = mock.patch("dagger.serde.avro_decode.jvm_rows", return_value=None)
+        spark_decodes = mock.patch("dagger.formats.avro.decode.jvm_rows", return_value=None)
         used = self.session_cpu()
         launched = time.time()
         with spark_decodes if name.startswith("stateless_avro_spark") else contextlib.nullcontext():

@@ -145,7 +145,7 @@ class RecordGenerator:
 
     def json_schema(self) -> dict:
         """The JSON Schema of the records in JSON (``INPUT_SCHEMA_JSON_SCHEMA``): every field with a JSON type."""
-        from dagger.serde.json_schema import json_schema_of  # start-up: loads orjson, pyspark
+        from dagger.formats.json.schema import json_schema_of  # start-up: loads orjson, pyspark
         from dagger.serde.types import message_struct  # start-up: loads pyspark
 
         return json_schema_of(message_struct(self.descriptor))

@@ -41,7 +41,7 @@ import org.apache.spark.unsafe.types.UTF8String;
 
 /**
  * Avro datums → Spark rows, in the JVM: the Catalyst expression behind Dagger's Avro input
- * (dagger/serde/avro_decode.py builds it with {@link #column}).
+ * (dagger/formats/avro/decode.py builds it with {@link #column}).
  *
  * <p>Its children are a record's writer schema id (INT) and its payload (BINARY, the datum without Confluent's
  * header); its value is the record as the reader schema's row, whose last field (the decoded flag) is true, or

@@ -1,5 +1,5 @@
 """The hand-over to a decoder in the JVM, and the table made of what it decodes: shared by Avro
-(:mod:`dagger.serde.avro_decode`) and protobuf (:mod:`dagger.serde.proto_jvm`).
+(:mod:`dagger.formats.avro.decode`) and protobuf (:mod:`dagger.serde.proto_jvm`).
 
 * **Frames**: what our Python Kafka reader emits for a stream decoded in the JVM: each record's value, its writer
   schema id and where its payload starts (past Confluent's header), its coordinates, the validity flag (false for

@@ -1,7 +1,7 @@
 """Protobuf records decoded in the JVM, by Dagger's own decoder (``dagger/jvm/ProtoRows.java``): Maven Central serves
 no ``spark-protobuf``, and a decoder in Python workers costs their memory and a hand-over per micro-batch.
 
-Two halves, one per side of the hand-over, as Avro's (:mod:`dagger.serde.avro_decode`):
+Two halves, one per side of the hand-over, as Avro's (:mod:`dagger.formats.avro.decode`):
 
 * **In the Python reader** (executors), :class:`ProtoFrames` hands Spark each record's value with where its message
   starts: no Python object per record. With Confluent's wire format it reads the headers column-wise first (the

@@ -1,8 +1,8 @@
 """``INPUT_DATATYPE=AVRO`` (beyond Dagger): Avro records with a schema of their own, or in Confluent's wire format
 with the subject's versions as writer schemas.
 
-The Kafka reader only frames the records (:class:`~dagger.serde.avro_decode.AvroFrames`); Dagger's decoder in the JVM
-(``AvroRows``, :func:`~dagger.serde.avro_decode.avro_table`) reads them into the table's columns.
+The Kafka reader only frames the records (:class:`~dagger.formats.avro.decode.AvroFrames`); Dagger's decoder in the JVM
+(``AvroRows``, :func:`~dagger.formats.avro.decode.avro_table`) reads them into the table's columns.
 """
 
 from __future__ import annotations

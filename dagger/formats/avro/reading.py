@@ -9,9 +9,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from dagger.errors import DaggerConfigError
+from dagger.formats.avro.types import AvroSchemaError, avro_struct
 from dagger.formats.records import key_of, load_text, registered, stream_subject
 from dagger.plugins.format import Format, FormatEnv
-from dagger.serde.avro_types import AvroSchemaError, avro_struct
 from dagger.serde.confluent_header import header
 from dagger.sinks.readback import avro_value
 
@@ -90,7 +90,7 @@ class AvroReading(Format):
         }
 
     def decoder(self, options: dict[str, Any], fields: list[str] | None, rowtime: str) -> RecordDecoder:
-        from dagger.serde.avro_decode import AvroFrames  # start-up: loads numpy, pyarrow
+        from dagger.formats.avro.decode import AvroFrames  # start-up: loads numpy, pyarrow
 
         writers = {int(k): v for k, v in options["writers"].items()}
         return AvroFrames(writers, options["reader"], options["confluent"], options["rowtime_source"], rowtime)
@@ -99,7 +99,7 @@ class AvroReading(Format):
         return True
 
     def jvm_table(self, df: DataFrame, options: dict[str, Any], where: dict[str, Any]) -> DataFrame:
-        from dagger.serde.avro_decode import avro_table  # start-up: loads numpy, pyarrow
+        from dagger.formats.avro.decode import avro_table  # start-up: loads numpy, pyarrow
 
         return avro_table(
             df,

@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow.compute as pc
 
+from dagger.formats.avro.encode import avro_column, derived_schema, fit_problems, null_fields
+from dagger.formats.avro.types import avro_struct
 from dagger.formats.records import load_text
 from dagger.schema.confluent import register
-from dagger.serde.avro_encode import avro_column, derived_schema, fit_problems, null_fields
-from dagger.serde.avro_types import avro_struct
 from dagger.serde.confluent_header import framed
 from dagger.sinks.readback import avro_value, plain
 from dagger.sinks.rejected import RowsRefused

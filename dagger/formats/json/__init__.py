@@ -1,7 +1,7 @@
 """``INPUT_DATATYPE=JSON``: one JSON object per record, described by a JSON Schema, as Dagger reads them (plain, or in
 Confluent's wire format with the subject's schema).
 
-The Kafka reader decodes them column-wise with Arrow's JSON reader (:mod:`dagger.serde.json_decode`); Spark's Kafka
+The Kafka reader decodes them column-wise with Arrow's JSON reader (:mod:`dagger.formats.json.decode`); Spark's Kafka
 source with ``from_json`` in the JVM (plain records only).
 """
 

@@ -8,10 +8,10 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from dagger.errors import DaggerConfigError
+from dagger.formats.json.schema import JsonSchemaError, json_struct
 from dagger.formats.records import key_of, registered, stream_subject
 from dagger.plugins.format import Format, FormatEnv
 from dagger.serde.confluent_header import header
-from dagger.serde.json_schema import JsonSchemaError, json_struct
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -48,7 +48,7 @@ class JsonReading(Format):
         return f"JSON ({subject[0]})" if subject else "JSON"
 
     def check(self, stream: StreamConfig, descriptors: DescriptorSet) -> None:
-        from dagger.serde.json_decode import rowtime_type  # start-up: loads google, numpy, pyarrow
+        from dagger.formats.json.decode import rowtime_type  # start-up: loads google, numpy, pyarrow
 
         if stream_subject(stream) is None and not stream.format.INPUT_SCHEMA_JSON_SCHEMA:
             raise DaggerConfigError(
@@ -77,7 +77,7 @@ class JsonReading(Format):
         return options
 
     def decoder(self, options: dict[str, Any], fields: list[str] | None, rowtime: str) -> RecordDecoder:
-        from dagger.serde.json_decode import JsonDecoder  # start-up: loads numpy, pyarrow
+        from dagger.formats.json.decode import JsonDecoder  # start-up: loads numpy, pyarrow
 
         inner = JsonDecoder(options["schema"] or "{}", options["rowtime_source"], rowtime, fields)
         if options["confluent"] is None:

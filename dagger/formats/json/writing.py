@@ -14,9 +14,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from dagger.errors import DaggerConfigError, SinkError
+from dagger.formats.json.schema import JsonSchemaError, json_struct
 from dagger.schema.confluent import register
 from dagger.serde.confluent_header import framed
-from dagger.serde.json_schema import JsonSchemaError, json_struct
 from dagger.serde.variant import is_json_text
 from dagger.sinks.rejected import RowsRefused
 from dagger.worker_cache import BuiltCache, content_key

@@ -206,8 +206,8 @@ class ProtoReading(Format):
         fields: list[str] | None,
         where: dict[str, Any],
     ) -> DataFrame:
-        """Dagger's decoder in the JVM (:func:`~dagger.serde.proto_kafka.kafka_table`)."""
-        from dagger.serde.proto_kafka import kafka_table  # start-up: loads numpy, pyarrow
+        """Dagger's decoder in the JVM (:func:`~dagger.formats.proto.kafka.kafka_table`)."""
+        from dagger.formats.proto.kafka import kafka_table  # start-up: loads numpy, pyarrow
 
         message = self.message(stream, descriptors)
         rowtime_name = self.rowtime_source(stream, descriptors)

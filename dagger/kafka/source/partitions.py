@@ -189,7 +189,7 @@ def read_partition(spec: KafkaSourceSpec, part: KafkaPartition, fetcher: Any = N
 
 def _decode_chunk(spec: KafkaSourceSpec, decoder: Any, part: KafkaPartition, chunk: Any, dead_letters: Any) -> Any:
     if spec.decodes_in_jvm:  # decoded in the JVM: the coordinates go along for its errors
-        from dagger.serde.avro_decode import UnknownSchemaError  # start-up: loads numpy, pyarrow
+        from dagger.formats.avro.decode import UnknownSchemaError  # start-up: loads numpy, pyarrow
 
         try:
             result = decoder.decode(chunk.values, (part.topic, part.partition, chunk.offsets))

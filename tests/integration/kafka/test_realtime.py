@@ -14,7 +14,7 @@ import pytest
 from testing.produce import consume_all, produce, topic_size
 from testing.samples import bookings
 from tests.conftest import START, dagger, job, json_sink, kafka_sink, kafka_stream
-from tests.unit.serde.test_json_input import as_json, json_stream
+from tests.unit.formats.test_json_input import as_json, json_stream
 
 pytestmark = pytest.mark.integration
 SQL = "SELECT order_number, amount_paid_by_cash, event_timestamp FROM data_stream_0 WHERE amount_paid_by_cash < 500"

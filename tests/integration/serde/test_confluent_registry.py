@@ -10,9 +10,9 @@ import pyarrow as pa
 import pytest
 from confluent_kafka.schema_registry.json_schema import JSONSerializer
 
+from dagger.formats.json.decode import JsonDecoder
 from dagger.serde.confluent_decode import ConfluentDecoder, message_at
 from dagger.serde.decode import ProtoDecoder
-from dagger.serde.json_decode import JsonDecoder
 from testing.confluent import (
     ORDER,
     ORDER_JSON_SCHEMA,

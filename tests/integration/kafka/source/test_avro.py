@@ -305,7 +305,7 @@ def test_the_type_mapping_is_the_one_sparks_avro_reader_gives(spark):
     from pyspark.sql import functions as F
     from pyspark.sql.avro.functions import from_avro
 
-    from dagger.serde.avro_types import avro_struct
+    from dagger.formats.avro.types import avro_struct
 
     ours = avro_struct(json.dumps(WIDE), "here")
     spark_type = spark.range(1).select(from_avro(F.lit(None).cast("binary"), json.dumps(WIDE)).alias("r")).schema

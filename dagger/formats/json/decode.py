@@ -24,8 +24,8 @@ import pyarrow.json as pj
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import DataType, LongType, StructType, TimestampType
 
+from dagger.formats.json.schema import JsonSchemaError, json_struct
 from dagger.serde.decode import DecodeResult, validity_and_rowtime
-from dagger.serde.json_schema import JsonSchemaError, json_struct
 from dagger.serde.types import input_table
 
 _NEWLINE = pa.scalar(b"\n", pa.binary())

@@ -72,7 +72,7 @@ def fit_problems(avro_schema: str, schema: pa.Schema, where: str, others: set[st
     ``others`` (the record key's) may be left out of the schema."""
     from pyspark.sql.pandas.types import from_arrow_type
 
-    from dagger.serde.avro_types import avro_struct  # start-up: loads pyspark
+    from dagger.formats.avro.types import avro_struct  # start-up: loads pyspark
 
     wanted = avro_struct(avro_schema, where)
     problems = []
@@ -100,7 +100,7 @@ def avro_column(avro_schema: str) -> Any:
     from pyspark.sql import functions as F
     from pyspark.sql.avro.functions import to_avro
 
-    from dagger.serde.avro_types import avro_struct  # start-up: loads pyspark
+    from dagger.formats.avro.types import avro_struct  # start-up: loads pyspark
 
     fields = avro_struct(avro_schema, "the Avro schema").fields
     value = to_avro(F.struct(*[F.col(f"`{f.name}`") for f in fields]), avro_schema)
@@ -115,7 +115,7 @@ def avro_column(avro_schema: str) -> Any:
 
 def null_fields(avro_schema: str, batch: pa.RecordBatch, rows: list[int]) -> str:
     """Why ``rows`` of ``batch`` have no datum: the non-null fields they hold a null for."""
-    from dagger.serde.avro_types import avro_struct  # start-up: loads pyspark
+    from dagger.formats.avro.types import avro_struct  # start-up: loads pyspark
 
     required = [f.name for f in avro_struct(avro_schema, "the Avro schema").fields if not f.nullable]
     names = sorted({n for n in required for r in rows if batch.column(n)[r].as_py() is None})

@@ -11,8 +11,8 @@ import pyarrow as pa
 import pytest
 from google.protobuf.json_format import MessageToDict
 
-from dagger.serde.json_decode import JsonDecoder
-from dagger.serde.json_schema import JsonSchemaError, json_struct
+from dagger.formats.json.decode import JsonDecoder
+from dagger.formats.json.schema import JsonSchemaError, json_struct
 from testing.produce import consume_all, produce
 from testing.samples import bookings, message_class
 from tests.conftest import START, dagger, job, json_sink, kafka_stream, run_job

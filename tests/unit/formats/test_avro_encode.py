@@ -1,4 +1,4 @@
-"""The Avro Kafka sink's schema side (dagger.serde.avro_encode): the schema derived from output columns, whether
+"""The Avro Kafka sink's schema side (dagger.formats.avro.encode): the schema derived from output columns, whether
 output fits a registered schema, and Confluent's header put in front of datums."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import json
 import fastavro
 import pyarrow as pa
 
-from dagger.serde.avro_encode import derived_schema, fit_problems
+from dagger.formats.avro.encode import derived_schema, fit_problems
 
 OUTPUT = pa.schema(
     [

@@ -38,8 +38,8 @@ import pyarrow as pa
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from dagger.errors import DescriptorFetchError
+from dagger.formats.avro.types import avro_struct
 from dagger.schema.confluent import ConfluentSettings, schema_by_id
-from dagger.serde.avro_types import avro_struct
 from dagger.serde.confluent import HEADER, read_frames
 from dagger.serde.decode import DecodeResult, validity_and_rowtime
 from dagger.serde.jvm_frames import (

@@ -10,7 +10,7 @@ import pytest
 from testing.produce import consume_all, produce
 from testing.samples import bookings, customers
 from tests.conftest import START, dagger, dropped, job, json_sink, kafka_stream, run_job
-from tests.unit.serde.test_json_input import OUT_SCHEMA, WINDOW_SQL, _window_rows, as_json, json_stream
+from tests.unit.formats.test_json_input import OUT_SCHEMA, WINDOW_SQL, _window_rows, as_json, json_stream
 
 
 @pytest.mark.integration

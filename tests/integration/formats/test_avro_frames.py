@@ -1,4 +1,4 @@
-"""The Python reader's half of Avro decoding (dagger.serde.avro_decode.AvroFrames): headers read, payloads and
+"""The Python reader's half of Avro decoding (dagger.formats.avro.decode.AvroFrames): headers read, payloads and
 ids handed to the JVM with their coordinates, ids looked up in the test registry, and the event-time probe."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 from confluent_kafka.schema_registry.avro import AvroSerializer
 
-from dagger.serde.avro_decode import AvroFrames, UnknownSchemaError
+from dagger.formats.avro.decode import AvroFrames, UnknownSchemaError
 from testing.confluent import registry_client, value_context
 from testing.schema_registry import SchemaRegistry
 

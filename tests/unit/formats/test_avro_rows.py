@@ -1,4 +1,4 @@
-"""Dagger's Avro decoder in the JVM (``dagger/jvm/AvroRows.java``, used by ``dagger.serde.avro_decode``) against
+"""Dagger's Avro decoder in the JVM (``dagger/jvm/AvroRows.java``, used by ``dagger.formats.avro.decode``) against
 Spark's own ``from_avro`` over the same payloads: every Avro type and logical type Dagger maps, two writer schemas
 resolved against one reader (a field removed, fields added with defaults, int → long and float → double), and
 payloads that do not decode. The two must give the same values row for row."""
@@ -15,8 +15,8 @@ import fastavro
 import pytest
 from pyspark.sql import functions as F
 
-from dagger.serde.avro_decode import DECODED, PAYLOAD, SCHEMA_ID, _from_avro, jvm_rows
-from dagger.serde.avro_types import avro_struct
+from dagger.formats.avro.decode import DECODED, PAYLOAD, SCHEMA_ID, _from_avro, jvm_rows
+from dagger.formats.avro.types import avro_struct
 
 LOCATION = {
     "type": "record",
