@@ -12,7 +12,7 @@ from dagger.formats.table import stream_table
 from dagger.job.descriptors import current
 from dagger.job.functions import processor_context
 from dagger.plugins.format import format_of
-from dagger.plugins.source import SourceOptions
+from dagger.plugins.source import SourceEnv, SourceOptions
 from dagger.processors import check_preprocessor_tables, filters_invalid_records, preprocess, table_transformers
 from dagger.serde.types import VALIDITY_COLUMN
 
@@ -59,7 +59,7 @@ def register_streams(ctx: JobContext, sql: str | None = None) -> dict[str, Struc
         filtered_later = filters_invalid_records(config, table)
         if filtered_later:
             stream = source.passing_invalid_records(stream)
-        df = source.build(spark, stream, config, current(ctx), source_options)
+        df = source.build(stream, SourceEnv(spark, config, current(ctx), source_options))
         tables[table] = df.schema
         if table in source_options.fields:
             tables[table] = stream_table(stream, current(ctx), rowtime)

@@ -24,7 +24,7 @@ from dagger.formats.table import stream_table
 from dagger.functions import build_catalog
 from dagger.job.plan import Plan
 from dagger.longbow.schema import longbow_schema
-from dagger.plugins.source import SourceOptions
+from dagger.plugins.source import SourceEnv, SourceOptions
 from dagger.serde.variant import without_variants
 
 if TYPE_CHECKING:
@@ -71,7 +71,7 @@ def plan_without_spark(ctx: JobContext) -> tuple[Plan | None, str]:
 
     options = SourceOptions(commit_offsets=ctx.commits_offsets, hold_file=ctx.hold_file)
     for stream in config.STREAMS:  # what building its reader checks: client settings, TLS stores, positions
-        ctx.source(stream).check_reading(stream, config, descriptors.current(ctx), options)
+        ctx.source(stream).check_reading(stream, SourceEnv(None, config, descriptors.current(ctx), options))
     catalog = build_catalog(config)
     used = sorted(catalog.needed([config.sql]))
     if used:

@@ -36,7 +36,7 @@ from pydantic import Field
 from dagger.config.model import Json
 from dagger.errors import DaggerConfigError
 from dagger.parquet.time_partitions import order_files, parse_date_ranges
-from dagger.plugins.source import Source, SourceOptions, SourceSettings
+from dagger.plugins.source import Source, SourceEnv, SourceSettings
 from dagger.serde.types import (
     DURATION,
     JSON_TYPES,
@@ -158,15 +158,8 @@ class ParquetSource(Source):
             "range": stream.settings.SOURCE_PARQUET_FILE_DATE_RANGE,
         }
 
-    def build(
-        self,
-        spark: SparkSession,
-        stream: StreamConfig,
-        config: JobConfig,
-        descriptors: DescriptorSet,
-        options: SourceOptions,
-    ) -> DataFrame:
-        return parquet_stream(spark, stream, config, descriptors)
+    def build(self, stream: StreamConfig, env: SourceEnv) -> DataFrame:
+        return parquet_stream(env.spark, stream, env.config, env.descriptors)
 
 
 def parquet_stream(

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
@@ -82,6 +82,20 @@ class SourceOptions:
     resolve_offsets: bool = True
 
 
+@dataclass(frozen=True)
+class SourceEnv:
+    """What a source is given besides its stream: what every stream of the job shares."""
+
+    #: the job's Spark session (None where the job is planned without Spark: :meth:`Source.check_reading`)
+    spark: SparkSession | None
+    #: the job's own keys (the rowtime column, micro-batch bounds, the registry, dead letters)
+    config: JobConfig
+    #: the descriptor sets and registry subjects the job read at start
+    descriptors: DescriptorSet
+    #: the run's settings that are not a stream's
+    options: SourceOptions = field(default_factory=SourceOptions)
+
+
 class Source(ABC):
     """A kind of input stream, registered under the ``SOURCE_NAME`` values users write."""
 
@@ -115,19 +129,10 @@ class Source(ABC):
         """Whether the stream ends (a bounded run reads it whole and exits); ``to_ms`` is ``dagger run --to``."""
 
     @abstractmethod
-    def build(
-        self,
-        spark: SparkSession,
-        stream: StreamConfig,
-        config: JobConfig,
-        descriptors: DescriptorSet,
-        options: SourceOptions,
-    ) -> DataFrame:
-        """The stream's DataFrame: streaming, or a batch one when ``options.bounded``."""
+    def build(self, stream: StreamConfig, env: SourceEnv) -> DataFrame:
+        """The stream's DataFrame: streaming, or a batch one when ``env.options.bounded``."""
 
-    def check_reading(  # noqa: B027 - optional hook
-        self, stream: StreamConfig, config: JobConfig, descriptors: DescriptorSet, options: SourceOptions
-    ) -> None:
+    def check_reading(self, stream: StreamConfig, env: SourceEnv) -> None:  # noqa: B027 - optional hook
         """Raise the config errors :meth:`build` would raise before Spark reads (client settings, TLS stores,
         positions), without Spark: what ``dagger validate`` checks when it plans without Spark."""
 

@@ -13,14 +13,13 @@ from dagger.kafka.source.settings import KafkaSourceSettings
 from dagger.kafka.source.spark import kafka_stream
 from dagger.kafka.spark_connector import stream_refusals
 from dagger.plugins.format import FormatEnv, format_of
-from dagger.plugins.source import Source, SourceOptions
+from dagger.plugins.source import Source, SourceEnv
 from dagger.schema.confluent import ConfluentSettings
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
     from dagger.config.model import JobConfig, StreamConfig
-    from dagger.schema.descriptor_sets import DescriptorSet
 
 
 class KafkaSource(Source):
@@ -116,37 +115,29 @@ class KafkaSource(Source):
             "end": end.describe() if end else None,
         }
 
-    def build(
-        self,
-        spark: SparkSession,
-        stream: StreamConfig,
-        config: JobConfig,
-        descriptors: DescriptorSet,
-        options: SourceOptions,
-    ) -> DataFrame:
+    def build(self, stream: StreamConfig, env: SourceEnv) -> DataFrame:
         from dagger.kafka.source.decoded import (
             decoded_table,  # cycle: dagger.kafka.source.decoded import(s) this module
         )
         from dagger.kafka.source.reader import SOURCE_FORMAT  # cycle: dagger.kafka.source.reader import(s) this module
 
+        spark, config, descriptors, options = env.spark, env.config, env.descriptors, env.options
         if options.spark_kafka and not stream_refusals(stream, options.jvm_protobuf):  # Spark's Kafka source
             fields = (options.fields or {}).get(stream.INPUT_SCHEMA_TABLE)
             return kafka_stream(
                 spark, stream, config, descriptors, options.resolve_offsets, fields, micro_batches=not options.real_time
             )
-        spec = self.spec(stream, config, descriptors, options)
+        spec = self.spec(stream, env)
         if options.bounded:
             df = spark.read.format(SOURCE_FORMAT).option("spec", spec.to_option()).load()
         else:
             df = spark.readStream.format(SOURCE_FORMAT).option("spec", spec.to_option()).load()
         return decoded_table(df, spec)  # the table, decoded in the JVM where the format decodes there
 
-    def check_reading(
-        self, stream: StreamConfig, config: JobConfig, descriptors: DescriptorSet, options: SourceOptions
-    ) -> None:
-        self.spec(stream, config, descriptors, options)
+    def check_reading(self, stream: StreamConfig, env: SourceEnv) -> None:
+        self.spec(stream, env)
 
-    def spec(self, stream: StreamConfig, config: JobConfig, descriptors: DescriptorSet, options: SourceOptions) -> Any:
+    def spec(self, stream: StreamConfig, env: SourceEnv) -> Any:
         """The reader's settings for ``stream`` (a :class:`~dagger.kafka.source.spec.KafkaSourceSpec`): client
         settings (TLS stores read), positions, dead letters; a config error names what is wrong. No Spark."""
         from dagger.kafka.source.positions import (  # cycle: dagger.kafka.source.positions import(s) this module
@@ -154,6 +145,8 @@ class KafkaSource(Source):
             start_position,
         )
         from dagger.kafka.source.spec import KafkaSourceSpec  # cycle: dagger.kafka.source.spec import(s) this module
+
+        config, descriptors, options = env.config, env.descriptors, env.options
 
         records = format_of(stream)
         registry = asdict(ConfluentSettings.from_config(config)) if config.SCHEMA_REGISTRY_CONFLUENT_URL else None

@@ -16,7 +16,7 @@ import base64
 import dataclasses
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -36,8 +36,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
     from dagger.config.model import JobConfig, StreamConfig
-    from dagger.plugins.source import SourceOptions
-    from dagger.schema.descriptor_sets import DescriptorSet
+    from dagger.plugins.source import SourceEnv
 
 
 @dataclass(frozen=True)
@@ -243,17 +242,11 @@ class MemorySource(KafkaSource):
     ) -> dict[str, Any]:
         return {"table": stream.INPUT_SCHEMA_TABLE, "records": len(self.records)}
 
-    def build(
-        self,
-        spark: SparkSession,
-        stream: StreamConfig,
-        config: JobConfig,
-        descriptors: DescriptorSet,
-        options: SourceOptions,
-    ) -> DataFrame:
-
+    def build(self, stream: StreamConfig, env: SourceEnv) -> DataFrame:
         # the stream's positions and group are the broker's business: read from memory, from the first record
-        spec = self.spec(stream, config, descriptors, dataclasses.replace(options, bounded=False, commit_offsets=False))
+        options = env.options
+        spec = self.spec(stream, replace(env, options=replace(options, bounded=False, commit_offsets=False)))
+        config, spark = env.config, env.spark
         spec.start, spec.end, spec.time_range, spec.hold_file = None, None, None, None
         if spec.invalid_policy == "dead-letter":
             spec.dead_letter = dataclasses.asdict(DeadLetterSpec(config.job_slug, path=self.dead_letter_path))

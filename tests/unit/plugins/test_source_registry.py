@@ -11,7 +11,7 @@ from pydantic import Field
 from dagger.errors import DaggerConfigError
 from dagger.job import load_config
 from dagger.plugins.sink import SINKS, register_sink
-from dagger.plugins.source import SOURCES, Source, SourceOptions, SourceSettings, register_source, source_names
+from dagger.plugins.source import SOURCES, Source, SourceEnv, SourceSettings, register_source, source_names
 from tests.conftest import START, run_job
 
 FINISHED: list[tuple[str, ...]] = []
@@ -44,9 +44,10 @@ class RangeSource(Source):
     def input_description(self, spark: Any, stream: Any, from_ms: Any, to_ms: Any) -> dict[str, Any]:
         return {"table": stream.INPUT_SCHEMA_TABLE, "count": stream.settings.SOURCE_RANGE_COUNT}
 
-    def build(self, spark: Any, stream: Any, config: Any, descriptors: Any, options: SourceOptions) -> Any:
+    def build(self, stream: Any, env: SourceEnv) -> Any:
         from pyspark.sql import functions as F
 
+        spark, config, descriptors = env.spark, env.config, env.descriptors
         from dagger.serde.types import VALIDITY_COLUMN, table_schema
 
         schema = table_schema(descriptors.find_message(stream.format.INPUT_SCHEMA_PROTO_CLASS))

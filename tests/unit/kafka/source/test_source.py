@@ -7,14 +7,14 @@ from dagger.job import load_config
 from dagger.kafka.source import KafkaSource
 from dagger.kafka.source.reader import KafkaStreamReader
 from dagger.kafka.source.spec import KafkaSourceSpec
-from dagger.plugins.source import SourceOptions
+from dagger.plugins.source import SourceEnv
 from testing.samples import example_descriptors
 from tests.unit.config.test_config import BASE, STREAM
 
 
 def _spec(stream: dict | None = None, **keys: str) -> KafkaSourceSpec:
     config = load_config(data={**BASE, "STREAMS": [stream or STREAM], **keys})
-    spec = KafkaSource().spec(config.STREAMS[0], config, example_descriptors(), SourceOptions())
+    spec = KafkaSource().spec(config.STREAMS[0], SourceEnv(None, config, example_descriptors()))
     return KafkaSourceSpec.from_option(spec.to_option())  # as the reader gets it
 
 
