@@ -108,8 +108,8 @@ class StreamConfig(_PluginEntry):
 
     The entry is flat, as in Dagger: besides the keys below it holds the keys of its source (``SOURCE_NAME``) and of
     its input data type (``INPUT_DATATYPE``), each validated by the settings model registered with them
-    (:mod:`dagger.plugins.source`, :mod:`dagger.plugins.format`) and read through :attr:`settings` and
-    :attr:`format`.
+    (:mod:`dagger.plugins.source`, :mod:`dagger.plugins.format`): binding the config makes each entry a
+    :class:`~dagger.plugins.bound.BoundStream` holding them as ``settings`` and ``format``.
     """
 
     INPUT_SCHEMA_TABLE: str = Field(description="Name of the SQL view this stream is registered as.")
@@ -123,8 +123,6 @@ class StreamConfig(_PluginEntry):
         description="Exactly one `{SOURCE_NAME, SOURCE_TYPE}`; valid pairs are KAFKA_SOURCE/UNBOUNDED, "
         "KAFKA_CONSUMER/UNBOUNDED and PARQUET_SOURCE/BOUNDED. Both Kafka names use the same Spark source.",
     )
-    _settings: Any = PrivateAttr(None)
-    _format: Any = PrivateAttr(None)
 
     @model_validator(mode="after")
     def _check_source(self) -> StreamConfig:
@@ -139,29 +137,6 @@ class StreamConfig(_PluginEntry):
     def source_name(self) -> str:
         """The ``SOURCE_NAME`` users wrote; the key of the source registry."""
         return self.SOURCE_DETAILS[0].SOURCE_NAME
-
-    @property
-    def settings(self) -> Any:
-        """This stream's source keys, validated by its source's registered settings model."""
-        return _bound(self._settings, f"stream '{self.INPUT_SCHEMA_TABLE}'")
-
-    @property
-    def format(self) -> Any:
-        """This stream's input data type keys (``INPUT_SCHEMA_PROTO_CLASS`` ...), validated by its model."""
-        return _bound(self._format, f"stream '{self.INPUT_SCHEMA_TABLE}'")
-
-    def bind(self, settings: Any, format_settings: Any) -> None:
-        """Set the stream's source and input data type settings (:mod:`dagger.job.binding` validated them)."""
-        self._settings, self._format = settings, format_settings
-
-
-def _bound(settings: Any, what: str) -> Any:
-    if settings is None:
-        raise RuntimeError(
-            f"{what} is not bound to its plugins: load the config with dagger.job.load_config (or bind it with "
-            "dagger.job.binding.bind)"
-        )
-    return settings
 
 
 # --------------------------------------------------------------------------------------------------
@@ -265,7 +240,8 @@ class SinkConfig(_PluginEntry):
     """One sink: its ``SINK_TYPE`` and that type's keys (top level of a job, or each element of ``SINKS``).
 
     The keys common to every sink are fields here; the others are the registered sink's own settings model
-    (:mod:`dagger.plugins.sink`), validated against it: :attr:`settings`.
+    (:mod:`dagger.plugins.sink`), validated against it: binding the config makes each entry a
+    :class:`~dagger.plugins.bound.BoundSink` holding them as ``settings``.
     """
 
     SINK_TYPE: str = Field(
@@ -284,7 +260,6 @@ class SinkConfig(_PluginEntry):
         "`INVALID_MESSAGE_ERROR`, `UNKNOWN_FIELDS_ERROR`, `SINK_4XX_ERROR`, `SINK_5XX_ERROR`, "
         "`SINK_UNKNOWN_ERROR`, `DEFAULT_ERROR`. Rows failing with any other type go to the dead-letter output.",
     )
-    _settings: Any = PrivateAttr(None)
 
     @model_validator(mode="after")
     def _check_sink(self) -> SinkConfig:
@@ -295,15 +270,6 @@ class SinkConfig(_PluginEntry):
                 + ", ".join(SINK_ERROR_TYPES)
             )
         return self
-
-    @property
-    def settings(self) -> Any:
-        """This sink's own keys, validated by its registered settings model."""
-        return _bound(self._settings, f"sink {self.SINK_TYPE!r}")
-
-    def bind(self, settings: Any) -> None:
-        """Set the sink's own settings (:mod:`dagger.job.binding` validated them)."""
-        self._settings = settings
 
 
 class NamedSink(typing.NamedTuple):

@@ -28,6 +28,7 @@ from dagger.config.errors import format_validation_error, placed
 from dagger.config.loader import parse_config, read_config
 from dagger.config.model import JobConfig, PostProcessorConfig, SinkConfig, StreamConfig
 from dagger.errors import DaggerConfigError
+from dagger.plugins.bound import BoundSink, BoundStream
 from dagger.plugins.format import FORMATS
 from dagger.plugins.lookup import LOOKUPS, lookup_order
 from dagger.plugins.sink import SINKS
@@ -35,15 +36,23 @@ from dagger.plugins.source import SOURCES, source_names, source_of
 
 
 def bind(config: JobConfig) -> JobConfig:
-    """Bind ``config``'s streams and sinks to their plugins (in place); raise one :class:`DaggerConfigError` naming
+    """Bind ``config``'s streams and sinks to their plugins: each entry becomes a
+    :class:`~dagger.plugins.bound.BoundStream` or :class:`~dagger.plugins.bound.BoundSink` holding its plugins'
+    typed settings, in the config's place (the config is returned); raise one :class:`DaggerConfigError` naming
     every problem."""
     problems: list[str] = []
     for i, stream in enumerate(config.STREAMS):
-        problems += placed(f"STREAMS[{i}]", _bind_stream(stream))
+        bound, found = _bind_stream(stream)
+        problems += placed(f"STREAMS[{i}]", found)
+        config.STREAMS[i] = bound or stream
     for i, sink in enumerate(config.SINKS or []):
-        problems += placed(f"SINKS[{i}]", _bind_sink(sink))
+        bound, found = _bind_sink(sink)
+        problems += placed(f"SINKS[{i}]", found)
+        config.SINKS[i] = bound or sink
     if not config.SINKS:
-        problems += _bind_sink(config.single_sink)
+        bound, found = _bind_sink(config.single_sink)
+        problems += found
+        config.single_sink = bound or config.single_sink
     if config.PROCESSOR_POSTPROCESSOR_CONFIG is not None:
         problems += _bind_lookups(config.PROCESSOR_POSTPROCESSOR_CONFIG)
     if not problems:
@@ -70,19 +79,19 @@ def validate_config(raw: dict[str, Any]) -> JobConfig:
     return bind(parse_config(raw))
 
 
-def _bind_stream(stream: StreamConfig) -> list[str]:
+def _bind_stream(stream: StreamConfig) -> tuple[BoundStream | None, list[str]]:
     table = stream.INPUT_SCHEMA_TABLE
     detail = stream.SOURCE_DETAILS[0]
     pair = (detail.SOURCE_NAME, detail.SOURCE_TYPE)
     accepted = source_names()
     if pair not in accepted:
-        return [
+        return None, [
             f"SOURCE_DETAILS of stream '{table}' combines SOURCE_NAME={pair[0]} with SOURCE_TYPE={pair[1]}, which no "
             f"source supports; accepted: {', '.join(f'{n}+{t}' for n, t in accepted)}"
         ]
     formats = FORMATS.plugins()
     if stream.INPUT_DATATYPE not in formats:
-        return [
+        return None, [
             f"INPUT_DATATYPE of stream '{table}': {stream.INPUT_DATATYPE!r} is not accepted; accepted: "
             + ", ".join(sorted(formats))
         ]
@@ -90,40 +99,38 @@ def _bind_stream(stream: StreamConfig) -> list[str]:
     settings = _own(stream, SOURCES.plugins()[detail.SOURCE_NAME].settings, problems)
     format_settings = _own(stream, formats[stream.INPUT_DATATYPE].settings, problems)
     if problems:
-        return problems
-    stream.bind(settings, format_settings)
-    source = source_of(stream)
+        return None, problems
+    bound = BoundStream.of(stream, settings, format_settings)
+    source = bound.source
     if source.formats is not None and stream.INPUT_DATATYPE not in source.formats:
-        return [
+        return None, [
             f"INPUT_DATATYPE {stream.INPUT_DATATYPE} of stream '{table}' is not one {detail.SOURCE_NAME} reads: it "
             f"{source.formats_rule or 'reads ' + ', '.join(source.formats)}"
         ]
     try:
-        source.check(stream)
+        source.check(bound)
     except ValueError as exc:
-        return str(exc).split("\n  - ")
-    return []
+        return None, str(exc).split("\n  - ")
+    return bound, []
 
 
 def bind_sink(sink: SinkConfig) -> SinkConfig:
     """One sink entry bound to its ``SINK_TYPE`` (an embedding application's or a test's own entry); one
     :class:`DaggerConfigError` names every problem."""
-    problems = _bind_sink(sink)
+    bound, problems = _bind_sink(sink)
     if problems:
         raise DaggerConfigError("invalid sink:\n  - " + "\n  - ".join(problems))
-    return sink
+    return bound
 
 
-def _bind_sink(sink: SinkConfig) -> list[str]:
+def _bind_sink(sink: SinkConfig) -> tuple[BoundSink | None, list[str]]:
     plugins = SINKS.plugins()
     plugin = plugins.get(sink.SINK_TYPE)
     if plugin is None:
-        return [f"SINK_TYPE: {sink.SINK_TYPE!r} is not accepted; accepted: {', '.join(sorted(plugins))}"]
+        return None, [f"SINK_TYPE: {sink.SINK_TYPE!r} is not accepted; accepted: {', '.join(sorted(plugins))}"]
     problems = _unknown_keys(sink, SINKS.keys())
     settings = _own(sink, plugin.settings, problems)
-    if not problems:
-        sink.bind(settings)
-    return problems
+    return (None if problems else BoundSink.of(sink, settings)), problems
 
 
 def _bind_lookups(post: PostProcessorConfig) -> list[str]:

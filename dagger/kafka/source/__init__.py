@@ -47,9 +47,8 @@ class KafkaSource(Source):
     def passing_invalid_records(self, stream: StreamConfig) -> StreamConfig:
         if "SOURCE_KAFKA_INVALID_RECORD_POLICY" in stream.keys_set:
             return stream
-        passing = stream.model_copy()
-        passing.bind(stream.settings.model_copy(update={"SOURCE_KAFKA_INVALID_RECORD_POLICY": "drop"}), stream.format)
-        return passing
+        dropping = stream.settings.model_copy(update={"SOURCE_KAFKA_INVALID_RECORD_POLICY": "drop"})
+        return stream.model_copy(update={"settings": dropping})
 
     def dead_letter_topic(self, stream: StreamConfig) -> str | None:
         return stream.settings.SOURCE_KAFKA_DEAD_LETTER_TOPIC
