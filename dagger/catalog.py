@@ -20,7 +20,7 @@ from dagger.kafka.dead_letters import job_dead_letters
 from dagger.kafka.sink import KafkaSink, KafkaSinkSettings
 from dagger.kafka.source import KafkaSource
 from dagger.parquet.source import ParquetSource
-from dagger.plugins.sink import SINKS, register_sink
+from dagger.plugins.sink import SINKS, SinkEnv, register_sink
 from dagger.plugins.source import register_source
 from dagger.schema.confluent import ConfluentSettings
 from dagger.sinks.log import LogSink, LogSinkSettings
@@ -44,9 +44,12 @@ register_sink("influx", InfluxSinkSettings, InfluxSink.from_settings)
 register_sink("bigquery", BigQuerySinkSettings, BigQuerySink.from_settings)
 
 
-def build_sink(entry: SinkConfig, descriptors: DescriptorSet | None) -> Sink:
-    """The sink one bound ``SINKS`` entry (or the single-sink keys) describes."""
-    return SINKS.plugins()[entry.SINK_TYPE].build(entry.settings, descriptors)
+def build_sink(entry: SinkConfig, env: SinkEnv | DescriptorSet | None) -> Sink:
+    """The sink one bound ``SINKS`` entry (or the single-sink keys) describes; ``env`` what the job's sinks share
+    (descriptor sets alone: nothing else)."""
+    if not isinstance(env, SinkEnv):
+        env = SinkEnv(env)
+    return SINKS.plugins()[entry.SINK_TYPE].build(entry.settings, env)
 
 
 def sink_problems(sinks: list[Sink], schema: pa.Schema) -> list[str]:
@@ -63,14 +66,14 @@ def build_sinks(config: JobConfig, descriptors: DescriptorSet) -> list[Sink]:
     """The sinks a job writes to (``SINKS``, or the single-sink keys), built from its bound config."""
 
     dead_letter = job_dead_letters(config)
+    # the registry's keys are the job's; asked of it only where a sink writes Confluent's wire format
+    needs_registry = any(getattr(entry.settings, "needs_registry", False) for _, entry in config.sink_configs)
+    registry = asdict(ConfluentSettings.from_config(config)) if needs_registry else None
+    # SPARK_PROTOBUF_CODEC other than jvm: ptars in Dagger's writers (auto: the records are there anyway)
+    env = SinkEnv(descriptors, registry, jvm_codecs=config.SPARK_PROTOBUF_CODEC == "jvm")
     sinks = []
     for name, entry in config.sink_configs:
-        sink = build_sink(entry, descriptors).bind(name, dead_letter, frozenset(entry.SINK_ERROR_TYPES_FOR_FAILURE))
-        if config.SPARK_PROTOBUF_CODEC != "jvm":  # ptars in Dagger's writers (auto: the records are there anyway)
-            for part in getattr(sink, "parts", []):
-                part.jvm_protobuf = False
-        if getattr(entry.settings, "needs_registry", False):  # the registry's keys are the job's
-            sink.registry = asdict(ConfluentSettings.from_config(config))
+        sink = build_sink(entry, env).bind(name, dead_letter, frozenset(entry.SINK_ERROR_TYPES_FOR_FAILURE))
         sinks.append(sink)
     return sinks
 

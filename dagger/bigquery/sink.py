@@ -21,7 +21,7 @@ from dagger.bigquery.schema import bigquery_schema, missing_fields, row_converte
 from dagger.bigquery.settings import BigQuerySinkSettings, parse_labels
 from dagger.errors import DaggerConfigError, SinkError
 from dagger.optional import require
-from dagger.plugins.sink import Sink, SinkWriter
+from dagger.plugins.sink import Sink, SinkEnv, SinkWriter
 from dagger.serde.types import TIMESTAMP
 from dagger.sinks.capture import keep, read_spool_rows
 from dagger.sinks.readback import plain
@@ -30,7 +30,6 @@ from dagger.worker_cache import BuiltCache, content_key
 
 if TYPE_CHECKING:
     from dagger.checkpoint import CheckpointStore
-    from dagger.schema.descriptor_sets import DescriptorSet
 
 
 log = logging.getLogger(__name__)
@@ -309,7 +308,8 @@ class BigQuerySink(Sink):
             self.rerun = "duplicates: its rows are appended to the default stream again (SINK_BIGQUERY_ROW_INSERT_ID_ENABLE=false)"
 
     @classmethod
-    def from_settings(cls, config: BigQuerySinkSettings, descriptors: DescriptorSet | None) -> BigQuerySink:
+    def from_settings(cls, config: BigQuerySinkSettings, env: SinkEnv) -> BigQuerySink:
+        descriptors = env.descriptors
         require("google.cloud.bigquery", "bigquery", "SINK_TYPE bigquery")
         require("google.cloud.bigquery_storage_v1", "bigquery", "SINK_TYPE bigquery")
         key = "SINK_CONNECTOR_SCHEMA_PROTO_MESSAGE_CLASS"

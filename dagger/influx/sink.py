@@ -21,13 +21,13 @@ from dagger.errors import SinkError
 from dagger.influx.line_protocol import TIME_COLUMN, join_lines, line_protocol
 from dagger.influx.settings import InfluxSinkSettings
 from dagger.optional import require
-from dagger.plugins.sink import Sink, SinkWriter
+from dagger.plugins.sink import Sink, SinkEnv, SinkWriter
 from dagger.sinks.capture import keep, read_spool_rows
 from dagger.sinks.readback import point
 from dagger.sinks.rejected import RejectedRows
 
 if TYPE_CHECKING:
-    from dagger.schema.descriptor_sets import DescriptorSet
+    pass
 
 
 _RETENTION_DROP = re.compile(r"points beyond retention policy dropped=(\d+)")
@@ -260,7 +260,7 @@ class InfluxSink(Sink):
         self.retry_backoff_ms = retry_backoff_ms
 
     @classmethod
-    def from_settings(cls, config: InfluxSinkSettings, descriptors: DescriptorSet | None) -> InfluxSink:
+    def from_settings(cls, config: InfluxSinkSettings, env: SinkEnv) -> InfluxSink:
         if config.SINK_INFLUX_API_VERSION == "2":
             require("influxdb_client", "influx", "SINK_INFLUX_API_VERSION 2")
         return cls(

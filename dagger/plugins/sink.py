@@ -15,7 +15,7 @@ The settings model holds the sink's own ``SINK_<TYPE>_*`` keys (typed, with defa
 config reference is generated from it). A job's sink entry is validated against the model of its ``SINK_TYPE``
 (:mod:`dagger.job.binding`): a key no sink knows is an error naming the closest one, a key of another sink
 is accepted and ignored (as Dagger does when a job switches ``SINK_TYPE``). The constructor receives the
-validated settings and the job's descriptors and returns a :class:`Sink`. Installed packages register through
+validated settings and what the job's sinks share (:class:`SinkEnv`) and returns a :class:`Sink`. Installed packages register through
 the ``dagger.sinks`` entry-point group (:mod:`dagger.plugins.registry`).
 
 Where each method runs: a sink is built on the driver from its validated settings (:meth:`Sink.from_settings`),
@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import pyarrow as pa
@@ -161,10 +162,10 @@ class Sink(ABC):
 
     @classmethod
     @abstractmethod
-    def from_settings(cls, settings: Any, descriptors: DescriptorSet | None) -> Sink:
-        """Build the sink from its validated settings (its registered :class:`SinkSettings`
-        model) and the job's descriptors; raise :class:`~dagger.errors.DaggerConfigError` on a setting that
-        cannot work (a message the descriptors lack)."""
+    def from_settings(cls, settings: Any, env: SinkEnv) -> Sink:
+        """Build the sink from its validated settings (its registered :class:`SinkSettings` model) and what the
+        job's sinks share (:class:`SinkEnv`: descriptor sets, the registry, the codec); raise
+        :class:`~dagger.errors.DaggerConfigError` on a setting that cannot work (a message the descriptors lack)."""
 
     def check(self, schema: pa.Schema) -> list[str]:
         """Problems writing rows of ``schema`` to this sink (shown by ``dagger validate``)."""
@@ -234,8 +235,22 @@ class Sink(ABC):
         raise NotImplementedError(f"sink '{self.display_name}' has no Spark sink of its own")
 
 
+@dataclass(frozen=True)
+class SinkEnv:
+    """What a sink is built with besides its own settings: what every sink of the job shares."""
+
+    #: the descriptor sets and registry subjects the job read at start (None: a job without protobuf)
+    descriptors: DescriptorSet | None = None
+    #: the Schema Registry's client settings (a ``ConfluentSettings``' fields), where a sink writes Confluent's
+    #: wire format
+    registry: dict[str, Any] | None = None
+    #: whether Dagger's protobuf encoder may run in the JVM (``SPARK_PROTOBUF_CODEC=jvm``; otherwise ptars in the
+    #: Python writers)
+    jvm_codecs: bool = True
+
+
 #: the sinks by ``SINK_TYPE``
-SINKS: Registry[Callable[[Any, DescriptorSet | None], Sink]] = Registry(
+SINKS: Registry[Callable[[Any, SinkEnv], Sink]] = Registry(
     kind="sink",
     group="dagger.sinks",
     settings_base=SinkSettings,
@@ -249,9 +264,9 @@ SINKS: Registry[Callable[[Any, DescriptorSet | None], Sink]] = Registry(
 def register_sink(
     name: str,
     settings: type[SinkSettings],
-    build: Callable[[Any, DescriptorSet | None], Sink],
+    build: Callable[[Any, SinkEnv], Sink],
     summary: str | None = None,
 ) -> Plugin:
-    """Register a sink under ``name`` (what users write in ``SINK_TYPE``); ``build(settings, descriptors)`` returns
-    the :class:`Sink`. Registering a name again replaces it."""
+    """Register a sink under ``name`` (what users write in ``SINK_TYPE``); ``build(settings, env)`` returns the
+    :class:`Sink` (``env``: a :class:`SinkEnv`). Registering a name again replaces it."""
     return SINKS.register(name, settings, build, summary)

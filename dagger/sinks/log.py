@@ -14,12 +14,12 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from dagger.plugins.sink import Sink, SinkSettings, SinkWriter
+from dagger.plugins.sink import Sink, SinkEnv, SinkSettings, SinkWriter
 from dagger.sinks.capture import keep, read_spool_rows
 from dagger.sinks.readback import logged, rfc3339
 
 if TYPE_CHECKING:
-    from dagger.schema.descriptor_sets import DescriptorSet
+    pass
 
 
 def format_value(value: Any) -> str:
@@ -79,7 +79,7 @@ class LogSink(Sink):
         self._stream = stream
 
     @classmethod
-    def from_settings(cls, config: LogSinkSettings, descriptors: DescriptorSet | None) -> LogSink:
+    def from_settings(cls, config: LogSinkSettings, env: SinkEnv) -> LogSink:
         return cls()
 
     def __getstate__(self) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 import pyarrow as pa
 from pydantic import Field, model_validator
@@ -28,12 +28,9 @@ from dagger.kafka.sink.readback import canonical, read_back
 from dagger.kafka.sink.records import RecordPart
 from dagger.kafka.sink.spark import start_query
 from dagger.librdkafka_logs import quiet
-from dagger.plugins.sink import Sink, SinkSettings, SinkWriter
+from dagger.plugins.sink import Sink, SinkEnv, SinkSettings, SinkWriter
 from dagger.sinks.capture import SpoolProducer, read_spool
 from dagger.sinks.rejected import RejectedRows, isolate
-
-if TYPE_CHECKING:
-    from dagger.schema.descriptor_sets import DescriptorSet
 
 
 class KafkaSinkSettings(SinkSettings):
@@ -267,7 +264,7 @@ class KafkaSink(Sink):
     name = "kafka"
     rerun = "duplicates: its records are produced again (the Kafka sink is at-least-once; with a record key and a compacted topic, readers keep one record per key)"
 
-    registry: dict[str, Any] | None = None  # a ConfluentSettings' fields, given by build_sinks
+    registry: dict[str, Any] | None = None  # a ConfluentSettings' fields (SinkEnv.registry)
 
     def __init__(
         self,
@@ -283,11 +280,16 @@ class KafkaSink(Sink):
         self.key = key
 
     @classmethod
-    def from_settings(cls, config: KafkaSinkSettings, descriptors: DescriptorSet | None) -> KafkaSink:
+    def from_settings(cls, config: KafkaSinkSettings, env: SinkEnv) -> KafkaSink:
         producer = client_config(config, "producer")
-        value = RecordPart.of(config, "value", descriptors)
-        key = RecordPart.of(config, "key", descriptors)
-        return cls(config.SINK_KAFKA_TOPIC, producer, value, key)
+        value = RecordPart.of(config, "value", env.descriptors)
+        key = RecordPart.of(config, "key", env.descriptors)
+        sink = cls(config.SINK_KAFKA_TOPIC, producer, value, key)
+        for part in sink.parts:
+            part.jvm_protobuf = part.jvm_protobuf and env.jvm_codecs
+        if config.needs_registry:
+            sink.registry = env.registry
+        return sink
 
     @property
     def parts(self) -> list[RecordPart]:

@@ -208,6 +208,6 @@ def _decode_chunk(spec: KafkaSourceSpec, decoder: Any, part: KafkaPartition, chu
         if dead_letters is not None:
             for index, reason in zip(result.invalid, result.reasons, strict=True):
                 coordinates = {"topic": part.topic, "partition": part.partition, "offset": int(chunk.offsets[index])}
-                coordinates["message"] = spec.records.get("message") or spec.data_type
+                coordinates["message"] = spec.records.get("message") or ""  # the message a protobuf record was read as
                 dead_letters.write_record(chunk.values[index].as_py(), chunk.keys[index].as_py(), reason, coordinates)
     return result.batch

@@ -52,7 +52,7 @@ class JsonLinesSink(Sink):
         self.path, self.every = path, every
 
     @classmethod
-    def from_settings(cls, settings: JsonLinesSettings, descriptors: Any) -> JsonLinesSink:
+    def from_settings(cls, settings: JsonLinesSettings, env: Any) -> JsonLinesSink:
         return cls(settings.SINK_JSONL_PATH, settings.SINK_JSONL_EVERY)
 
     def writer(self, partition_id: int, batch_id: int) -> SinkWriter:
@@ -107,13 +107,13 @@ def test_registration_refuses_keys_outside_the_sink_namespace():
         URL: str = "x"
 
     with pytest.raises(ValueError, match="settings keys must start with SINK_"):
-        register_sink("bad", Bad, lambda s, d: None)
+        register_sink("bad", Bad, lambda s, e: None)
 
     class Shadow(SinkSettings):
         SINK_NAME: str = "x"
 
     with pytest.raises(ValueError, match="must not be SINKS, SINK_ERROR_TYPES_FOR_FAILURE, SINK_NAME, SINK_TYPE"):
-        register_sink("shadow", Shadow, lambda s, d: None)
+        register_sink("shadow", Shadow, lambda s, e: None)
     with pytest.raises(ValueError, match="lower case"):
         register_sink("My Sink", JsonLinesSettings, JsonLinesSink.from_settings)
     assert "bad" not in SINKS.entries and "shadow" not in SINKS.entries
@@ -139,7 +139,7 @@ def test_an_installed_packages_entry_point_registers_its_sink(tmp_path, monkeypa
                 def __init__(self, url):
                     self.url = url
                 @classmethod
-                def from_settings(cls, settings, descriptors):
+                def from_settings(cls, settings, env):
                     return cls(settings.SINK_WEBHOOK_URL)
                 def writer(self, partition_id, batch_id):
                     raise NotImplementedError
