@@ -11,11 +11,11 @@ of the Kafka reader's records, the decoding in the JVM of Spark's Kafka source (
 A format is one module and one registration::
 
     class CsvSettings(InputFormatSettings):
-        INPUT_SCHEMA_CSV_COLUMNS: str = Field(description="The columns, as Spark's DDL.")
+        INPUT_SCHEMA_CSV_COLUMNS: str = Field(description="name:type,... of the columns.")
 
     class Csv(Format):
         def record_struct(self, stream, descriptors): ...
-        def reader_options(self, stream, descriptors): ...
+        def reader_options(self, stream, descriptors, env): ...
         def decoder(self, options, fields, rowtime): ...
         def test_encoder(self, stream, descriptors): ...
 
@@ -83,6 +83,23 @@ class FormatEnv:
                 "registry's URL (comma-separated URLs of a Confluent-compatible Schema Registry)"
             )
         return self.registry
+
+
+@dataclass(frozen=True)
+class TableRead:
+    """What a format decoding in the JVM is told of the stream's table besides its records."""
+
+    #: the stream's ``INPUT_SCHEMA_TABLE`` (errors and dead letters name it)
+    table: str
+    #: what an undecodable record becomes: ``fail`` (the query stops naming topic, partition and offset), ``drop``
+    #: (counted, marked invalid) or ``dead-letter``
+    policy: str
+    #: the rowtime column's name
+    rowtime: str
+    #: the record fields to decode (None: all)
+    fields: list[str] | None = None
+    #: under ``dead-letter``: a ``DeadLetterSpec``'s fields, where undecodable records go
+    dead_letter: dict[str, Any] | None = None
 
 
 class Decoded(Protocol):
@@ -181,9 +198,8 @@ class Format(ABC):
         decoder then takes the records' coordinates for its errors)."""
         return False
 
-    def jvm_table(self, df: DataFrame, options: dict[str, Any], where: dict[str, Any]) -> DataFrame:
-        """The table from what a framing decoder emitted (:meth:`decodes_in_jvm`); ``where``: the stream's table,
-        invalid-record policy, rowtime column, fields and dead-letter spec."""
+    def jvm_table(self, df: DataFrame, options: dict[str, Any], where: TableRead) -> DataFrame:
+        """The table from what a framing decoder emitted (:meth:`decodes_in_jvm`)."""
         raise NotImplementedError(f"{self.name} decodes in the reader")
 
     def rowtime_reader(self, options: dict[str, Any], rowtime: str) -> Callable[[list[bytes | None]], list[int | None]]:
@@ -213,13 +229,11 @@ class Format(ABC):
         raw: DataFrame,
         stream: StreamConfig,
         descriptors: DescriptorSet,
-        fields: list[str] | None,
-        where: dict[str, Any],
+        where: TableRead,
     ) -> DataFrame:
         """The table from Spark's Kafka source's rows (``value``, ``topic``, ``partition``, ``offset``), decoded in
-        the JVM: the record's columns (``fields`` when given), the validity flag, rowtime. ``where``: the stream's
-        ``policy`` (an undecodable record fails the query naming topic, partition and offset, or is marked
-        invalid) and ``rowtime`` column."""
+        the JVM: the record's columns (``where.fields`` when given), the validity flag, rowtime; an undecodable
+        record fails the query naming topic, partition and offset (``fail``), or is marked invalid."""
         raise NotImplementedError(f"{self.name} records are not decoded in the JVM")
 
     # --- dagger test ----------------------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
     from dagger.config.model import StreamConfig
-    from dagger.plugins.format import RecordDecoder
+    from dagger.plugins.format import RecordDecoder, TableRead
     from dagger.schema.descriptor_sets import DescriptorSet
 
 
@@ -98,19 +98,19 @@ class AvroReading(Format):
     def decodes_in_jvm(self, options: dict[str, Any]) -> bool:
         return True
 
-    def jvm_table(self, df: DataFrame, options: dict[str, Any], where: dict[str, Any]) -> DataFrame:
+    def jvm_table(self, df: DataFrame, options: dict[str, Any], where: TableRead) -> DataFrame:
         from dagger.formats.avro.decode import avro_table  # start-up: loads numpy, pyarrow
 
         return avro_table(
             df,
             {int(k): v for k, v in options["writers"].items()},
             options["reader"],
-            where["table"],
-            where["policy"],
-            where["rowtime"],
+            where.table,
+            where.policy,
+            where.rowtime,
             options["rowtime_source"],
-            where["fields"],
-            where["dead_letter"],
+            where.fields,
+            where.dead_letter,
             framed=options["confluent"] is not None,
         )
 

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
     from dagger.config.model import StreamConfig
-    from dagger.plugins.format import RecordDecoder
+    from dagger.plugins.format import RecordDecoder, TableRead
     from dagger.schema.descriptor_sets import DescriptorSet
 
 
@@ -102,8 +102,7 @@ class JsonReading(Format):
         raw: DataFrame,
         stream: StreamConfig,
         descriptors: DescriptorSet,
-        fields: list[str] | None,
-        where: dict[str, Any],
+        where: TableRead,
     ) -> DataFrame:
         """``from_json`` in the JVM."""
         from pyspark.sql import functions as F
@@ -123,7 +122,7 @@ class JsonReading(Format):
         valid = F.col("r").isNotNull()
         if time_field:
             valid = valid & F.col(f"r.`{time_field}`").isNotNull()
-        if where["policy"] == "fail":
+        if where.policy == "fail":
             message = F.concat(
                 record_at(stream.INPUT_SCHEMA_TABLE),
                 F.lit(
@@ -140,7 +139,7 @@ class JsonReading(Format):
         else:  # a number of epoch seconds, as Dagger reads one
             event = F.timestamp_micros((F.col(f"r.`{time_field}`") * 1_000_000).cast("long"))
         validity = F.coalesce(valid, F.lit(False)).alias(VALIDITY_COLUMN)
-        return parsed.select(*columns, validity, event.alias(where["rowtime"]))
+        return parsed.select(*columns, validity, event.alias(where.rowtime))
 
     # --- dagger test ----------------------------------------------------------------------------------------------
 

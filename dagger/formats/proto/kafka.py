@@ -3,10 +3,13 @@ decoder in the JVM into the stream's table (runs on the driver, planning; the qu
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dagger.serde.jvm_frames import RECORD, decoded_table, record_at
 from dagger.serde.proto_jvm import ERROR, proto_record, record_names
+
+if TYPE_CHECKING:
+    from dagger.plugins.format import TableRead
 
 
 def kafka_table(
@@ -15,17 +18,17 @@ def kafka_table(
     message: str,
     fields: list[str] | None,
     paths: dict[int, list[int]] | None,
-    table: str,
-    where: dict[str, Any],
+    where: TableRead,
     rowtime_field: str | None,
 ) -> Any:
     """Spark's Kafka source's rows (``value``, ``topic``, ``partition``, ``offset``) → the table, decoded by
     Dagger's decoder in the JVM. With ``paths`` (Confluent's format: schema id → the message's index path) the
     header is read there too: its schema id must be one of the subject's versions the job read at start (another
     one stops the query, saying to restart, under any policy: a version registered since is read after a restart).
-    ``where``: the stream's invalid-record ``policy`` and ``rowtime`` column."""
+    ``where``: the stream's table, invalid-record policy and rowtime column."""
     from pyspark.sql import functions as F
 
+    table = where.table
     spark = raw.sparkSession
     decoded = proto_record(spark, F.col("value"), descriptor_set, message, fields, confluent=paths)
     names = record_names(spark, descriptor_set, message, fields)
@@ -48,8 +51,8 @@ def kafka_table(
         reason,
         names,
         table,
-        where["policy"],
-        where["rowtime"],
+        where.policy,
+        where.rowtime,
         rowtime_field,
         coordinates=("topic", "partition", "offset"),
         payload="value",

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
     from dagger.config.model import StreamConfig
-    from dagger.plugins.format import RecordDecoder
+    from dagger.plugins.format import RecordDecoder, TableRead
     from dagger.schema.descriptor_sets import DescriptorSet
 
 
@@ -168,19 +168,19 @@ class ProtoReading(Format):
     def decodes_in_jvm(self, options: dict[str, Any]) -> bool:
         return bool(options["jvm"])
 
-    def jvm_table(self, df: DataFrame, options: dict[str, Any], where: dict[str, Any]) -> DataFrame:
+    def jvm_table(self, df: DataFrame, options: dict[str, Any], where: TableRead) -> DataFrame:
         from dagger.serde.proto_jvm import proto_table  # start-up: loads numpy, pyarrow
 
         return proto_table(
             df,
             options["descriptor_set_b64"],
             options["message"],
-            where["table"],
-            where["policy"],
-            where["rowtime"],
+            where.table,
+            where.policy,
+            where.rowtime,
             options["rowtime_source"],
-            where["fields"],
-            where["dead_letter"],
+            where.fields,
+            where.dead_letter,
         )
 
     def rowtime_reader(self, options: dict[str, Any], rowtime: str) -> Callable[[list[bytes | None]], list[int | None]]:
@@ -203,14 +203,14 @@ class ProtoReading(Format):
         raw: DataFrame,
         stream: StreamConfig,
         descriptors: DescriptorSet,
-        fields: list[str] | None,
-        where: dict[str, Any],
+        where: TableRead,
     ) -> DataFrame:
         """Dagger's decoder in the JVM (:func:`~dagger.formats.proto.kafka.kafka_table`)."""
         from dagger.formats.proto.kafka import kafka_table  # start-up: loads numpy, pyarrow
 
         message = self.message(stream, descriptors)
         rowtime_name = self.rowtime_source(stream, descriptors)
+        fields = where.fields
         if fields is not None and rowtime_name is not None and rowtime_name not in fields:
             fields = [*fields, rowtime_name]
         paths = None
@@ -218,9 +218,7 @@ class ProtoReading(Format):
             schemas = registered(stream, descriptors, "PROTOBUF")
             found = {i: message_path(schemas.file_descriptors(i)[-1], message) for i in schemas.schemas}
             paths = {i: list(path) for i, path in found.items() if path is not None}
-        return kafka_table(
-            raw, descriptors.serialized, message, fields, paths, stream.INPUT_SCHEMA_TABLE, where, rowtime_name
-        )
+        return kafka_table(raw, descriptors.serialized, message, fields, paths, where, rowtime_name)
 
     # --- dagger test ----------------------------------------------------------------------------------------------
 

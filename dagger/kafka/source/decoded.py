@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from dagger.plugins.format import TableRead
+
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
@@ -16,11 +18,6 @@ def decoded_table(df: DataFrame, spec: KafkaSourceSpec) -> DataFrame:
     values the reader handed over, decoded in the JVM by the format (:meth:`~dagger.plugins.format.Format.jvm_table`)."""
     if not spec.decodes_in_jvm:
         return df
-    where = {
-        "table": spec.table,
-        "policy": spec.invalid_policy,
-        "rowtime": spec.rowtime,
-        "fields": spec.fields,
-        "dead_letter": spec.dead_letter if spec.invalid_policy == "dead-letter" else None,
-    }
+    dead_letter = spec.dead_letter if spec.invalid_policy == "dead-letter" else None
+    where = TableRead(spec.table, spec.invalid_policy, spec.rowtime, spec.fields, dead_letter)
     return spec.format.jvm_table(df, spec.records, where)

@@ -12,7 +12,7 @@ from dagger.kafka.client import client_config
 from dagger.kafka.source.driver import driver_reader
 from dagger.kafka.source.positions import start_position
 from dagger.kafka.source.spec import STREAM_KEY
-from dagger.plugins.format import format_of
+from dagger.plugins.format import TableRead, format_of
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -135,8 +135,6 @@ def kafka_stream(
     for name, value in kafka_options(stream, config, resolve, micro_batches).items():
         reader = reader.option(name, value)
     raw = reader.load().select("value", "topic", "partition", "offset")
-    where = {
-        "policy": stream.settings.SOURCE_KAFKA_INVALID_RECORD_POLICY,
-        "rowtime": config.FLINK_ROWTIME_ATTRIBUTE_NAME,
-    }
-    return format_of(stream).spark_kafka_table(raw, stream, descriptors, fields, where)
+    policy = stream.settings.SOURCE_KAFKA_INVALID_RECORD_POLICY
+    where = TableRead(stream.INPUT_SCHEMA_TABLE, policy, config.FLINK_ROWTIME_ATTRIBUTE_NAME, fields)
+    return format_of(stream).spark_kafka_table(raw, stream, descriptors, where)
