@@ -44,11 +44,8 @@ register_sink("influx", InfluxSinkSettings, InfluxSink.from_settings)
 register_sink("bigquery", BigQuerySinkSettings, BigQuerySink.from_settings)
 
 
-def build_sink(entry: SinkConfig, env: SinkEnv | DescriptorSet | None) -> Sink:
-    """The sink one bound ``SINKS`` entry (or the single-sink keys) describes; ``env`` what the job's sinks share
-    (descriptor sets alone: nothing else)."""
-    if not isinstance(env, SinkEnv):
-        env = SinkEnv(env)
+def build_sink(entry: SinkConfig, env: SinkEnv) -> Sink:
+    """The sink one bound ``SINKS`` entry (or the single-sink keys) describes; ``env``: what the job's sinks share."""
     return SINKS.plugins()[entry.SINK_TYPE].build(entry.settings, env)
 
 

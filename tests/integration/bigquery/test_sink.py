@@ -19,6 +19,7 @@ from dagger.config.model import SinkConfig
 from dagger.dead_letter import DeadLetterSpec
 from dagger.errors import SinkError
 from dagger.job.binding import bind_sink
+from dagger.plugins.sink import SinkEnv
 from testing.produce import consume_all, produce
 from testing.samples import AREAS, SERVICES, bookings, example_descriptors, message_class
 from tests.conftest import (
@@ -37,7 +38,7 @@ Summary = message_class("dagger.examples.BookingSummaryMessage")
 
 
 def _sink(bigquery, table: str, state_dir=None, **extra) -> BigQuerySink:
-    sink = build_sink(bind_sink(SinkConfig(**bigquery_keys(bigquery, table, **extra))), example_descriptors())
+    sink = build_sink(bind_sink(SinkConfig(**bigquery_keys(bigquery, table, **extra))), SinkEnv(example_descriptors()))
     assert isinstance(sink, BigQuerySink)
     sink.label = "bigquery"
     sink.state = CheckpointStore(str(state_dir)) if state_dir else None

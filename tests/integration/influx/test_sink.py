@@ -15,6 +15,7 @@ from dagger.errors import SinkError
 from dagger.influx.line_protocol import line_protocol
 from dagger.influx.sink import InfluxSink
 from dagger.job.binding import bind_sink
+from dagger.plugins.sink import SinkEnv
 from testing.influx import V2WriteShim
 from testing.produce import produce
 from testing.samples import AREAS, SERVICES, bookings
@@ -33,7 +34,7 @@ def _sink(influx, db: str, **keys) -> InfluxSink:
     entry = SinkConfig(
         SINK_TYPE="influx", SINK_INFLUX_URL=influx.url, SINK_INFLUX_DB_NAME=db, SINK_INFLUX_MEASUREMENT_NAME="m", **keys
     )
-    sink = build_sink(bind_sink(entry), None)
+    sink = build_sink(bind_sink(entry), SinkEnv())
     assert isinstance(sink, InfluxSink)
     sink.label = "influx"
     return sink
