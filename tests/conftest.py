@@ -470,9 +470,12 @@ def bigquery_table() -> str:
     return f"t_{uuid.uuid4().hex[:8]}"
 
 
-def install_plugin_package(tmp_path: Path, monkeypatch, registry: Registry, module: str, code: str, name: str) -> None:  # noqa: ANN001
+def install_plugin_package(  # noqa: ANN001
+    tmp_path: Path, monkeypatch, registry: Registry, module: str, code: str, name: str, attribute: str = ""
+) -> None:
     """An installed package (``module`` + its dist-info on ``sys.path``) whose entry point in ``registry``'s group
-    names ``module`` under ``name``; the registry reads its entry points again on its next lookup."""
+    names ``module`` (or ``module:attribute``) under ``name``; the registry reads its entry points again on its next
+    lookup."""
     import textwrap
 
     site = tmp_path / "site"
@@ -481,6 +484,7 @@ def install_plugin_package(tmp_path: Path, monkeypatch, registry: Registry, modu
     info = site / f"{module}-1.0.dist-info"
     info.mkdir()
     (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {module.replace('_', '-')}\nVersion: 1.0\n")
-    (info / "entry_points.txt").write_text(f"[{registry.group}]\n{name} = {module}\n")
+    target = f"{module}:{attribute}" if attribute else module
+    (info / "entry_points.txt").write_text(f"[{registry.group}]\n{name} = {target}\n")
     monkeypatch.syspath_prepend(str(site))
     monkeypatch.setattr(registry, "_entry_points_loaded", False)

@@ -9,13 +9,12 @@ from typing import TYPE_CHECKING
 from dagger.functions import build_catalog, udf_context
 from dagger.functions import register as register_catalog
 from dagger.job.descriptors import current
-from dagger.plugins.transformer import ProcessorContext
+from dagger.plugins.processor import ProcessorContext
 from dagger.python_udfs import load_python_udfs
 
 if TYPE_CHECKING:
     from dagger.functions import FunctionCatalog
     from dagger.job.context import JobContext
-    from dagger.plugins.transformer import ProcessorContext
 
 
 def catalog(ctx: JobContext) -> FunctionCatalog:

@@ -129,6 +129,8 @@ class Format(ABC):
 
     #: the ``INPUT_DATATYPE`` it is registered under (set by :func:`register_format`)
     name: str = ""
+    #: its settings model, when an entry point names the class (a ``register_format`` call names its own)
+    settings_model: ClassVar[type[InputFormatSettings]] = InputFormatSettings
     #: whether its decoder can read only the fields the SQL names (``fields`` of :meth:`decoder`)
     prunes_fields: ClassVar[bool] = False
     #: whether its columns come from the descriptor sets (a refresh of the sets can change the table)
@@ -318,6 +320,7 @@ FORMATS: Registry[Callable[[], Format]] = Registry(
     kind="input data type",
     group="dagger.formats",
     settings_base=InputFormatSettings,
+    contract=Format,
     key_prefixes=("INPUT_SCHEMA_",),
     reserved=frozenset({"INPUT_SCHEMA_TABLE"}),
 )

@@ -1,37 +1,48 @@
 """The lookup contract and its registry: what a key of a post-processor's ``external_source`` stands for.
 
 A lookup enriches the SQL output's rows with answers from a service, one call per row (Dagger's external
-sources: ``http``, ``es``, ``pg``, ``grpc``). It registers the way every plugin does::
+sources: ``http``, ``es``, ``pg``, ``grpc``). It is one class, registered the way every plugin is::
 
     class RedisSettings(LookupSettings):
         host: str = Field(description="Redis host.")
         key_pattern: str
         output_mapping: dict[str, OutputPath]
 
-    def redis_lookup(df, settings, index, context, where):
-        ...  # plan it: add one hidden column per output, computed on the executors
-        return df, [(output_name, hidden_column), ...]
+    class RedisLookup(Lookup):
+        settings_model = RedisSettings
 
-    register_lookup("redis", RedisSettings, redis_lookup)
+        def plan(self, df):
+            column = self.hidden_column("answer")  # one hidden column per output, computed on the executors
+            return df.withColumn(column, ...), [("answer", column)]
+
+    register_lookup("redis", RedisSettings, RedisLookup)
+
+(or, from an installed package, an entry point ``redis = "my_package.redis:RedisLookup"`` in the
+``dagger.lookups`` group, with no ``register_lookup`` call: :mod:`dagger.plugins.registry`).
 
 Each ``external_source.<name>`` entry of a job's ``PROCESSOR_POSTPROCESSOR_CONFIG`` is validated by the settings
-model registered under ``<name>`` (:mod:`dagger.job.binding`); the planner runs on the driver when the job is
-planned, with the validated settings, the entry's index, the :class:`~dagger.plugins.transformer.
-ProcessorContext` and where the entry is (for messages). Installed packages register through the
-``dagger.lookups`` entry-point group (:mod:`dagger.plugins.registry`).
+model registered under ``<name>`` (:mod:`dagger.job.binding`). The lookup is built on the driver when the job is
+planned, as ``Lookup(settings, env)``: its validated settings and a :class:`~dagger.plugins.processor.ProcessorEnv`
+(the post-processors' shared context, the entry's index and where it is, for messages); :meth:`Lookup.plan` then
+adds its outputs to the rows.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from abc import ABC, abstractmethod
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from dagger.plugins.registry import Plugin, Registry
 
+if TYPE_CHECKING:
+    from dagger.plugins.processor import ProcessorEnv
+
 #: the order Dagger runs its external sources in; lookups registered beyond these run after them, by name
 DAGGER_ORDER = ("http", "es", "pg", "grpc")
+#: what a lookup's hidden columns start with: the output row's ``*`` leaves them out
+PREFIX = "__ext_"
 
 
 class OutputPath(BaseModel):
@@ -64,15 +75,38 @@ class LookupSettings(BaseModel):
     rate_limit_per_second: float = Field(0, description="Beyond Dagger: calls per second per task (0: no limit).")
 
 
-#: ``(df, settings, index, context, where) -> (df, [(output name, hidden column)])``
-LookupPlanner = Callable[..., tuple[Any, list[tuple[str, str]]]]
+class Lookup(ABC):
+    """One ``external_source`` entry: built on the driver from its settings and env, it plans its calls."""
 
-#: the lookups by ``external_source`` key
-LOOKUPS: Registry[LookupPlanner] = Registry(kind="lookup", group="dagger.lookups", settings_base=LookupSettings)
+    #: the model of its settings when an entry point registers the class
+    settings_model: ClassVar[type[LookupSettings]] = LookupSettings
+
+    def __init__(self, settings: Any, env: ProcessorEnv):
+        #: the validated entry
+        self.settings = settings
+        self.env = env
+        self.context = env.context
+        self.index = env.index
+        self.where = env.where
+
+    def hidden_column(self, output: str) -> str:
+        """The hidden column an output is computed in (:data:`PREFIX`, the lookup's name and index, the output)."""
+        return f"{PREFIX}{self.env.name}{self.index}_{output}"
+
+    @abstractmethod
+    def plan(self, df: Any) -> tuple[Any, list[tuple[str, str]]]:
+        """``df`` with one hidden column per output, computed on the executors, and ``[(output name, hidden
+        column)]``."""
+
+
+#: the lookups by ``external_source`` key; each registration's constructor is the class
+LOOKUPS: Registry[type[Lookup]] = Registry(
+    kind="lookup", group="dagger.lookups", settings_base=LookupSettings, contract=Lookup
+)
 
 
 def register_lookup(
-    name: str, settings: type[LookupSettings], build: LookupPlanner, summary: str | None = None
+    name: str, settings: type[LookupSettings], build: type[Lookup], summary: str | None = None
 ) -> Plugin:
     """Register a lookup under ``name`` (the ``external_source`` key users write)."""
     return LOOKUPS.register(name, settings, build, summary)

@@ -7,11 +7,14 @@ A plugin registers itself with the registry's ``register(name, settings, build)`
     register_sink("webhook", WebhookSettings, WebhookSink.from_settings)
 
 Packages installed beside Dagger plug in through the registry's entry-point group (``dagger.sinks``,
-``dagger.sources``, ...): each entry point names the module that registers the plugin, imported the first time
-the registry is read::
+``dagger.sources``, ...), read the first time the registry is. An entry point names the plugin's class, which then
+needs no ``register`` call: the entry point's name is the name users write, the class's ``settings_model``
+attribute its settings model::
 
     [project.entry-points."dagger.sinks"]
-    webhook = "my_package.webhook"
+    webhook = "my_package.webhook:WebhookSink"
+
+or it names a module that registers its plugins when imported (``webhook = "my_package.webhook"``).
 
 The built-in plugins register the same way from their own packages, which :mod:`dagger.job.binding` (the one
 place a job config meets its plugins) imports; this module imports no plugin.
@@ -72,6 +75,11 @@ class Registry(Generic[B]):
     name_pattern: str | None = None
     #: the rule ``name_pattern`` stands for, in words
     name_rule: str = ""
+    #: what an entry point may name instead of a module: a subclass (or an instance) of this class
+    contract: type | None = None
+    #: how what an entry point names becomes the kind's constructor (None: the class itself is); a TypeError
+    #: says it cannot
+    build_of: Callable[[Any], B] | None = None
     entries: dict[str, Plugin[B]] = field(default_factory=dict)
     _entry_points_loaded: bool = False
 
@@ -122,18 +130,42 @@ class Registry(Generic[B]):
         for entry in _entry_points(self.group):
             if entry.name in self.entries:
                 continue
+            module_name, _, attribute = entry.value.partition(":")
             try:
-                import_module(entry.value.split(":")[0])
+                found = import_module(module_name.strip())
+                for part in attribute.strip().split(".") if attribute.strip() else ():
+                    found = getattr(found, part)
             except Exception as exc:  # noqa: BLE001 - one broken package must not hide the other plugins
                 raise DaggerConfigError(
                     f"{self.kind} {entry.name!r} (entry point {entry.value!r} of "
                     f"{entry.dist.name if entry.dist else '?'}) cannot be imported: {type(exc).__name__}: {exc}"
                 ) from exc
+            if entry.name not in self.entries and attribute:
+                self._register_found(entry.name, entry.value, found)
             if entry.name not in self.entries:
                 raise DaggerConfigError(
                     f"{self.kind} {entry.name!r}: module {entry.value!r} was imported but registered no "
                     f"{self.kind} named {entry.name!r}"
                 )
+
+    def _register_found(self, name: str, value: str, found: Any) -> None:
+        """Register the class (or the object) an entry point names, by the entry point's name."""
+        contract = self.contract
+        if contract is not None and not (
+            isinstance(found, contract) or (isinstance(found, type) and issubclass(found, contract))
+        ):
+            raise DaggerConfigError(
+                f"{self.kind} {name!r}: entry point {value!r} names {found!r}, not a "
+                f"{contract.__module__}.{contract.__name__}"
+            )
+        try:
+            build = self.build_of(found) if self.build_of else found
+        except TypeError as exc:
+            raise DaggerConfigError(f"{self.kind} {name!r}: entry point {value!r}: {exc}") from None
+        settings = getattr(found, "settings_model", None) or self.settings_base
+        doc = getattr(found, "doc", None) if isinstance(getattr(found, "doc", None), str) else found.__doc__
+        summary = (doc or "").strip().splitlines()[0] if (doc or "").strip() else None
+        self.register(name, settings, build, summary)
 
 
 def _entry_points(group: str) -> Iterable[metadata.EntryPoint]:

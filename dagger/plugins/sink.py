@@ -120,6 +120,8 @@ class Sink(ABC):
 
     #: the name users write in ``SINK_TYPE``
     name: ClassVar[str]
+    #: its settings model, when an entry point names the class (a ``register_sink`` call names its own)
+    settings_model: ClassVar[type[SinkSettings]] = SinkSettings
     #: what writing input that was already written does (a replay, a re-run bounded job); logged and documented
     rerun: ClassVar[str] = "writes it again"
 
@@ -254,6 +256,8 @@ SINKS: Registry[Callable[[Any, SinkEnv], Sink]] = Registry(
     kind="sink",
     group="dagger.sinks",
     settings_base=SinkSettings,
+    contract=Sink,
+    build_of=lambda cls: cls.from_settings,
     key_prefixes=("SINK_",),
     reserved=COMMON_KEYS,
     name_pattern=r"[a-z][a-z0-9_-]*",

@@ -101,6 +101,8 @@ class Source(ABC):
 
     #: the ``SOURCE_NAME`` values this source serves
     names: ClassVar[tuple[str, ...]]
+    #: its settings model, when an entry point names the class (a ``register_source`` call names its own)
+    settings_model: ClassVar[type[SourceSettings]] = SourceSettings
     #: the ``SOURCE_TYPE`` it goes with (``UNBOUNDED`` or ``BOUNDED``)
     source_type: ClassVar[str]
     #: whether ``dagger run --from/--to`` can replay it
@@ -165,7 +167,12 @@ class Source(ABC):
 
 #: the sources by ``SOURCE_NAME``; each registration's constructor returns the :class:`Source`
 SOURCES: Registry[Callable[[], Source]] = Registry(
-    kind="source", group="dagger.sources", settings_base=SourceSettings, key_prefixes=("SOURCE_",), reserved=COMMON_KEYS
+    kind="source",
+    group="dagger.sources",
+    settings_base=SourceSettings,
+    contract=Source,
+    key_prefixes=("SOURCE_",),
+    reserved=COMMON_KEYS,
 )
 _instances: dict[str, Source] = {}
 

@@ -1,13 +1,12 @@
-"""The transformer contract and its registry: what a ``transformation_class`` stands for, and the context every
-processor (transformer or lookup) is given.
+"""The transformer contract and its registry: what a ``transformation_class`` stands for.
 
 Dagger's transformers are Java classes built with ``(arguments, columnNames, DaggerContext)`` that turn one Flink
 stream into another. Here a transformer is a class registered, the way every plugin is, under the name users write
 in ``transformation_class`` with a typed model of its ``transformation_arguments``; Dagger's qualified class names
 (``org.raystack.dagger.functions.transformers.HashTransformer``, the ``io.odpf`` and ``com.gotocompany`` packages
-too) resolve to the same registration. It is built on the driver with its validated arguments, the current column
-names and a :class:`ProcessorContext`, and :meth:`Transformer.transform` returns a new (streaming or batch)
-DataFrame. A user transformer::
+too) resolve to the same registration. It is built on the driver as ``Transformer(settings, env)``, with its validated
+arguments and a :class:`~dagger.plugins.processor.ProcessorEnv` (the shared context, where its entry is, the columns
+of its rows), and :meth:`Transformer.transform` returns a new (streaming or batch) DataFrame. A user transformer::
 
     from dagger.plugins.transformer import Transformer, TransformerArguments, register_transformer
 
@@ -27,16 +26,16 @@ DataFrame. A user transformer::
 
     register_transformer("UpperTransformer", UpperArguments, Upper)
 
-Configs name it ``UpperTransformer`` once its module is imported (``PYTHON_FILES``, or an installed package's
-``dagger.transformers`` entry point), or directly as ``my_package.module:Upper`` (its class attribute
-``arguments_model`` is then the model, free-form by default).
+Configs name it ``UpperTransformer`` once its module is imported (``PYTHON_FILES``), or once an installed
+package's ``dagger.transformers`` entry point names the class (``UpperTransformer = "my_package.module:Upper"``,
+which then needs no ``register_transformer`` call: its class attribute ``settings_model`` is the model), or
+directly as ``my_package.module:Upper``.
 """
 
 from __future__ import annotations
 
 import importlib
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
@@ -45,10 +44,7 @@ from dagger.errors import DaggerConfigError
 from dagger.plugins.registry import Plugin, Registry
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
-
-    from dagger.config.model import JobConfig
-    from dagger.schema.descriptor_sets import DescriptorSet
+    from dagger.plugins.processor import ProcessorEnv
 
 #: the Java packages of Dagger's transformers: a qualified name in one of them resolves to the short name
 DAGGER_PACKAGES = (
@@ -68,45 +64,6 @@ class TransformerArguments(BaseModel):
 _MISSING = object()
 
 
-@dataclass
-class ProcessorContext:
-    """What a processor may use: the session, the job, the descriptors, and where it runs."""
-
-    spark: SparkSession
-    config: JobConfig
-    descriptors: DescriptorSet
-    macros: dict[str, Any]
-    stage: str  # "pre" or "post"
-    table_name: str  # the pre-processed table, or "NULL" in post-processors (as Dagger)
-    bounded: bool = False
-    observations: dict[str, Any] = field(default_factory=dict)  # bounded runs: name → Observation
-    lookups: dict[str, Any] = field(default_factory=dict)  # external source label → its Metrics
-    #: Spark session settings a processor needs for the job's query (applied, and unset for the next job in the
-    #: same session, by the job when the query starts); a user's own SPARK_CONF value wins
-    session_settings: dict[str, str] = field(default_factory=dict)
-    #: ``dagger test``: the case's answers to the lookups (:mod:`dagger.processors.external.mocks`), which then
-    #: call nothing; None in every run of a job
-    mocks: list[dict[str, Any]] | None = None
-
-    def observe(self, df: Any, name: str, *metrics: Any) -> Any:
-        """``df.observe`` that reports in the query progress (streaming) or the run summary (bounded)."""
-        if self.bounded:
-            from pyspark.sql import Observation
-
-            observation = Observation(name)
-            self.observations[name] = observation
-            return df.observe(observation, *metrics)
-        return df.observe(name, *metrics)
-
-    def sql(self, query: str, views: dict[str, Any]) -> Any:
-        """Run ``query`` (Dagger's window syntax and every function available) over ``views``."""
-        from dagger.sql.rewrite import rewrite_sql  # start-up: loads sqlglot
-
-        for view, frame in views.items():
-            frame.createOrReplaceTempView(view)
-        return self.spark.sql(rewrite_sql(query, self.macros))
-
-
 class Transformer(ABC):
     """A named DataFrame → DataFrame step configured by ``transformation_arguments``; built and run on the driver."""
 
@@ -115,20 +72,21 @@ class Transformer(ABC):
     #: where it may run: ``pre`` (per input table, before SQL) and/or ``post`` (on the output rows)
     stages: ClassVar[tuple[str, ...]] = ("pre", "post")
 
-    #: the model of its ``transformation_arguments`` when it is named as ``package.module:Class`` (a registration
-    #: names its own)
-    arguments_model: ClassVar[type[TransformerArguments]] = TransformerArguments
+    #: the model of its ``transformation_arguments`` when the class is registered by an entry point or named as
+    #: ``package.module:Class`` (a ``register_transformer`` call names its own)
+    settings_model: ClassVar[type[TransformerArguments]] = TransformerArguments
 
-    def __init__(self, settings: TransformerArguments, columns: list[str], context: ProcessorContext, where: str):
+    def __init__(self, settings: TransformerArguments, env: ProcessorEnv):
         #: the validated ``transformation_arguments``
         self.settings = settings
         self.arguments = settings.model_dump(by_alias=True)
-        self.columns = list(columns)
-        self.context = context
-        self.where = where
+        self.env = env
+        self.columns = list(env.columns)
+        self.context = context = env.context
+        self.where = env.where
         if context.stage not in self.stages:
             raise DaggerConfigError(
-                f"{where}: {self.name} runs only as a {' or '.join(self.stages)}-processor, not in "
+                f"{self.where}: {self.name} runs only as a {' or '.join(self.stages)}-processor, not in "
                 f"{'PROCESSOR_PREPROCESSOR_CONFIG' if context.stage == 'pre' else 'PROCESSOR_POSTPROCESSOR_CONFIG'}"
             )
 
@@ -168,7 +126,7 @@ class Transformer(ABC):
 
 #: the transformers by ``transformation_class``; each registration's constructor is the class
 TRANSFORMERS: Registry[type[Transformer]] = Registry(
-    kind="transformer", group="dagger.transformers", settings_base=TransformerArguments
+    kind="transformer", group="dagger.transformers", settings_base=TransformerArguments, contract=Transformer
 )
 
 
@@ -197,7 +155,7 @@ def resolve_transformer(name: str, where: str) -> Plugin:
             raise DaggerConfigError(f"{where}: cannot import transformer {name!r}: {exc}") from None
         if not (isinstance(found, type) and issubclass(found, Transformer)):
             raise DaggerConfigError(f"{where}: {name!r} is not a dagger.plugins.transformer.Transformer")
-        return register_transformer(name, found.arguments_model, found)  # a registry entry as any other
+        return register_transformer(name, found.settings_model, found)  # a registry entry as any other
     raise DaggerConfigError(
         f"{where}: unknown transformation_class {name!r}; accepted: {', '.join(sorted(plugins))} (also with "
         f"Dagger's package {DAGGER_PACKAGES[0].rstrip('.')}), or package.module:Class of your own"

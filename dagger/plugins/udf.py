@@ -12,8 +12,9 @@ here::
     register_udf("Triple", FunctionSettings, lambda: triple_declaration)  # one function
     register_module(my_package.functions)  # every function a module declares
 
-or names such a module in its ``dagger.functions`` entry point (the entry point's name is one of the functions it
-registers). A function takes no config keys: its settings model is :class:`FunctionSettings`, empty; its
+or, with no registering code at all, names the declared function in its ``dagger.functions`` entry point
+(``Triple = "my_package.functions:triple"``; the entry point's name is the function's SQL name), or a module that
+registers its functions when imported (the entry point's name is one of them). A function takes no config keys: its settings model is :class:`FunctionSettings`, empty; its
 constructor returns the declaration (a :class:`udfs.declare.Function`). A package's function replaces the
 library's of the same name (with a warning); ``FUNCTION_FACTORY_CLASSES`` and Python files replace both.
 """
@@ -26,7 +27,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from dagger.plugins.registry import Plugin, Registry
-from udfs.declare import functions_of
+from udfs.declare import Function, functions_of
 
 
 class FunctionSettings(BaseModel):
@@ -36,7 +37,21 @@ class FunctionSettings(BaseModel):
 
 
 #: the functions registered by name (what SQL calls them)
-UDFS: Registry[Callable[[], Any]] = Registry(kind="function", group="dagger.functions", settings_base=FunctionSettings)
+UDFS: Registry[Callable[[], Any]] = Registry(
+    kind="function",
+    group="dagger.functions",
+    settings_base=FunctionSettings,
+    build_of=lambda found: _declared(found),
+)
+
+
+def _declared(found: Any) -> Callable[[], Function]:
+    """The constructor of what a ``dagger.functions`` entry point names: a declared function (``module:triple``,
+    a function under one of the :mod:`udfs.declare` decorators, or the declaration itself)."""
+    declared = [found] if isinstance(found, Function) else list(getattr(found, "__dagger_functions__", []))
+    if len(declared) != 1:
+        raise TypeError(f"{found!r} is not one function declared with udfs.declare's decorators or @udfs.udf")
+    return lambda: declared[0]
 
 
 def register_udf(

@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from dagger.errors import DaggerConfigError
-from dagger.plugins.transformer import ProcessorContext, resolve_transformer
+from dagger.plugins.processor import ProcessorContext, ProcessorEnv
+from dagger.plugins.transformer import resolve_transformer
 
 if TYPE_CHECKING:
     from dagger.config.model import JobConfig
@@ -186,7 +187,7 @@ def _run_transformer(df: Any, spec: Any, context: ProcessorContext, where: str) 
             value = error["input"]
             problems.append(f"{name} argument {key} must be {kind}, got {type(value).__name__} {value!r}")
         raise DaggerConfigError(f"{where}: " + f"\n  - {where}: ".join(problems)) from None
-    transformer = plugin.build(settings, list(df.columns), context, where)
+    transformer = plugin.build(settings, ProcessorEnv(context, where, tuple(df.columns)))
     return transformer.transform(df)
 
 

@@ -11,12 +11,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from dagger.errors import DaggerConfigError
-from dagger.plugins.lookup import LOOKUPS
-from dagger.processors.external.planning import PREFIX
+from dagger.plugins.lookup import LOOKUPS, PREFIX
+from dagger.plugins.processor import ProcessorEnv
 
 if TYPE_CHECKING:
     from dagger.config.model import PostProcessorConfig
-    from dagger.plugins.transformer import ProcessorContext
+    from dagger.plugins.processor import ProcessorContext
 
 __all__ = ["PREFIX", "enrich"]
 
@@ -27,7 +27,8 @@ def enrich(df: Any, post: PostProcessorConfig, context: ProcessorContext) -> tup
     outputs: list[tuple[str, str]] = []
     for kind, index, settings in post.lookups:
         where = f"PROCESSOR_POSTPROCESSOR_CONFIG.external_source.{kind}[{index}]"
-        df, added = LOOKUPS.plugins()[kind].build(df, settings, index, context, where)
+        lookup = LOOKUPS.plugins()[kind].build(settings, ProcessorEnv(context, where, tuple(df.columns), index, kind))
+        df, added = lookup.plan(df)
         outputs.extend(added)
     names = [name for name, _ in outputs]
     repeated = sorted({n for n in names if names.count(n) > 1})

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from dagger.errors import DaggerConfigError
+from dagger.plugins.lookup import PREFIX
 from dagger.processors.external.base import (
     Metrics,
     convert,
@@ -25,9 +26,7 @@ from dagger.processors.external.base import (
 from dagger.worker_cache import BuiltCache, content_key
 
 if TYPE_CHECKING:
-    from dagger.plugins.transformer import ProcessorContext
-
-PREFIX = "__ext_"
+    from dagger.plugins.processor import ProcessorContext
 
 
 def typing_message(source: Any, context: ProcessorContext, where: str) -> Any:

@@ -21,7 +21,7 @@ from pydantic import Field
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import BooleanType, LongType, StringType, StructField, StructType, TimestampType
 
-from dagger.plugins.format import VALIDITY_COLUMN, Format, InputFormatSettings, register_format
+from dagger.plugins.format import VALIDITY_COLUMN, Format, InputFormatSettings
 
 TYPES = {"long": (LongType(), int), "string": (StringType(), str), "timestamp": (TimestampType(), None)}
 
@@ -75,6 +75,8 @@ class CsvDecoder:
 
 
 class Csv(Format):
+    settings_model = CsvSettings
+
     def record_struct(self, stream, descriptors):
         return StructType([StructField(n, TYPES[k][0]) for n, k in _columns(stream.format.INPUT_SCHEMA_CSV_COLUMNS)])
 
@@ -91,8 +93,6 @@ class Csv(Format):
         names = [n for n, _ in _columns(stream.format.INPUT_SCHEMA_CSV_COLUMNS)]
         return lambda record: ",".join(str(record[n]) for n in names).encode()
 
-
-register_format("CSV", CsvSettings, Csv)
 '''
 
 
@@ -105,7 +105,7 @@ def _install(tmp_path) -> dict[str, str]:
     info = site / "dagger_csv-1.0.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: dagger-csv\nVersion: 1.0\n")
-    (info / "entry_points.txt").write_text("[dagger.formats]\nCSV = dagger_csv\n")
+    (info / "entry_points.txt").write_text("[dagger.formats]\nCSV = dagger_csv:Csv\n")  # the class: no register call
     return {"PYTHONPATH": os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")]))}
 
 

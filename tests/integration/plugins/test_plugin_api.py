@@ -20,10 +20,13 @@ from tests.conftest import install_plugin_package
             LOOKUPS,
             "redis",
             """
-            from dagger.plugins.lookup import LookupSettings, register_lookup
+            from dagger.plugins.lookup import Lookup, LookupSettings, register_lookup
             class RedisSettings(LookupSettings):
                 host: str
-            register_lookup("redis", RedisSettings, lambda df, settings, index, context, where: (df, []))
+            class RedisLookup(Lookup):
+                def plan(self, df):
+                    return df, []
+            register_lookup("redis", RedisSettings, RedisLookup)
             """,
         ),
         (

@@ -153,3 +153,114 @@ def test_a_transformer_named_module_colon_class_becomes_a_registry_entry():
             resolve_transformer(f"{__name__}:test_a_transformer_named_module_colon_class_becomes_a_registry_entry", "x")
     finally:
         TRANSFORMERS.entries.pop(name, None)
+
+
+CLASSES = {
+    "dagger.sources": (
+        "Rows",
+        """
+        from pydantic import Field
+        from dagger.plugins.source import Source, SourceSettings
+        class RowsSettings(SourceSettings):
+            '''Rows.'''
+            SOURCE_ROWS_COUNT: int = Field(3, description="How many.")
+        class Rows(Source):
+            '''Rows counted from zero.'''
+            names = ("ROWS",)
+            source_type = "BOUNDED"
+            settings_model = RowsSettings
+            def is_bounded(self, stream, to_ms=None): return True
+            def build(self, stream, env): return None
+            def location(self, stream): return "rows"
+            def input_description(self, spark, stream, from_ms, to_ms): return {}
+        """,
+    ),
+    "dagger.sinks": (
+        "Webhook",
+        """
+        from dagger.plugins.sink import Sink, SinkSettings
+        class WebhookSettings(SinkSettings):
+            '''A webhook.'''
+            SINK_WEBHOOK_URL: str
+        class Webhook(Sink):
+            '''Rows POSTed to a URL.'''
+            name = "webhook"
+            settings_model = WebhookSettings
+            def __init__(self, url): self.url = url
+            @classmethod
+            def from_settings(cls, settings, env): return cls(settings.SINK_WEBHOOK_URL)
+            def writer(self, partition_id, batch_id): return None
+        """,
+    ),
+    "dagger.transformers": (
+        "Upper",
+        """
+        from dagger.plugins.transformer import Transformer, TransformerArguments
+        class UpperArguments(TransformerArguments):
+            column: str
+        class Upper(Transformer):
+            '''Upper-cases a column.'''
+            settings_model = UpperArguments
+            def transform(self, df): return df
+        """,
+    ),
+    "dagger.lookups": (
+        "Redis",
+        """
+        from dagger.plugins.lookup import Lookup, LookupSettings
+        class RedisSettings(LookupSettings):
+            host: str
+        class Redis(Lookup):
+            '''Answers from Redis.'''
+            settings_model = RedisSettings
+            def plan(self, df): return df, []
+        """,
+    ),
+    "dagger.functions": (
+        "triple",
+        """
+        from udfs.declare import sql_function
+        @sql_function("Triple", "x BIGINT", "BIGINT")
+        def triple():
+            '''Three times x.'''
+            return "x * 3"
+        """,
+    ),
+}
+
+
+@pytest.mark.parametrize("group", list(CLASSES))
+def test_an_entry_point_naming_one_class_registers_it_with_no_code(tmp_path, monkeypatch, group):
+    registry = ALL[group]
+    attribute, code = CLASSES[group]
+    module = f"one_class_{registry.kind.replace(' ', '_')}"
+    install_plugin_package(tmp_path, monkeypatch, registry, module, code, "mine", attribute)
+    try:
+        plugin = registry.plugins()["mine"]
+        found = getattr(sys.modules[module], attribute)
+        assert plugin.settings is getattr(found, "settings_model", registry.settings_base)
+        assert plugin.summary == {"triple": "Three times x."}.get(attribute, (found.__doc__ or "").strip())
+        if group == "dagger.sinks":
+            assert plugin.build == found.from_settings  # a sink is built from its settings and env
+            assert plugin.build(plugin.settings(SINK_WEBHOOK_URL="http://x"), None).url == "http://x"
+        elif group == "dagger.functions":
+            assert plugin.build().name == "Triple"  # the declaration
+        else:
+            assert plugin.build is found
+    finally:
+        registry.entries.pop("mine", None)
+        sys.modules.pop(module, None)
+
+
+def test_an_entry_point_naming_something_else_than_the_kinds_class_is_named(tmp_path, monkeypatch):
+    install_plugin_package(tmp_path, monkeypatch, LOOKUPS, "not_a_lookup", "class Other:\n    pass\n", "x", "Other")
+    try:
+        with pytest.raises(DaggerConfigError, match=r"lookup 'x': entry point 'not_a_lookup:Other' names <class "):
+            LOOKUPS.plugins()
+        (tmp_path / "f").mkdir()
+        install_plugin_package(tmp_path / "f", monkeypatch, UDFS, "not_a_function", "def f():\n    pass\n", "f", "f")
+        with pytest.raises(DaggerConfigError, match="is not one function declared with udfs.declare"):
+            UDFS.plugins()
+    finally:
+        sys.modules.pop("not_a_lookup", None)
+        sys.modules.pop("not_a_function", None)
