@@ -344,6 +344,32 @@ def dagger(*args: str, env: dict | None = None, timeout: float = 300) -> subproc
     )
 
 
+def validate_here(spark, *args: str) -> subprocess.CompletedProcess:  # noqa: ANN001
+    """``dagger validate ARGS`` run by the command's own code in this process, on the worker's Spark session (the
+    local session a ``dagger validate`` subprocess would start for ``--full`` or Spark's analysis: the command takes
+    the active one): its exit code and output as :func:`dagger` returns them, without a JVM of its own. The tests
+    of the command line as a process (its exit codes, its console, its environment) call :func:`dagger`."""
+    import contextlib
+    import io
+    import logging
+
+    from dagger import cli
+
+    assert spark is not None  # the session the command finds active
+    out, err = io.StringIO(), io.StringIO()
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = cli.main(["validate", *args])
+    except SystemExit as exc:  # argparse's own exits
+        code = exc.code if isinstance(exc.code, int) else 2
+    finally:
+        root.handlers[:] = handlers  # the command points the root logger at its (captured) stderr
+        root.setLevel(level)
+    return subprocess.CompletedProcess(["dagger", "validate", *args], code, out.getvalue(), err.getvalue())
+
+
 # -- jobs with processors (shared by the processor and lookup tests) ----------------------------------------
 
 BASE_SQL = (

@@ -9,7 +9,7 @@ import pytest
 
 from testing.produce import consume_all, produce
 from testing.samples import bookings, customers
-from tests.conftest import START, dagger, dropped, job, json_sink, kafka_stream, run_job
+from tests.conftest import START, dropped, job, json_sink, kafka_stream, run_job, validate_here
 from tests.unit.formats.test_json_input import OUT_SCHEMA, WINDOW_SQL, _window_rows, as_json, json_stream
 
 
@@ -39,7 +39,7 @@ def test_a_json_in_json_out_window_job_runs_with_no_descriptor_set_at_all(spark,
     data = job(None, [json_stream(broker, source)], WINDOW_SQL, **json_sink(broker, out))
     path = tmp_path / "job.json"
     path.write_text(json.dumps(data))
-    done = dagger("validate", str(path))
+    done = validate_here(spark, str(path))
     assert done.returncode == 0, done.stderr
     assert "descriptors: none (no stream or sink of this job is protobuf)" in done.stdout
     manager, query = run_job(spark, data, tmp_path / "cp")
@@ -51,12 +51,14 @@ def test_a_json_in_json_out_window_job_runs_with_no_descriptor_set_at_all(spark,
     assert {r["window_timestamp"] for r in rows} == {"2026-11-22T10:01:00.000000Z", "2026-11-22T10:02:00.000000Z"}
 
 
-def test_a_protobuf_message_named_in_a_job_without_descriptor_sets_names_the_key_and_what_is_missing(broker, tmp_path):
+def test_a_protobuf_message_named_in_a_job_without_descriptor_sets_names_the_key_and_what_is_missing(
+    spark, broker, tmp_path
+):
     data = job(None, [json_stream(broker, "bookings")], WINDOW_SQL, **json_sink(broker, "out"))
     data.update(SINK_KAFKA_DATA_TYPE="PROTO", SINK_KAFKA_PROTO_MESSAGE="dagger.examples.BookingSummaryMessage")
     path = tmp_path / "job.json"
     path.write_text(json.dumps(data))
-    done = dagger("validate", str(path))
+    done = validate_here(spark, str(path))
     assert done.returncode == 2
     assert done.stderr.strip().splitlines()[-1] == (
         "dagger: SINK_KAFKA_PROTO_MESSAGE names the protobuf message 'dagger.examples.BookingSummaryMessage', but "
@@ -128,12 +130,12 @@ def test_json_sink_matches_properties_by_position_as_dagger_when_names_differ(sp
     assert rows[2] == {"id": "order-2", "cash": 20.0, "code": 7, "at": "2026-11-22T10:00:02.000000Z"}
 
 
-def test_json_sink_that_cannot_be_shaped_is_refused_before_start(broker, stencil, tmp_path):
+def test_json_sink_that_cannot_be_shaped_is_refused_before_start(spark, broker, stencil, tmp_path):
     sql = "SELECT order_number, amount_paid_by_cash FROM data_stream_0"
     sink = {**json_sink(broker, "unused"), "SINK_KAFKA_JSON_SCHEMA": json.dumps(OUT_SCHEMA)}
     path = tmp_path / "job.json"
     path.write_text(json.dumps(job(stencil, [kafka_stream(broker, "bookings")], sql, **sink)))
-    done = dagger("validate", str(path))
+    done = validate_here(spark, str(path))
     assert done.returncode != 0
     assert (
         "SINK_KAFKA_JSON_SCHEMA: properties id, cash, code, at match no output column (order_number, "
@@ -141,7 +143,7 @@ def test_json_sink_that_cannot_be_shaped_is_refused_before_start(broker, stencil
     )
     bad = {**sink, "SINK_KAFKA_JSON_SCHEMA": json.dumps({"type": "object", "properties": {"x": {"type": "object"}}})}
     path.write_text(json.dumps(job(stencil, [kafka_stream(broker, "bookings")], sql, **bad)))
-    done = dagger("validate", str(path))
+    done = validate_here(spark, str(path))
     assert done.returncode == 2
     assert (
         done.stderr.strip()
@@ -203,7 +205,7 @@ def test_json_sink_writes_the_schemas_properties_by_name_typed_and_rejects_rows_
         ),
     ],
 )
-def test_json_stream_config_errors_exit_2_naming_the_key(broker, stencil, tmp_path, change, message):
+def test_json_stream_config_errors_exit_2_naming_the_key(spark, broker, stencil, tmp_path, change, message):
     stream = json_stream(broker, "anything")
     for key, value in change.items():
         if value is None:
@@ -212,15 +214,15 @@ def test_json_stream_config_errors_exit_2_naming_the_key(broker, stencil, tmp_pa
             stream[key] = value
     path = tmp_path / "job.json"
     path.write_text(json.dumps(job(stencil, [stream], "SELECT order_number FROM data_stream_0")))
-    done = dagger("validate", str(path))
+    done = validate_here(spark, str(path))
     assert done.returncode == 2, done.stderr
     assert message in done.stderr.strip().splitlines()[-1]
 
 
-def test_validate_describes_a_json_stream(broker, stencil, tmp_path):
+def test_validate_describes_a_json_stream(spark, broker, stencil, tmp_path):
     path = tmp_path / "job.json"
     path.write_text(json.dumps(job(stencil, [json_stream(broker, "bookings")], WINDOW_SQL)))
-    done = dagger("validate", str(path))
+    done = validate_here(spark, str(path))
     assert done.returncode == 0, done.stderr
     assert "stream data_stream_0: KAFKA_CONSUMER topics /bookings/ as JSON, 11 columns" in done.stdout
     assert "cash: bigint" in done.stdout

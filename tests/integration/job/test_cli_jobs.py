@@ -17,13 +17,13 @@ import pytest
 from testing import proctree
 from testing.produce import consume_all, produce, topic_size
 from testing.samples import bookings, message_class
-from tests.conftest import ROOT, START, dagger, job, kafka_sink, kafka_stream
+from tests.conftest import ROOT, START, dagger, job, kafka_sink, kafka_stream, validate_here
 
 pytestmark = pytest.mark.integration
 Summary = message_class("dagger.examples.BookingSummaryMessage")
 
 
-def test_validate_prints_the_rewritten_sql_and_refuses_a_misfit(broker, stencil, topic, tmp_path):
+def test_validate_prints_the_rewritten_sql_and_refuses_a_misfit(spark, broker, stencil, topic, tmp_path):
     source = topic("validate")
     # Dagger's join example: two streams joined on a time interval alone, windowed in Dagger's syntax
     sql = (
@@ -35,7 +35,7 @@ def test_validate_prints_the_rewritten_sql_and_refuses_a_misfit(broker, stencil,
     streams = [kafka_stream(broker, source), kafka_stream(broker, source, table="data_stream_1")]
     good = job(stencil, streams, sql, **kafka_sink(broker, "out", "dagger.examples.BookingCountMessage"))
     (tmp_path / "good.json").write_text(json.dumps(good))
-    result = dagger("validate", str(tmp_path / "good.json"))
+    result = validate_here(spark, str(tmp_path / "good.json"))
     assert result.returncode == 0, result.stderr
     assert "WINDOW(data_stream_0.rowtime, '1 minutes').end AS window_timestamp" in result.stdout
     assert "rewritten for Spark:" in result.stdout
@@ -44,12 +44,12 @@ def test_validate_prints_the_rewritten_sql_and_refuses_a_misfit(broker, stencil,
     assert "output mode: append" in result.stdout and "OK: the job can run" in result.stdout
     bad = dict(good, FLINK_SQL_QUERY="SELECT item_tags AS service_area_id FROM data_stream_0")
     (tmp_path / "bad.json").write_text(json.dumps(bad))
-    result = dagger("validate", str(tmp_path / "bad.json"))
+    result = validate_here(spark, str(tmp_path / "bad.json"))
     assert result.returncode == 2
     assert "column 'service_area_id' (ARRAY<STRING>) cannot be written" in result.stdout
     unknown = dict(good, FLINK_SQL_QUERY="SELECT no_such_column FROM data_stream_0")
     (tmp_path / "unknown.json").write_text(json.dumps(unknown))
-    result = dagger("validate", str(tmp_path / "unknown.json"))
+    result = validate_here(spark, str(tmp_path / "unknown.json"))
     assert result.returncode == 2
     assert "FLINK_SQL_QUERY is not valid Spark SQL" in result.stderr and "no_such_column" in result.stderr
 
@@ -113,14 +113,14 @@ def _written(log: Path | str) -> int:
 @pytest.mark.chaos
 def test_restart_after_a_kill_loses_nothing_and_after_a_clean_stop_duplicates_nothing(broker, stencil, topic, tmp_path):
     source, out = topic("restart", 2), topic("restart-out")
-    total = 6000  # at 100 records per 0.5 s trigger the job takes ~30 s: the kill and the stop land mid-stream
+    total = 3000  # at 100 records per 0.25 s trigger the job takes ~8 s: the kill and the stop land mid-stream
     produce(broker.bootstrap, source, ((None, v) for v in bookings(total, START, step_seconds=0.01)), partitions=2)
     data = job(
         stencil,
         [kafka_stream(broker, source)],
         "SELECT order_number FROM data_stream_0",
         SPARK_MAX_RECORDS_PER_TRIGGER="100",
-        SPARK_TRIGGER_INTERVAL_MS="500",
+        SPARK_TRIGGER_INTERVAL_MS="250",
         **kafka_sink(broker, out, "dagger.examples.BookingSummaryMessage"),
     )
     config = tmp_path / "job.json"

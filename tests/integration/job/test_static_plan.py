@@ -9,7 +9,7 @@ import json
 import pytest
 
 from dagger.job import Job, load_config
-from tests.conftest import dagger, job, kafka_sink, kafka_stream
+from tests.conftest import job, kafka_sink, kafka_stream, validate_here
 
 pytestmark = pytest.mark.integration
 
@@ -90,10 +90,10 @@ def test_other_queries_go_to_spark_with_the_reason(spark, stencil, broker, sql, 
     assert static is None and why.startswith(reason), why
 
 
-def test_validate_says_how_it_checked_and_full_asks_spark(stencil, broker, tmp_path):
+def test_validate_says_how_it_checked_and_full_asks_spark(spark, stencil, broker, tmp_path):
     path = tmp_path / "job.json"
     path.write_text(json.dumps(job(stencil, [kafka_stream(broker, "bookings")], READ_WITHOUT_SPARK[0])))
-    fast, full = dagger("validate", str(path)), dagger("validate", "--full", str(path))
+    fast, full = validate_here(spark, str(path)), validate_here(spark, "--full", str(path))
     assert fast.returncode == full.returncode == 0, fast.stderr + full.stderr
     assert "checked without Spark: read from the descriptors and the SQL (--full runs Spark's analysis)" in fast.stdout
     assert "checked by Spark's analysis (--full)" in full.stdout
@@ -102,7 +102,7 @@ def test_validate_says_how_it_checked_and_full_asks_spark(stencil, broker, tmp_p
     assert "Using Spark's" not in fast.stderr and "SparkContext" not in fast.stderr  # no JVM was started
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps(job(stencil, [kafka_stream(broker, "bookings")], "SELECT nope FROM data_stream_0")))
-    refused = dagger("validate", str(bad))
+    refused = validate_here(spark, str(bad))
     assert refused.returncode == 2
     assert "`nope` cannot be resolved" in refused.stderr  # Spark's own words, as before
 

@@ -13,7 +13,7 @@ import pytest
 
 from testing.produce import consume_all, produce, topic_size
 from testing.samples import bookings
-from tests.conftest import START, dagger, job, json_sink, kafka_sink, kafka_stream
+from tests.conftest import START, dagger, job, json_sink, kafka_sink, kafka_stream, validate_here
 from tests.unit.formats.test_json_input import as_json, json_stream
 
 pytestmark = pytest.mark.integration
@@ -36,7 +36,7 @@ def test_a_json_job_runs_in_real_time_mode_writes_every_record_once_and_commits_
         stencil,
         [stream],
         SQL,
-        SPARK_REALTIME_CHECKPOINT_INTERVAL_MS="5000",
+        SPARK_REALTIME_CHECKPOINT_INTERVAL_MS="2000",
         METRIC_PROMETHEUS_PORT="0",
         **json_sink(broker, out),
     )
@@ -119,7 +119,7 @@ def _wait_for(bootstrap: str, out: str, count: int, timeout: float = 180) -> Non
     raise AssertionError(f"{out} holds {topic_size(bootstrap, out)} records after {timeout} s, expected {count}")
 
 
-def test_a_job_real_time_mode_cannot_run_is_refused_with_every_reason(broker, stencil, topic, tmp_path):
+def test_a_job_real_time_mode_cannot_run_is_refused_with_every_reason(spark, broker, stencil, topic, tmp_path):
     source, out = topic("rt-no"), topic("rt-no-out")
     sql = (
         "SELECT service_area_id, count(1) AS booking_count, TUMBLE_END(rowtime, INTERVAL '1' MINUTE) AS "
@@ -135,7 +135,7 @@ def test_a_job_real_time_mode_cannot_run_is_refused_with_every_reason(broker, st
     )
     path = tmp_path / "job.json"
     path.write_text(json.dumps(data))
-    validated = dagger("validate", str(path))
+    validated = validate_here(spark, str(path))
     assert validated.returncode == 2, validated.stdout + validated.stderr
     problems = validated.stdout
     assert "STREAMS[data_stream_0]: protobuf is decoded by ptars in Python workers here" in problems
@@ -147,14 +147,14 @@ def test_a_job_real_time_mode_cannot_run_is_refused_with_every_reason(broker, st
     # with Dagger's codec (the default) only the windowed query keeps this job out
     data["SPARK_PROTOBUF_CODEC"] = "jvm"
     path.write_text(json.dumps(data))
-    validated = dagger("validate", str(path))
+    validated = validate_here(spark, str(path))
     assert validated.returncode == 2, validated.stdout + validated.stderr
     assert "Spark 4.2's real-time mode runs stateless queries only" in validated.stdout
     assert "ptars" not in validated.stdout
     assert topic_size(broker.bootstrap, out) == 0
 
 
-def test_validate_plans_a_real_time_job_without_asking_its_brokers(stencil, tmp_path):
+def test_validate_plans_a_real_time_job_without_asking_its_brokers(spark, stencil, tmp_path):
     """`dagger validate` of a runnable real-time job whose brokers nobody answers for: OK (a run asks the group for
     its offsets; validate does not reach the brokers, in either mode)."""
     from testing.broker import free_port
@@ -165,6 +165,6 @@ def test_validate_plans_a_real_time_job_without_asking_its_brokers(stencil, tmp_
     )
     path = tmp_path / "job.json"
     path.write_text(json.dumps(data))
-    validated = dagger("validate", str(path))  # asking the brokers would end in "do not answer" after 30 s, exit 1
+    validated = validate_here(spark, str(path))  # asking the brokers would end in "do not answer" after 30 s, exit 1
     assert validated.returncode == 0, validated.stdout + validated.stderr
     assert "config: OK" in validated.stdout

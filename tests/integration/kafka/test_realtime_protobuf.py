@@ -14,7 +14,7 @@ from google.protobuf import message_factory
 
 from testing.produce import consume_all, produce, topic_size
 from testing.samples import bookings, example_descriptors
-from tests.conftest import START, dagger, job, kafka_sink, kafka_stream
+from tests.conftest import START, dagger, job, kafka_sink, kafka_stream, validate_here
 from tests.integration.kafka.test_realtime import _start_real_time, _wait_for
 from tests.integration.kafka.test_security import PASSWORD, STORE_PASSWORD, USER, Secured, _sasl
 from tests.integration.kafka.test_security import ca as ca  # the fixture: a throwaway CA
@@ -69,7 +69,7 @@ def _run(config_path, checkpoint, log, wait) -> str:
     return output
 
 
-def test_a_protobuf_job_runs_in_real_time_mode_on_more_partitions_than_cores(broker, stencil, topic, tmp_path):
+def test_a_protobuf_job_runs_in_real_time_mode_on_more_partitions_than_cores(spark, broker, stencil, topic, tmp_path):
     source, out = topic("rtp-in", 4), topic("rtp-out")
     values = bookings(600, START)
     broken = [b"\xff\xff\xff not a booking", b"\x0a\x05ab"]
@@ -83,7 +83,7 @@ def test_a_protobuf_job_runs_in_real_time_mode_on_more_partitions_than_cores(bro
     )
     path, log = tmp_path / "job.json", tmp_path / "run.log"
     path.write_text(json.dumps(data))
-    validated = dagger("validate", str(path), "--real-time")
+    validated = validate_here(spark, str(path), "--real-time")
     assert validated.returncode == 0, validated.stdout + validated.stderr
     assert "it holds 4 task slot(s) while it runs, one per Kafka partition (data_stream_0 4)" in validated.stdout
     assert "`dagger run` starts its local session with local[4]" in validated.stdout

@@ -14,7 +14,7 @@ from confluent_kafka import Consumer, TopicPartition
 
 from testing.produce import produce, topic_size
 from testing.samples import bookings, message_class
-from tests.conftest import START, dagger, dropped, job, kafka_sink, kafka_stream, run_job
+from tests.conftest import START, dropped, job, kafka_sink, kafka_stream, run_job, validate_here
 
 pytestmark = pytest.mark.integration
 Summary = message_class("dagger.examples.BookingSummaryMessage")
@@ -182,7 +182,7 @@ def test_a_running_job_logs_each_batch_beside_the_next_and_an_available_now_run_
     ],
 )  # fmt: skip
 def test_auto_keeps_daggers_reader_and_writer_for_jobs_that_need_them_naming_why(
-    broker, stencil, topic, tmp_path, change, why
+    spark, broker, stencil, topic, tmp_path, change, why
 ):
     source, out = topic("sc-auto"), topic("sc-auto-out")
     sink = kafka_sink(broker, out, Summary.DESCRIPTOR.full_name)
@@ -199,13 +199,13 @@ def test_auto_keeps_daggers_reader_and_writer_for_jobs_that_need_them_naming_why
     data.update(change)
     path = tmp_path / "job.json"
     path.write_text(json.dumps(data))
-    validated = dagger("validate", str(path), "--full")
+    validated = validate_here(spark, str(path), "--full")
     assert validated.returncode == 0, validated.stdout + validated.stderr
     line = next(x for x in validated.stdout.splitlines() if x.startswith("Kafka connector: "))
     assert line.startswith("Kafka connector: Dagger's Kafka reader and writer (") and why in line, line
     data.update(SPARK_KAFKA_CONNECTOR="spark")
     path.write_text(json.dumps(data))
-    asked = dagger("validate", str(path), "--full")
+    asked = validate_here(spark, str(path), "--full")
     if "auto takes protobuf" in why:  # asked for, JSON is taken: to_json into Spark's sink
         assert asked.returncode == 0, asked.stdout + asked.stderr
         assert "Kafka connector: Spark's Kafka source and sink" in asked.stdout
@@ -214,13 +214,13 @@ def test_auto_keeps_daggers_reader_and_writer_for_jobs_that_need_them_naming_why
     assert f"SPARK_KAFKA_CONNECTOR=spark: {why}" in asked.stdout + asked.stderr
 
 
-def test_validate_says_a_qualifying_job_takes_sparks_connector(broker, stencil, topic, tmp_path):
+def test_validate_says_a_qualifying_job_takes_sparks_connector(spark, broker, stencil, topic, tmp_path):
     source, out = topic("sc-ok"), topic("sc-ok-out")
     sink = kafka_sink(broker, out, Summary.DESCRIPTOR.full_name)
     data = job(stencil, [kafka_stream(broker, source)], SQL, SPARK_KAFKA_CONNECTOR="auto", **sink)
     path = tmp_path / "job.json"
     path.write_text(json.dumps(data))
-    validated = dagger("validate", str(path), "--full")
+    validated = validate_here(spark, str(path), "--full")
     assert validated.returncode == 0, validated.stdout + validated.stderr
     assert (
         "Kafka connector: Spark's Kafka source and sink, the records decoded and encoded in the JVM" in validated.stdout

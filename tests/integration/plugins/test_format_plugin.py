@@ -8,7 +8,7 @@ import json
 import os
 
 from testing.produce import consume_all, produce, topic_size
-from tests.conftest import dagger, job, json_sink
+from tests.conftest import dagger, job, json_sink, validate_here
 
 #: the toy package: comma-separated values, columns named and typed by INPUT_SCHEMA_CSV_COLUMNS
 CSV_PACKAGE = '''
@@ -164,10 +164,10 @@ def test_a_format_registered_by_an_installed_package_runs_a_job_through_dagger_r
     assert tested.stdout.strip().splitlines()[-1] == "1 passed, 0 failed"
 
 
-def test_without_the_package_the_format_is_named_among_those_accepted(broker, topic, tmp_path):
+def test_without_the_package_the_format_is_named_among_those_accepted(spark, broker, topic, tmp_path):
     data = job(None, [_stream(broker, topic("csv-none"))], "SELECT id FROM people")
     path = tmp_path / "csv.json"
     path.write_text(json.dumps(data))
-    done = dagger("validate", str(path))
+    done = validate_here(spark, str(path))
     assert done.returncode == 2
     assert "INPUT_DATATYPE of stream 'people': 'CSV' is not accepted; accepted: AVRO, JSON, PROTO" in done.stderr

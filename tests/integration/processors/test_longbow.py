@@ -10,7 +10,7 @@ import pytest
 
 from testing.produce import consume_all, produce
 from testing.samples import bookings
-from tests.conftest import START, dagger, job, kafka_stream, output_rows, run_job
+from tests.conftest import START, dagger, job, kafka_stream, output_rows, run_job, validate_here
 
 pytestmark = pytest.mark.integration
 
@@ -34,7 +34,7 @@ def test_validate_names_the_longbow_kind_and_refuses_a_misfit_column(spark, brok
     streams = [kafka_stream(broker, topic("longbow-validate"))]
     good = job(stencil, streams, CLASSIC_SQL)
     (tmp_path / "good.json").write_text(json.dumps(good))
-    result = dagger("validate", str(tmp_path / "good.json"))
+    result = validate_here(spark, str(tmp_path / "good.json"))
     assert result.returncode == 0, result.stderr
     assert "longbow: longbow (longbow_key), its range from longbow_duration" in result.stdout
     assert "replaced by their history (ARRAY<STRING>, most recent first)" in result.stdout

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from tests.conftest import dagger, job, kafka_stream
+from tests.conftest import job, kafka_stream, validate_here
 
 
 @pytest.mark.integration
@@ -119,13 +119,13 @@ def test_join_retention_decides_which_late_rows_still_join(spark, broker, stenci
     assert sorted(json.loads(m.value())["order_number"] for m in rows) == sorted(f"order-{i}" for i in range(joined))
 
 
-def test_validate_and_the_start_log_name_unbounded_state_with_daggers_retention(broker, stencil, tmp_path):
+def test_validate_and_the_start_log_name_unbounded_state_with_daggers_retention(spark, broker, stencil, tmp_path):
     sql = "SELECT customer_id, COUNT(1) AS booking_count FROM data_stream_0 GROUP BY customer_id"
     path = tmp_path / "job.json"
     path.write_text(
         json.dumps(job(stencil, [kafka_stream(broker, "nothing-yet")], sql, FLINK_RETENTION_IDLE_STATE_MINUTE="30"))
     )
-    done = dagger("validate", str(path))
+    done = validate_here(spark, str(path))
     assert done.returncode == 0, done.stderr
     assert "GROUP BY customer_id forgets a key after FLINK_RETENTION_IDLE_STATE_MINUTE=30 idle minutes" in done.stdout
     assert "state without bound" not in done.stdout
@@ -135,7 +135,7 @@ def test_validate_and_the_start_log_name_unbounded_state_with_daggers_retention(
             job(stencil, [kafka_stream(broker, "nothing-yet")], distinct, FLINK_RETENTION_IDLE_STATE_MINUTE="30")
         )
     )
-    done = dagger("validate", str(path))
+    done = validate_here(spark, str(path))
     assert done.returncode == 0, done.stderr
     assert (
         "state without bound (Dagger drops a key's state after FLINK_RETENTION_IDLE_STATE_MINUTE=30 idle minutes; "
@@ -148,6 +148,6 @@ def test_validate_and_the_start_log_name_unbounded_state_with_daggers_retention(
         "SELECT customer_id, COUNT(1) AS n FROM data_stream_0 GROUP BY customer_id, TUMBLE(rowtime, INTERVAL '1' MINUTE)",
     )
     path.write_text(json.dumps(windowed))
-    done = dagger("validate", str(path))
+    done = validate_here(spark, str(path))
     assert done.returncode == 0, done.stderr
     assert "state without bound" not in done.stdout
