@@ -78,6 +78,7 @@ def test_a_broker_that_never_answers(stencil, tmp_path):
 
     data = job(stencil, [kafka_stream(Nowhere, "bookings")], "SELECT order_number FROM data_stream_0")
     data["METRIC_PROMETHEUS_PORT"] = "0"
+    data["SPARK_FIRST_CONTACT_TIMEOUT_MS"] = "3000"  # the message names the time waited (the default: 10 s)
     result, _ = run(tmp_path, data)
     assert result.returncode == 1
     assert settled(named(result, data, tmp_path, stencil)) == settled(
@@ -87,7 +88,7 @@ def test_a_broker_that_never_answers(stencil, tmp_path):
             "Connect to ipv4#127.0.0.1:1 failed: Connection refused (after Nms in state CONNECT)",
             "INFO  dagger: stream 'data_stream_0' decodes 2 of 13 fields: order_number, event_timestamp",
             "ERROR dagger: query failed: SourceError: stream 'data_stream_0': cannot list topics on 127.0.0.1:1 (no answer "
-            "in 10 s, SPARK_FIRST_CONTACT_TIMEOUT_MS): 127.0.0.1:1/bootstrap: Connect to ipv4#127.0.0.1:1 failed: "
+            "in 3 s, SPARK_FIRST_CONTACT_TIMEOUT_MS): 127.0.0.1:1/bootstrap: Connect to ipv4#127.0.0.1:1 failed: "
             "Connection refused (after Nms in state CONNECT) (check SOURCE_KAFKA_CONSUMER_CONFIG_BOOTSTRAP_SERVERS and the "
             "SECURITY_PROTOCOL / SASL_* / SSL_* keys of this stream)",
         ]
@@ -105,7 +106,11 @@ def test_a_descriptor_server_that_never_answers(broker, tmp_path):
 
     gone = Gone()
     data = job(
-        gone, [kafka_stream(broker, "bookings")], "SELECT order_number FROM data_stream_0", METRIC_PROMETHEUS_PORT="0"
+        gone,
+        [kafka_stream(broker, "bookings")],
+        "SELECT order_number FROM data_stream_0",
+        METRIC_PROMETHEUS_PORT="0",
+        SPARK_FIRST_CONTACT_TIMEOUT_MS="3000",  # the message names the time waited (the default: 10 s)
     )
     result, _ = run(tmp_path, data)
     assert result.returncode == 2
@@ -113,7 +118,7 @@ def test_a_descriptor_server_that_never_answers(broker, tmp_path):
     retries = [line for line in lines if line.startswith("WARNING dagger.schema.descriptor_sets: descriptor fetch")]
     assert retries and len(lines) == len(retries) + 1, lines  # a line per retry, then the cause
     assert lines[-1].startswith(
-        "dagger: SCHEMA_REGISTRY_STENCIL_URLS: cannot fetch descriptor set {url}: no answer in 10 s "
+        "dagger: SCHEMA_REGISTRY_STENCIL_URLS: cannot fetch descriptor set {url}: no answer in 3 s "
         "(SPARK_FIRST_CONTACT_TIMEOUT_MS; "
     ), lines
     assert lines[-1].endswith(
@@ -127,7 +132,15 @@ def test_a_kafka_sink_whose_brokers_never_answer(broker, stencil, topic, tmp_pat
         bootstrap = "127.0.0.1:1"
 
     sink = kafka_sink(Nowhere, "out", "dagger.examples.BookingSummaryMessage")
-    data = over_bookings(broker, stencil, topic, "fo-sink", "SELECT order_number FROM data_stream_0", **sink)
+    data = over_bookings(
+        broker,
+        stencil,
+        topic,
+        "fo-sink",
+        "SELECT order_number FROM data_stream_0",
+        SPARK_FIRST_CONTACT_TIMEOUT_MS=3000,
+        **sink,
+    )
     result, _ = run(tmp_path, data, "--available-now")
     assert result.returncode == 1
     assert settled(named(result, data, tmp_path, stencil)) == settled(
@@ -136,7 +149,7 @@ def test_a_kafka_sink_whose_brokers_never_answer(broker, stencil, topic, tmp_pat
             "INFO  dagger: stream 'data_stream_0' decodes 2 of 13 fields: order_number, event_timestamp",
             "WARNING dagger.kafka.client: FAIL [rdkafka#producer-N] [thrd:127.0.0.1:1/bootstrap]: 127.0.0.1:1/bootstrap: "
             "Connect to ipv4#127.0.0.1:1 failed: Connection refused (after Nms in state CONNECT)",
-            "ERROR dagger: query failed: SinkError: sink 'kafka': no broker of SINK_KAFKA_BROKERS 127.0.0.1:1 answered in 10 s "
+            "ERROR dagger: query failed: SinkError: sink 'kafka': no broker of SINK_KAFKA_BROKERS 127.0.0.1:1 answered in 3 s "
             "(SPARK_FIRST_CONTACT_TIMEOUT_MS): 127.0.0.1:1/bootstrap: Connect to ipv4#127.0.0.1:1 failed: Connection "
             "refused (after Nms in state CONNECT) (check SINK_KAFKA_BROKERS; raise SPARK_FIRST_CONTACT_TIMEOUT_MS when "
             "the brokers start after the job)",
