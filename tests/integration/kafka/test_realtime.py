@@ -36,7 +36,7 @@ def test_a_json_job_runs_in_real_time_mode_writes_every_record_once_and_commits_
         stencil,
         [stream],
         SQL,
-        SPARK_REALTIME_CHECKPOINT_INTERVAL_MS="2000",
+        SPARK_REALTIME_CHECKPOINT_INTERVAL_MS="5000",
         METRIC_PROMETHEUS_PORT="0",
         **json_sink(broker, out),
     )
@@ -44,9 +44,10 @@ def test_a_json_job_runs_in_real_time_mode_writes_every_record_once_and_commits_
     config.write_text(json.dumps(data))
     process = _start_real_time(config, tmp_path / "cp", log)
     try:
-        _wait_for(broker.bootstrap, out, sum(1 for v in values[:200] if json.loads(v)["amount_paid_by_cash"] < 500))
+        first = sum(1 for v in values[:200] if json.loads(v)["amount_paid_by_cash"] < 500)
+        _wait_for(broker.bootstrap, out, first, process=process, log=log)
         produce(broker.bootstrap, source, ((None, v) for v in values[200:400]), partitions=2)  # while it runs
-        _wait_for(broker.bootstrap, out, len(first_kept))
+        _wait_for(broker.bootstrap, out, len(first_kept), process=process, log=log)
         # a real-time batch ends at the checkpoint interval: its end offsets then reach the group, while it runs
         _wait_for_commits(broker.bootstrap, stream["SOURCE_KAFKA_CONSUMER_CONFIG_GROUP_ID"], source, 400)
     finally:
@@ -64,7 +65,7 @@ def test_a_json_job_runs_in_real_time_mode_writes_every_record_once_and_commits_
     produce(broker.bootstrap, source, ((None, v) for v in values[400:]), partitions=2)
     process = _start_real_time(config, tmp_path / "cp2", log)
     try:
-        _wait_for(broker.bootstrap, out, len(kept))
+        _wait_for(broker.bootstrap, out, len(kept), process=process, log=log)
         _wait_for_commits(broker.bootstrap, stream["SOURCE_KAFKA_CONSUMER_CONFIG_GROUP_ID"], source, 500)
     finally:
         process.send_signal(signal.SIGTERM)
@@ -110,11 +111,16 @@ def _start_real_time(config, checkpoint, log):
         )
 
 
-def _wait_for(bootstrap: str, out: str, count: int, timeout: float = 180) -> None:
+def _wait_for(bootstrap: str, out: str, count: int, timeout: float = 180, process=None, log=None) -> None:  # noqa: ANN001
+    """Until ``out`` holds ``count`` records; a job ``process`` that ended meanwhile fails at once with its ``log``."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if topic_size(bootstrap, out) >= count:
             return
+        if process is not None and process.poll() is not None:
+            raise AssertionError(
+                f"the job exited {process.returncode} before {out} held {count} records:\n{log.read_text()[-3000:]}"
+            )
         time.sleep(0.5)
     raise AssertionError(f"{out} holds {topic_size(bootstrap, out)} records after {timeout} s, expected {count}")
 
