@@ -356,16 +356,25 @@ def validate_here(spark, *args: str) -> subprocess.CompletedProcess:  # noqa: AN
     from dagger import cli
 
     assert spark is not None  # the session the command finds active
+    paths = [a for a in args if a.endswith(".json")]
+    given = json.loads(Path(paths[0]).read_text()) if paths else {}
+    assert str(given.get("PYTHON_UDF_ENABLE", "false")).lower() != "true", (
+        "a job with Python files adds them to its session (SparkContext.addFile), where another test's file of the "
+        "same name would clash: validate it with dagger()"
+    )
     out, err = io.StringIO(), io.StringIO()
     root = logging.getLogger()
     handlers, level = root.handlers[:], root.level
+    root.handlers[:] = []  # the command's logging.basicConfig(force=True) closes the handlers it replaces: not pytest's
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             code = cli.main(["validate", *args])
     except SystemExit as exc:  # argparse's own exits
         code = exc.code if isinstance(exc.code, int) else 2
     finally:
-        root.handlers[:] = handlers  # the command points the root logger at its (captured) stderr
+        for handler in root.handlers:  # the command's, on the captured stderr
+            handler.close()
+        root.handlers[:] = handlers
         root.setLevel(level)
     return subprocess.CompletedProcess(["dagger", "validate", *args], code, out.getvalue(), err.getvalue())
 

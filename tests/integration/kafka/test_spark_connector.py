@@ -14,7 +14,7 @@ from confluent_kafka import Consumer, TopicPartition
 
 from testing.produce import produce, topic_size
 from testing.samples import bookings, message_class
-from tests.conftest import START, dropped, job, kafka_sink, kafka_stream, run_job, validate_here
+from tests.conftest import START, dagger, dropped, job, kafka_sink, kafka_stream, run_job, validate_here
 
 pytestmark = pytest.mark.integration
 Summary = message_class("dagger.examples.BookingSummaryMessage")
@@ -199,13 +199,15 @@ def test_auto_keeps_daggers_reader_and_writer_for_jobs_that_need_them_naming_why
     data.update(change)
     path = tmp_path / "job.json"
     path.write_text(json.dumps(data))
-    validated = validate_here(spark, str(path), "--full")
+    # a job's Python files are added to its session (SparkContext.addFile): that job validates in a process of its own
+    validate = dagger if "PYTHON_UDF_CONFIG" in data else lambda *args: validate_here(spark, *args)
+    validated = validate("validate", str(path), "--full") if validate is dagger else validate(str(path), "--full")
     assert validated.returncode == 0, validated.stdout + validated.stderr
     line = next(x for x in validated.stdout.splitlines() if x.startswith("Kafka connector: "))
     assert line.startswith("Kafka connector: Dagger's Kafka reader and writer (") and why in line, line
     data.update(SPARK_KAFKA_CONNECTOR="spark")
     path.write_text(json.dumps(data))
-    asked = validate_here(spark, str(path), "--full")
+    asked = validate("validate", str(path), "--full") if validate is dagger else validate(str(path), "--full")
     if "auto takes protobuf" in why:  # asked for, JSON is taken: to_json into Spark's sink
         assert asked.returncode == 0, asked.stdout + asked.stderr
         assert "Kafka connector: Spark's Kafka source and sink" in asked.stdout
