@@ -67,10 +67,15 @@ _MISSING = object()
 class Transformer(ABC):
     """A named DataFrame → DataFrame step configured by ``transformation_arguments``; built and run on the driver."""
 
-    #: the name users write in ``transformation_class``
+    #: the name users write in ``transformation_class``, for messages (default: the class's name)
     name: ClassVar[str]
     #: where it may run: ``pre`` (per input table, before SQL) and/or ``post`` (on the output rows)
     stages: ClassVar[tuple[str, ...]] = ("pre", "post")
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if not getattr(cls, "name", ""):  # a class an entry point names may leave it out
+            cls.name = cls.__name__
 
     #: the model of its ``transformation_arguments`` when the class is registered by an entry point or named as
     #: ``package.module:Class`` (a ``register_transformer`` call names its own)

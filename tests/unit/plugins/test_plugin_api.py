@@ -247,6 +247,8 @@ def test_an_entry_point_naming_one_class_registers_it_with_no_code(tmp_path, mon
             assert plugin.build().name == "Triple"  # the declaration
         else:
             assert plugin.build is found
+        if group == "dagger.transformers":
+            assert found.name == "Upper"  # its messages name the class when it sets no name
     finally:
         registry.entries.pop("mine", None)
         sys.modules.pop(module, None)
