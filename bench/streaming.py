@@ -116,7 +116,7 @@ WARMUP_SECONDS = float(os.environ.get("BENCH_WARMUP_SECONDS", "20"))
 PARTS = os.environ.get(
     "BENCH_PARTS",
     "baseline,stateless,stateless_ptars,stateless_dagger_jvm,stateless_spark_jvm,stateless_avro,stateless_avro_spark,stateless_spark,stateless_spark_floor,stateless_json,stateless_json_out,stateless_json_spark,window,window_spark,"
-    "join,join_spark,bytewax,quix,flink,flink_window,latency,latency_ptars,latency_dagger_jvm,latency_spark_jvm,"
+    "join,join_spark,bytewax,quix,flink,flink_window,latency,latency_ptars,latency_dagger_jvm,latency_spark_jvm,latency_jvm_reader,"
     "latency_spark,"
     "latency_realtime,latency_realtime_proto,latency_flink,"
     "latency_window,latency_window_spark,latency_join,latency_join_spark,longbow",
@@ -149,12 +149,14 @@ JOBS = {
     "stateless_ptars": (STATELESS_SQL, "dagger.examples.BookingSummaryMessage"),
     "stateless_dagger_jvm": (STATELESS_SQL, "dagger.examples.BookingSummaryMessage"),
     "stateless_spark_jvm": (STATELESS_SQL, "dagger.examples.BookingSummaryMessage"),
+    "stateless_jvm_reader": (STATELESS_SQL, "dagger.examples.BookingSummaryMessage"),
 }
 #: the job settings of the parts that pin how protobuf is read and written (issue 53's before and after)
 PART_SETTINGS = {
     "stateless_ptars": {"SPARK_PROTOBUF_CODEC": "ptars", "SPARK_KAFKA_CONNECTOR": "dagger"},
     "stateless_dagger_jvm": {"SPARK_PROTOBUF_CODEC": "jvm", "SPARK_KAFKA_CONNECTOR": "dagger"},
     "stateless_spark_jvm": {"SPARK_KAFKA_CONNECTOR": "spark"},
+    "stateless_jvm_reader": {"SPARK_KAFKA_CONNECTOR": "jvm"},
 }
 WATERMARK_DELAY_MS = 10_000  # FLINK_WATERMARK_DELAY_MS of the benchmark's jobs
 #: the window job as a Spark user writes it (Spark's window(); its watermark on the decoded table)
@@ -195,6 +197,7 @@ THROUGHPUT = (
     "stateless_ptars",
     "stateless_dagger_jvm",
     "stateless_spark_jvm",
+    "stateless_jvm_reader",
     "stateless_avro",
     "stateless_avro_spark",
     "stateless_spark",
@@ -402,6 +405,7 @@ class Bench:
             "stateless_ptars": kept,
             "stateless_dagger_jvm": kept,
             "stateless_spark_jvm": kept,
+            "stateless_jvm_reader": kept,
             "stateless_spark": kept,
             "stateless_spark_floor": RECORDS,
             "bytewax": kept,
@@ -644,6 +648,9 @@ class Bench:
 
     def stateless_spark_jvm(self) -> float:
         return self.dagger("stateless_spark_jvm", *JOBS["stateless_spark_jvm"])
+
+    def stateless_jvm_reader(self) -> float:
+        return self.dagger("stateless_jvm_reader", *JOBS["stateless_jvm_reader"])
 
     def stateless_avro(self) -> float:
         return self.dagger("stateless_avro", *JOBS["stateless_avro"])
@@ -889,6 +896,19 @@ class Bench:
             _latencies,
             True,
             settings={"SPARK_KAFKA_CONNECTOR": "spark"},
+        )
+
+    def latency_jvm_reader(self) -> dict:
+        """``latency`` on Dagger's Kafka reader reading in the JVM (the records decoded as read, no Python worker on
+        their way) and Spark's Kafka sink with Dagger's JVM encoder: ``SPARK_KAFKA_CONNECTOR=jvm``."""
+        return self._latency_run(
+            "latency_jvm_reader",
+            STATELESS_SQL,
+            "dagger.examples.BookingSummaryMessage",
+            EVENTS_PER_SECOND,
+            _latencies,
+            True,
+            settings={"SPARK_KAFKA_CONNECTOR": "jvm"},
         )
 
     def latency_spark_floor(self) -> dict:
@@ -1454,6 +1474,7 @@ def report(results: dict) -> None:
     rate("stateless_ptars", "stateless job, protobuf by ptars, Dagger's reader and writer (before issue 53)")
     rate("stateless_dagger_jvm", "stateless job, protobuf in the JVM, Dagger's reader and writer")
     rate("stateless_spark_jvm", "stateless job, protobuf in the JVM, Spark's Kafka source and sink")
+    rate("stateless_jvm_reader", "stateless job, protobuf in the JVM, Dagger's reader in the JVM, Spark's Kafka sink")
     rate("stateless_spark", "stateless, Spark's Kafka source and sink, ptars in mapInArrow")
     rate("stateless_spark_floor", "Spark's floor: each value copied by Spark's Kafka source and sink, no decoding")
     rate("stateless_avro", "stateless job over Confluent Avro input (the same records)", "≥ 0.8× stateless")
@@ -1520,6 +1541,7 @@ def report(results: dict) -> None:
         ("latency_ptars", "stateless job, protobuf by ptars, Dagger's reader and writer (before issue 53)", ""),
         ("latency_dagger_jvm", "stateless job, protobuf in the JVM, Dagger's reader and writer", ""),
         ("latency_spark_jvm", "stateless job, protobuf in the JVM, Spark's Kafka source and sink", ""),
+        ("latency_jvm_reader", "stateless job, Dagger's reader in the JVM (decoded as read), Spark's Kafka sink", ""),
         ("latency_spark_floor", "Spark's floor: each value copied by Spark's Kafka source and sink, its defaults", ""),
         (
             "latency_spark_floor_async",

@@ -595,16 +595,18 @@ class JobConfig(_Strict):
         "ptars in Dagger's Kafka reader and writer, whose Python workers hold the records anyway (measured faster "
         "there: docs/performance.md). Without Dagger's JVM classes on the class path, ptars, with a warning.",
     )
-    SPARK_KAFKA_CONNECTOR: Literal["auto", "dagger", "spark"] = Field(
+    SPARK_KAFKA_CONNECTOR: Literal["auto", "dagger", "jvm", "spark"] = Field(
         "dagger",
         description="What reads the Kafka streams and writes the Kafka sink of a micro-batch job: `dagger`, "
-        "Dagger's reader and writer (Python workers with librdkafka: event-time alignment across partitions, dead "
-        "letters, every sink); `spark`, Spark's own Kafka source and sink with the records decoded and encoded in "
-        "the JVM, no Python worker at all, for jobs that need none (stateless SQL without Python UDFs, protobuf or "
-        "plain JSON streams under `fail` or `drop`, one Kafka sink, no dead-letter output: what real-time mode "
-        "takes); `auto`: `spark` for such a job whose streams and sink are all protobuf, else `dagger`, logged at "
-        "start. A checkpoint keeps the connector it was made with. `dagger validate` says which "
-        "one a job gets and why.",
+        "Dagger's reader and writer in Python workers (librdkafka: event-time alignment across partitions, dead "
+        "letters, every sink); `jvm`, Dagger's reader in the JVM (the same planning: positions, admission, "
+        "event-time alignment, group commits after each batch; the records read by the Java Kafka client and "
+        "decoded as they are read) and Spark's Kafka sink with Dagger's encoder, no Python worker at all, for jobs "
+        "that need none (SQL without Python UDFs, protobuf or plain JSON streams under `fail` or `drop`, one Kafka "
+        "sink, no dead-letter output); `spark`, Spark's own Kafka source and sink for such jobs, also without "
+        "event time; `auto`: `jvm` (else `spark`) for such a job whose streams and sink are all protobuf, else "
+        "`dagger`, logged at start. A checkpoint keeps the form of offsets it was made with: `dagger` and `jvm` "
+        "share theirs, `spark` has its own. `dagger validate` says which one a job gets and why.",
     )
     SPARK_PRUNE_INPUT_COLUMNS: bool = Field(
         True,

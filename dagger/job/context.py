@@ -106,6 +106,9 @@ class JobContext:
         #: the streams read by Spark's Kafka source and the sink written by Spark's Kafka sink (real-time mode, or
         #: micro-batches by SPARK_KAFKA_CONNECTOR: dagger.job.plan.choose_connector), and why (validate shows it)
         self.spark_kafka = self.real_time
+        #: what reads the Kafka streams: Dagger's reader in Python workers (``dagger``), Dagger's reader in the JVM
+        #: (``jvm``), Spark's Kafka source (``spark``: real-time mode too)
+        self.kafka_reader = "spark" if self.real_time else "dagger"
         self.connector_note: str | None = None
         #: while this file exists, live sources admit no new input (:meth:`dagger.job.Job.stop`)
         self.hold_file = str(Path(tempfile.gettempdir()) / f"dagger-hold-{config.job_slug}-{uuid.uuid4().hex[:8]}")

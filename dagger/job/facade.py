@@ -220,9 +220,10 @@ class Job:
         return tagged_progress(progress, self.config)
 
     def after_batches(self, query: StreamingQuery) -> None:
-        """Called by the runner between its waits on a running query: a real-time query's finished batch commits
-        its end offsets to each stream's consumer group (our reader commits its own as it plans the next
-        micro-batch)."""
+        """Called by the runner between its waits on a running query: a query on Spark's Kafka sink (real-time mode,
+        ``SPARK_KAFKA_CONNECTOR=spark`` or ``jvm``) commits its last finished batch's end offsets to each stream's
+        consumer group (Dagger's reader in Python workers commits its own as it plans the next micro-batch; Spark's
+        asynchronous progress tracking, which those queries use, tells a source of its batches two late)."""
         progress = query.lastProgress if self.context.spark_kafka and self.options.commit_offsets else None
         if not progress or progress.get("batchId", -1) <= self._committed_batch:
             return

@@ -44,6 +44,7 @@ def register_streams(ctx: JobContext, sql: str | None = None) -> dict[str, Struc
         event_time=event_time,
         hold_file=ctx.hold_file,
         spark_kafka=ctx.spark_kafka,
+        jvm_reader=ctx.kafka_reader == "jvm",
         real_time=ctx.real_time,
         jvm_protobuf=ctx.jvm_protobuf,
         resolve_offsets=not options.validating,

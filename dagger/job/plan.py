@@ -76,15 +76,32 @@ def sinks(ctx: JobContext) -> list[Sink]:
     return ctx.built_sinks[1]
 
 
+#: what each connector reads and writes with, as ``dagger validate`` and the start log say it
+CONNECTOR_NOTES = {
+    "jvm": (
+        "Dagger's Kafka reader in the JVM (the records read by the Java client and decoded as they are read; "
+        "Dagger's planning: positions, event-time alignment, group commits) and Spark's Kafka sink with Dagger's "
+        "encoder: no Python worker on the records' way (SPARK_KAFKA_CONNECTOR=dagger keeps Dagger's reader and "
+        "writer in Python workers)"
+    ),
+    "spark": (
+        "Spark's Kafka source and sink, the records decoded and encoded in the JVM: no Python worker on the "
+        "records' way (SPARK_KAFKA_CONNECTOR=dagger keeps Dagger's reader and writer)"
+    ),
+}
+
+
 def choose_connector(ctx: JobContext, rewritten: str) -> list[str]:
     """Decide what reads the Kafka streams and writes the Kafka sink of a live micro-batch job
-    (``SPARK_KAFKA_CONNECTOR``): sets ``ctx.spark_kafka`` and ``ctx.connector_note``; returns the problems of a job
-    that asks for Spark's connector and cannot have it. A checkpoint keeps the connector it was made with (their
-    offsets differ); one made before the choice existed is Dagger's."""
+    (``SPARK_KAFKA_CONNECTOR``): sets ``ctx.kafka_reader``, ``ctx.spark_kafka`` and ``ctx.connector_note``; returns
+    the problems of a job that asks for a connector it cannot have. ``auto`` takes Dagger's reader in the JVM
+    where the job allows it, else Spark's connector, else Dagger's reader and writer. A checkpoint keeps the form of
+    offsets it was made with: Dagger's reader's (``dagger`` and ``jvm``: the same planner, the same offsets) or
+    Spark's; ``auto`` keeps the very connector of a checkpoint (one made before the choice existed is Dagger's)."""
 
     config = ctx.config
     asked = config.SPARK_KAFKA_CONNECTOR
-    ctx.spark_kafka, ctx.connector_note = False, None
+    ctx.spark_kafka, ctx.kafka_reader, ctx.connector_note = False, "dagger", None
     if ctx.fixtures is not None or asked == "dagger":
         return []
     if asked == "auto" and not any(ctx.source(s).supports_real_time for s in config.STREAMS):
@@ -93,33 +110,32 @@ def choose_connector(ctx: JobContext, rewritten: str) -> list[str]:
     if kept == "dagger" and asked == "auto":
         ctx.connector_note = "Dagger's Kafka reader and writer: the checkpoint was made with them"
         return []
-    refused = connector_refusals(
-        config,
-        ctx.bounded,
-        reads_event_time(ctx, rewritten),
-        sinks(ctx),
-        ctx.jvm_protobuf,
-        protobuf_only=asked == "auto",
-    )
-    if asked == "spark" and kept == "dagger":
-        refused.append("the checkpoint was made with Dagger's Kafka reader (a new checkpoint takes Spark's)")
-    if refused:
-        if asked == "spark":
-            return [f"SPARK_KAFKA_CONNECTOR=spark: {why}" for why in refused]
-        ctx.connector_note = f"Dagger's Kafka reader and writer ({refused[0]})"
-        return []
-    ctx.spark_kafka = True
-    ctx.connector_note = (
-        "Spark's Kafka source and sink, the records decoded and encoded in the JVM: no Python worker on the "
-        "records' way (SPARK_KAFKA_CONNECTOR=dagger keeps Dagger's reader and writer)"
-    )
+    event_time = reads_event_time(ctx, rewritten)
+    first: list[str] = []
+    for candidate in ("jvm", "spark") if asked == "auto" else (asked,):
+        if asked == "auto" and kept is not None and kept != candidate:
+            continue
+        refused = connector_refusals(
+            config, ctx.bounded, event_time, sinks(ctx), ctx.jvm_protobuf, protobuf_only=asked == "auto",
+            reader=candidate,
+        )  # fmt: skip
+        if kept is not None and (kept == "spark") != (candidate == "spark"):
+            made = "Spark's Kafka source" if kept == "spark" else "Dagger's Kafka reader"
+            refused.append(f"the checkpoint was made with {made} (its offsets are kept in that reader's form)")
+        if not refused:
+            ctx.spark_kafka, ctx.kafka_reader, ctx.connector_note = True, candidate, CONNECTOR_NOTES[candidate]
+            return []
+        first = first or refused
+    if asked != "auto":
+        return [f"SPARK_KAFKA_CONNECTOR={asked}: {why}" for why in first]
+    ctx.connector_note = f"Dagger's Kafka reader and writer ({first[0]})"
     return []
 
 
 def _checkpoint_connector(ctx: JobContext) -> str | None:
     """The connector the job's checkpoint was made with: its own record, else ``dagger`` when Spark has started a
     query there already, else None (a new checkpoint)."""
-    recorded = ctx.store.read_json("dagger/connector.json")
+    recorded = ctx.store.read_json("dagger/connector.json")  # dagger, jvm or spark
     if recorded is not None:
         return recorded.get("connector")
     return "dagger" if ctx.store.read_json("metadata") is not None else None
@@ -137,10 +153,11 @@ def _python_keeps_daggers_connector(
     if not python:
         return df, tables
     why = f"the query runs Python ({', '.join(python)})"
-    if ctx.config.SPARK_KAFKA_CONNECTOR == "spark":
-        problems.append(f"SPARK_KAFKA_CONNECTOR=spark: {why}")
+    if ctx.config.SPARK_KAFKA_CONNECTOR in ("spark", "jvm"):
+        problems.append(f"SPARK_KAFKA_CONNECTOR={ctx.config.SPARK_KAFKA_CONNECTOR}: {why}")
         return df, tables
-    ctx.spark_kafka, ctx.connector_note = False, f"Dagger's Kafka reader and writer ({why})"
+    ctx.spark_kafka, ctx.kafka_reader = False, "dagger"
+    ctx.connector_note = f"Dagger's Kafka reader and writer ({why})"
     tables = register_streams(ctx, rewritten)
     return ctx.spark.sql(rewritten), tables
 

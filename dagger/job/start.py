@@ -59,7 +59,7 @@ def start(ctx: JobContext, plan: Plan) -> StreamingQuery | BoundedRun:
         return _start_bounded(ctx, plan)
     descriptors.pin(ctx, plan.tables, plan.rewritten_sql)
     if ctx.fixtures is None:  # the next run keeps the connector: the two keep offsets differently
-        ctx.store.write_json("dagger/connector.json", {"connector": "spark" if ctx.spark_kafka else "dagger"})
+        ctx.store.write_json("dagger/connector.json", {"connector": ctx.kafka_reader})
     if ctx.real_time:
         return _start_real_time(ctx, plan)
     if ctx.spark_kafka:
@@ -94,11 +94,12 @@ def _start_spark_kafka(ctx: JobContext, plan: Plan) -> StreamingQuery:
     # Spark logs a batch's progress beside the next one where it can: a stateless query, not available-now
     async_progress = not ctx.options.available_now and not stateful(plan.dataframe)
     log.info(
-        "starting %r in micro-batches on %s: %d stream(s) by Spark's Kafka source -> %s by Spark's Kafka sink, "
+        "starting %r in micro-batches on %s: %d stream(s) by %s -> %s by Spark's Kafka sink, "
         "checkpoint %s, descriptors sha256 %s",
         config.FLINK_JOB_ID,
         plan.dataframe.sparkSession.sparkContext.master,
         len(plan.tables),
+        "Dagger's Kafka reader in the JVM" if ctx.kafka_reader == "jvm" else "Spark's Kafka source",
         "; ".join(s.describe() for s in plan.sinks),
         ctx.checkpoint,
         descriptors.current(ctx).sha256[:12],
@@ -107,7 +108,9 @@ def _start_spark_kafka(ctx: JobContext, plan: Plan) -> StreamingQuery:
     ctx.counters.progress_sinks = [s.display_name for s in plan.sinks]
     prepare_sinks(ctx, plan.sinks)  # a schema to auto-register is registered now: its id goes in each record
     sink = plan.sinks[0]
-    return sink.start_spark_query(plan.dataframe, config, ctx.checkpoint, config.job_slug, trigger, async_progress)
+    return sink.start_spark_query(
+        plan.dataframe, config, ctx.checkpoint, config.job_slug, trigger, async_progress, plan.output_mode
+    )
 
 
 def _start_micro_batches(ctx: JobContext, plan: Plan) -> StreamingQuery:

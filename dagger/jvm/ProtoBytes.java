@@ -10,7 +10,6 @@ import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.expressions.Expression;
 import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
 import org.apache.spark.sql.catalyst.expressions.codegen.CodegenContext;
-import org.apache.spark.sql.catalyst.expressions.codegen.CodegenFallback;
 import org.apache.spark.sql.catalyst.expressions.codegen.ExprCode;
 import org.apache.spark.sql.classic.ExpressionUtils;
 import org.apache.spark.sql.types.DataType;
@@ -28,7 +27,7 @@ import org.apache.spark.unsafe.types.UTF8String;
  * <p>Built on the driver (the descriptors are resolved, and the child's type checked, there); each task's copy
  * plans the message once.
  */
-public final class ProtoBytes extends Expression implements CodegenFallback, Serializable {
+public final class ProtoBytes extends Expression implements Serializable {
   private static final long serialVersionUID = 1L;
 
   public static final String VALUE = "value";
@@ -123,7 +122,11 @@ public final class ProtoBytes extends Expression implements CodegenFallback, Ser
 
   @Override
   public Object eval(InternalRow input) {
-    InternalRow values = (InternalRow) row.eval(input);
+    return encodeOrNull((InternalRow) row.eval(input));
+  }
+
+  /** {@link #encode}, or why a null row cannot be (the generated code's call). */
+  public InternalRow encodeOrNull(InternalRow values) {
     if (values == null) {
       return new GenericInternalRow(new Object[] {null, UTF8String.fromString("the row is null")});
     }
@@ -132,7 +135,7 @@ public final class ProtoBytes extends Expression implements CodegenFallback, Ser
 
   @Override
   public ExprCode doGenCode(CodegenContext ctx, ExprCode ev) {
-    return CodegenFallback.super.doGenCode(ctx, ev);
+    return Codegen.call(ctx, ev, this, "encodeOrNull", TYPE, row);
   }
 
   @Override

@@ -1,7 +1,6 @@
 package dagger.proto;
 
 import java.io.Serializable;
-import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
 import java.util.HashSet;
@@ -14,14 +13,11 @@ import dagger.proto.ProtoSchema.MessagePlan;
 import org.apache.spark.sql.Column;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.expressions.Expression;
-import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
 import org.apache.spark.sql.catalyst.expressions.codegen.CodegenContext;
-import org.apache.spark.sql.catalyst.expressions.codegen.CodegenFallback;
 import org.apache.spark.sql.catalyst.expressions.codegen.ExprCode;
 import org.apache.spark.sql.classic.ExpressionUtils;
 import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.StructType;
-import org.apache.spark.unsafe.types.UTF8String;
 
 /**
  * Protobuf records → Spark rows, in the JVM: the Catalyst expression behind Dagger's protobuf input
@@ -42,7 +38,7 @@ import org.apache.spark.unsafe.types.UTF8String;
  * <p>Built on the driver (the descriptors are resolved there, so a bad set fails the planning); each task's copy
  * plans the message once, at its first record.
  */
-public final class ProtoRows extends Expression implements CodegenFallback, Serializable {
+public final class ProtoRows extends Expression implements Serializable {
   private static final long serialVersionUID = 1L;
 
   /** The name of the struct's last field: why the record could not be read, or null. */
@@ -107,14 +103,14 @@ public final class ProtoRows extends Expression implements CodegenFallback, Seri
   private final Spec spec;
   private final StructType dataType;
   private final scala.collection.immutable.Seq<Expression> children;
-  private transient ProtoReader reader;
-  private transient int width;
+  private final ProtoDecoder decoder;
 
   public ProtoRows(Expression payload, Expression start, Spec spec, StructType dataType) {
     this.payload = payload;
     this.start = start;
     this.spec = spec;
     this.dataType = dataType;
+    this.decoder = new ProtoDecoder(spec);
     List<Expression> kids = start == null ? List.of(payload) : List.of(payload, start);
     this.children = scala.jdk.javaapi.CollectionConverters.asScala(kids).toSeq();
   }
@@ -164,7 +160,7 @@ public final class ProtoRows extends Expression implements CodegenFallback, Seri
     return out;
   }
 
-  private static HashMap<Integer, int[]> paths(Map<?, ?> confluent) {
+  static HashMap<Integer, int[]> paths(Map<?, ?> confluent) {
     if (confluent == null) {
       return null;
     }
@@ -180,143 +176,26 @@ public final class ProtoRows extends Expression implements CodegenFallback, Seri
     return out;
   }
 
-  /** Runs on the executors, once per record: the row, or a row holding only why it could not be read. */
-  public InternalRow decode(byte[] record, int from) {
-    ProtoReader reader = reader();
-    try {
-      int at = from;
-      if (spec.confluent != null) {
-        at = header(record);
-      }
-      if (at < 0 || at > record.length) {
-        return failed("the message starts at byte " + at + " of a " + record.length + "-byte record");
-      }
-      try {
-        return reader.read(record, at, 1);
-      } catch (ProtoReader.Failure e) {
-        return failed("not a valid " + spec.message + ": " + e.getMessage());
-      }
-    } catch (ProtoReader.Failure e) { // the header
-      return failed(e.getMessage());
-    } catch (RuntimeException e) { // a record no rule foresaw: still the record's, never the task's, failure
-      return failed("not a valid " + spec.message + ": unreadable (" + e + ")");
-    }
-  }
-
-  private ProtoReader reader() {
-    if (reader == null) {
-      MessagePlan plan = spec.plan();
-      reader = new ProtoReader(plan);
-      width = plan.fields.length;
-    }
-    return reader;
-  }
-
-  private InternalRow failed(String why) {
-    reader();
-    Object[] values = new Object[width + 1];
-    values[width] = UTF8String.fromString(why);
-    return new GenericInternalRow(values);
-  }
-
-  /** Reads Confluent's header (Python's dagger/serde/confluent.py says the same of a column): where the message
-   * starts. */
-  private int header(byte[] record) {
-    if (record.length < 5 || record[0] == 0 && record.length < 6) {
-      if (record.length >= 1 && record[0] != 0) {
-        throw new ProtoReader.Failure(magic(record[0]));
-      }
-      throw new ProtoReader.Failure(record.length < 5
-          ? record.length + " bytes, shorter than the 5-byte header of Confluent's wire format"
-          : "no message-index array after the schema id (a protobuf record needs at least 0x00)");
-    }
-    if (record[0] != 0) {
-      throw new ProtoReader.Failure(magic(record[0]));
-    }
-    int id = (record[1] & 0xFF) << 24 | (record[2] & 0xFF) << 16 | (record[3] & 0xFF) << 8 | (record[4] & 0xFF);
-    Cursor in = new Cursor(record, 5);
-    long count = in.zigzag();
-    int[] path;
-    if (count == 0) {
-      path = new int[] {0};
-    } else {
-      if (count < 0 || count > 100) {
-        throw new ProtoReader.Failure("unreadable message-index array: " + count + " indexes");
-      }
-      path = new int[(int) count];
-      for (int i = 0; i < count; i++) {
-        long index = in.zigzag();
-        if (index < 0 || index > Integer.MAX_VALUE) {
-          throw new ProtoReader.Failure("unreadable message-index array: a negative index " + index);
-        }
-        path[i] = (int) index;
-      }
-    }
-    int[] expected = spec.confluent.get(id);
-    if (expected == null) {
-      List<Integer> known = new ArrayList<>(spec.confluent.keySet());
-      known.sort(null);
-      throw new ProtoReader.Failure("schema id " + id + " is not among the versions of the stream's subject the job "
-          + "read when it started (ids " + known + ")");
-    }
-    if (!Arrays.equals(path, expected)) {
-      throw new ProtoReader.Failure("message index " + Arrays.toString(path) + " of schema id " + id + " is not "
-          + spec.message + " (index " + Arrays.toString(expected) + ")");
-    }
-    return in.pos;
-  }
-
-  private static String magic(byte first) {
-    if (first == 1) {
-      return "magic byte 1: the schema is named by a GUID (Confluent's V1 wire format), which is not read yet; "
-          + "producers must write the 4-byte schema id (magic byte 0)";
-    }
-    return "magic byte " + (first & 0xFF) + ", not 0: the record is not in Confluent's wire format (a producer that "
-        + "puts the schema id in a record header leaves the payload unframed: that is not read)";
-  }
-
-  private static final class Cursor {
-    final byte[] b;
-    int pos;
-
-    Cursor(byte[] b, int pos) {
-      this.b = b;
-      this.pos = pos;
-    }
-
-    long zigzag() {
-      long result = 0;
-      for (int shift = 0; shift < 64; shift += 7) {
-        if (pos >= b.length) {
-          throw new ProtoReader.Failure("unreadable message-index array: the record ends inside a varint");
-        }
-        byte x = b[pos++];
-        result |= (long) (x & 0x7F) << shift;
-        if (x >= 0) {
-          return (result >>> 1) ^ -(result & 1);
-        }
-      }
-      throw new ProtoReader.Failure("unreadable message-index array: a varint longer than 10 bytes");
-    }
-  }
-
   @Override
   public Object eval(InternalRow input) {
-    Object record = payload.eval(input);
+    return decodeOrNull((byte[]) payload.eval(input), start == null ? null : (Integer) start.eval(input));
+  }
+
+  /** One record's row (the generated code's call): {@code from} says where its message starts (null: byte 0). */
+  public InternalRow decodeOrNull(byte[] record, Integer from) {
     if (record == null) {
-      return failed("record value is null (tombstone)");
+      return decoder.failed("record value is null (tombstone)");
     }
-    int from = 0;
-    if (start != null) {
-      Object at = start.eval(input);
-      from = at == null ? 0 : (Integer) at;
-    }
-    return decode((byte[]) record, from);
+    return decoder.decode(record, from == null ? 0 : from);
   }
 
   @Override
   public ExprCode doGenCode(CodegenContext ctx, ExprCode ev) {
-    return CodegenFallback.super.doGenCode(ctx, ev);
+    if (start == null) {
+      return Codegen.call(ctx, ev, this, "decodeOrNull", dataType, payload, new org.apache.spark.sql.catalyst
+          .expressions.Literal(null, org.apache.spark.sql.types.DataTypes.IntegerType));
+    }
+    return Codegen.call(ctx, ev, this, "decodeOrNull", dataType, payload, start);
   }
 
   @Override

@@ -54,6 +54,15 @@ def stream_refusals(stream: StreamConfig, jvm_protobuf: bool = True) -> list[str
     return out
 
 
+def jvm_reader_refusals(stream: StreamConfig, jvm_protobuf: bool = True) -> list[str]:
+    """Why Dagger's Kafka reader in the JVM cannot read ``stream`` (empty: it can)."""
+    table = stream.INPUT_SCHEMA_TABLE
+    if not source_of(stream).supports_real_time:
+        return [f"STREAMS[{table}]: Dagger's reader in the JVM reads Kafka streams only"]
+    why = format_of(stream).jvm_reader_refusal(stream, jvm_protobuf)
+    return [] if why is None else [f"STREAMS[{table}]: {why}"]
+
+
 def refusals(
     config: JobConfig, bounded: bool, available_now: bool, reads_event_time: bool, df: Any, jvm_protobuf: bool = True
 ) -> list[str]:
@@ -120,27 +129,33 @@ def connector_refusals(
     sinks: list[Any],
     jvm_protobuf: bool,
     protobuf_only: bool = False,
+    reader: str = "spark",
 ) -> list[str]:
-    """Why a micro-batch job keeps Dagger's Kafka reader and writer instead of Spark's Kafka source and sink
-    (``SPARK_KAFKA_CONNECTOR``; empty: it can take Spark's): what real-time mode refuses, but for the trigger, and
-    what only our reader and writer keep (event-time alignment, dead letters). ``protobuf_only``: the ``auto``
-    choice, which takes Spark's connector for protobuf streams and sinks only (JSON keeps Dagger's decoder and
-    encoder, whose handling of JSON differs from ``from_json``'s and ``to_json``'s). The Python nodes of the plan
-    are checked by :func:`python_nodes` once it is built."""
+    """Why a micro-batch job keeps Dagger's Kafka reader and writer in Python workers instead of a path in the JVM
+    alone (``SPARK_KAFKA_CONNECTOR``; empty: it can take it): ``reader`` ``spark`` (Spark's Kafka source) or ``jvm``
+    (Dagger's reader in the JVM), both writing Spark's Kafka sink. Spark's source refuses what real-time mode
+    refuses, but for the trigger, and what only Dagger's reader keeps (event-time alignment, dead letters); Dagger's
+    reader in the JVM keeps both, and refuses what its format cannot decode as it reads. ``protobuf_only``: the
+    ``auto`` choice, which takes protobuf streams and sinks only (JSON keeps Dagger's decoder and encoder, whose
+    handling of JSON differs from ``from_json``'s and ``to_json``'s). The Python nodes of the plan are checked by
+    :func:`python_nodes` once it is built."""
     out: list[str] = []
     if bounded:
         out.append("--from/--to or ending offsets bound the streams (Dagger's reader runs bounded reads)")
     for stream in config.STREAMS:
         table = stream.INPUT_SCHEMA_TABLE
-        why = [w for w in stream_refusals(stream, jvm_protobuf) if "dead-letter" not in w]
+        if reader == "jvm":
+            why = jvm_reader_refusals(stream, jvm_protobuf)
+        else:
+            why = [w for w in stream_refusals(stream, jvm_protobuf) if "dead-letter" not in w]
+            if getattr(stream.settings, "SOURCE_KAFKA_INVALID_RECORD_POLICY", None) == "dead-letter":
+                out.append(
+                    f"STREAMS[{table}]: SOURCE_KAFKA_INVALID_RECORD_POLICY=dead-letter (Dagger's reader writes them)"
+                )
         out.extend(why)
-        if getattr(stream.settings, "SOURCE_KAFKA_INVALID_RECORD_POLICY", None) == "dead-letter":
-            out.append(
-                f"STREAMS[{table}]: SOURCE_KAFKA_INVALID_RECORD_POLICY=dead-letter (Dagger's reader writes them)"
-            )
         if not why and protobuf_only and not format_of(stream).spark_kafka_auto:
             out.append(f"STREAMS[{table}]: INPUT_DATATYPE={stream.INPUT_DATATYPE} (auto takes protobuf streams only)")
-    if reads_event_time and config.event_time_alignment:
+    if reads_event_time and config.event_time_alignment and reader == "spark":
         out.append(
             "the SQL reads event time: Dagger's reader aligns the partitions in event time (SPARK_EVENT_TIME_ALIGNMENT)"
         )

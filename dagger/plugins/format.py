@@ -238,6 +238,29 @@ class Format(ABC):
         record fails the query naming topic, partition and offset (``fail``), or is marked invalid."""
         raise NotImplementedError(f"{self.name} records are not decoded in the JVM")
 
+    # --- Dagger's Kafka reader in the JVM (SPARK_KAFKA_CONNECTOR=jvm) ------------------------------------------------
+
+    def jvm_reader_options(self, stream: StreamConfig, descriptors: DescriptorSet, where: TableRead) -> dict[str, str]:
+        """What Dagger's Kafka reader in the JVM (``dagger/jvm/KafkaRanges*.java``) needs to decode the stream's
+        records as it reads them, as its options; empty (the default): it hands the records' values over and
+        :meth:`jvm_reader_table` decodes them (:meth:`spark_kafka_table`). Runs on the driver."""
+        return {}
+
+    def jvm_reader_table(
+        self, raw: DataFrame, stream: StreamConfig, descriptors: DescriptorSet, where: TableRead
+    ) -> DataFrame:
+        """The table from the rows of Dagger's Kafka reader in the JVM: by default, its raw records (``value``,
+        ``topic``, ``partition``, ``offset``) decoded as Spark's Kafka source's are."""
+        return self.spark_kafka_table(raw.select("value", "topic", "partition", "offset"), stream, descriptors, where)
+
+    def jvm_reader_refusal(self, stream: StreamConfig, jvm_protobuf: bool) -> str | None:
+        """Why Dagger's Kafka reader in the JVM cannot read the stream (None: it can): what keeps it from Spark's
+        Kafka source, and dead letters (written by Dagger's reader in Python workers)."""
+        why = self.spark_kafka_refusal(stream, jvm_protobuf)
+        if why is None and stream.settings.SOURCE_KAFKA_INVALID_RECORD_POLICY == "dead-letter":
+            return "SOURCE_KAFKA_INVALID_RECORD_POLICY=dead-letter (Dagger's reader writes them in Python workers)"
+        return why
+
     # --- dagger test ----------------------------------------------------------------------------------------------
 
     @abstractmethod

@@ -229,10 +229,11 @@ class Sink(ABC):
         name: str,
         trigger: dict[str, Any] | None = None,
         async_progress: bool = False,
+        output_mode: str = "append",
     ) -> Any:
         """Start a streaming query writing ``df`` (the job's output) with Spark's own sink for this destination, its
         rows encoded in the JVM: real-time mode (``trigger`` None) and micro-batches on Spark's connector (Spark's
-        ``trigger`` arguments). Only a sink whose settings declare ``supports_real_time`` has one; runs on the
+        ``trigger`` arguments, the plan's ``output_mode``). Only a sink whose settings declare ``supports_real_time`` has one; runs on the
         driver."""
         raise NotImplementedError(f"sink '{self.display_name}' has no Spark sink of its own")
 

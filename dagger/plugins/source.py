@@ -74,6 +74,9 @@ class SourceOptions:
     #: read with Spark's own Kafka source where the stream allows it (``SPARK_KAFKA_CONNECTOR``, real-time mode);
     #: a source that cannot (``supports_real_time`` off) reads as always
     spark_kafka: bool = False
+    #: Dagger's reader with its records read and decoded in the JVM (``SPARK_KAFKA_CONNECTOR=jvm``; with
+    #: ``spark_kafka``: the sink is Spark's Kafka sink)
+    jvm_reader: bool = False
     #: Spark's real-time mode (with ``spark_kafka``): no bound on a micro-batch's records
     real_time: bool = False
     #: Dagger's protobuf codec runs in the JVM (``SPARK_PROTOBUF_CODEC`` and its classes on the class path)

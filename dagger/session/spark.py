@@ -71,7 +71,7 @@ def get_session(config: JobConfig, extra: dict[str, str] | None = None) -> Any:
     local = not submitted and master.startswith("local")
     # a real-time query runs no Python (dagger.kafka.spark_connector), nor does a job that asks for Spark's Kafka connector (it
     # runs on it or is refused): no fork server, whose daemons would idle beside the JVM
-    jvm_only = config.SPARK_TRIGGER_MODE == "real-time" or config.SPARK_KAFKA_CONNECTOR == "spark"
+    jvm_only = config.SPARK_TRIGGER_MODE == "real-time" or config.SPARK_KAFKA_CONNECTOR in ("spark", "jvm")
     if local and not given.contains("spark.pyspark.python") and not jvm_only:
         use_worker_python()
     conf = session_conf(config, master if local else None, extra)

@@ -4,6 +4,7 @@ and ``dagger test``'s records (the reading half of :class:`dagger.formats.proto.
 from __future__ import annotations
 
 import base64
+import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -15,7 +16,7 @@ from dagger.plugins.format import Format, FormatEnv
 from dagger.schema.descriptor_sets import build_pool
 from dagger.schema.projection import prune_message, source_fields
 from dagger.serde.confluent_header import header, message_path
-from dagger.serde.types import message_struct, timestamp_field
+from dagger.serde.types import VALIDITY_COLUMN, message_struct, timestamp_field
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -219,6 +220,53 @@ class ProtoReading(Format):
             found = {i: message_path(schemas.file_descriptors(i)[-1], message) for i in schemas.schemas}
             paths = {i: list(path) for i, path in found.items() if path is not None}
         return kafka_table(raw, descriptors.serialized, message, fields, paths, where, rowtime_name)
+
+    # --- Dagger's Kafka reader in the JVM ---------------------------------------------------------------------------
+
+    def _decoded_fields(self, stream: StreamConfig, descriptors: DescriptorSet, fields: list[str] | None) -> Any:
+        message = self.message(stream, descriptors)
+        rowtime_name = self.rowtime_source(stream, descriptors)
+        if fields is not None and rowtime_name is not None and rowtime_name not in fields:
+            fields = [*fields, rowtime_name]
+        paths = None
+        if stream_subject(stream) is not None:
+            schemas = registered(stream, descriptors, "PROTOBUF")
+            found = {i: message_path(schemas.file_descriptors(i)[-1], message) for i in schemas.schemas}
+            paths = {i: list(path) for i, path in found.items() if path is not None}
+        return message, rowtime_name, fields, paths
+
+    def jvm_reader_options(self, stream: StreamConfig, descriptors: DescriptorSet, where: TableRead) -> dict[str, str]:
+        """What Dagger's Kafka reader in the JVM needs to decode the stream's records into its table as it reads
+        them (``dagger/jvm/KafkaRangesReader.java``'s ``TableSpec``)."""
+        message, rowtime_name, fields, paths = self._decoded_fields(stream, descriptors, where.fields)
+        options = {
+            "protobuf.message": message,
+            "protobuf.descriptorSet": base64.b64encode(descriptors.serialized).decode(),
+            "table.name": where.table,
+            "table.policy": where.policy if where.dead_letter is not None or where.policy != "dead-letter" else "drop",
+            "table.validity": VALIDITY_COLUMN,
+            "table.rowtime": where.rowtime,
+        }
+        if rowtime_name is not None:
+            options["table.rowtimeField"] = rowtime_name
+        if fields is not None:
+            options["protobuf.fields"] = json.dumps(fields)
+        if paths is not None:
+            options["protobuf.confluent"] = json.dumps({str(k): v for k, v in paths.items()})
+        return options
+
+    def jvm_reader_table(
+        self, raw: DataFrame, stream: StreamConfig, descriptors: DescriptorSet, where: TableRead
+    ) -> DataFrame:
+        """The table from the rows of Dagger's Kafka reader in the JVM, decoded as read: its fields, the validity
+        flag and rowtime; dead letters (their reason, raw value and coordinates) written on the way."""
+        from dagger.serde.jvm_frames import write_dead_letters  # start-up: loads numpy, pyarrow
+
+        names = raw.columns[: raw.columns.index("__dagger_reason")]  # the decoded fields come first
+        if where.dead_letter is not None:
+            message = self.message(stream, descriptors)
+            raw = write_dead_letters(raw, where.dead_letter, where.table, {"message": message})
+        return raw.select(*[f"`{n}`" for n in names], VALIDITY_COLUMN, f"`{where.rowtime}`")
 
     # --- dagger test ----------------------------------------------------------------------------------------------
 

@@ -23,6 +23,7 @@ def start_query(
     name: str,
     trigger: dict[str, Any] | None = None,
     async_progress: bool = False,
+    output_mode: str = "append",
 ) -> Any:
     """The query: every output row encoded in the JVM (protobuf by Dagger's encoder, JSON by ``to_json``, behind
     Confluent's header where the sink writes that format) into Spark's Kafka sink. ``trigger``: Spark's trigger
@@ -49,7 +50,7 @@ def start_query(
         .option("kafka.bootstrap.servers", settings.SINK_KAFKA_BROKERS)
         .option("topic", settings.SINK_KAFKA_TOPIC)
         .option("checkpointLocation", checkpoint)
-        .outputMode("update" if real_time else "append")
+        .outputMode("update" if real_time else output_mode)
     )
     producer = client_config(settings, "spark_producer", known=java_producer_settings(df.sparkSession))
     for key, value in producer.items():

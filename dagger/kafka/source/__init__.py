@@ -7,12 +7,13 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from dagger.errors import DaggerConfigError
+from dagger.kafka.client import client_config
 from dagger.kafka.dead_letters import stream_dead_letters
 from dagger.kafka.source.driver import consumer_config, driver_reader
 from dagger.kafka.source.settings import KafkaSourceSettings
 from dagger.kafka.source.spark import kafka_stream
 from dagger.kafka.spark_connector import stream_refusals
-from dagger.plugins.format import FormatEnv, format_of
+from dagger.plugins.format import FormatEnv, TableRead, format_of
 from dagger.plugins.source import Source, SourceEnv
 from dagger.schema.confluent import ConfluentSettings
 
@@ -121,6 +122,8 @@ class KafkaSource(Source):
         from dagger.kafka.source.reader import SOURCE_FORMAT  # cycle: dagger.kafka.source.reader import(s) this module
 
         spark, config, descriptors, options = env.spark, env.config, env.descriptors, env.options
+        if options.jvm_reader:  # Dagger's reader, its records read and decoded in the JVM
+            return self._jvm_table(stream, env)
         if options.spark_kafka and not stream_refusals(stream, options.jvm_protobuf):  # Spark's Kafka source
             fields = (options.fields or {}).get(stream.INPUT_SCHEMA_TABLE)
             return kafka_stream(
@@ -132,6 +135,22 @@ class KafkaSource(Source):
         else:
             df = spark.readStream.format(SOURCE_FORMAT).option("spec", spec.to_option()).load()
         return decoded_table(df, spec)  # the table, decoded in the JVM where the format decodes there
+
+    def _jvm_table(self, stream: StreamConfig, env: SourceEnv) -> DataFrame:
+        """The stream read by Dagger's reader in the JVM (:mod:`dagger.kafka.source.jvm`): planned by the reader's
+        driver side here, its records read by the Java client and decoded by the stream's format as they are."""
+        from dagger.kafka.source.jvm import jvm_stream  # cycle: dagger.kafka.source.jvm import(s) this module
+
+        config, options = env.config, env.options
+        spec = self.spec(stream, env)
+        policy = stream.settings.SOURCE_KAFKA_INVALID_RECORD_POLICY
+        dead_letter = spec.dead_letter if policy == "dead-letter" else None
+        fields = (options.fields or {}).get(stream.INPUT_SCHEMA_TABLE)
+        where = TableRead(stream.INPUT_SCHEMA_TABLE, policy, config.FLINK_ROWTIME_ATTRIBUTE_NAME, fields, dead_letter)
+        records = format_of(stream)
+        decoding = records.jvm_reader_options(stream, env.descriptors, where)
+        raw = jvm_stream(env.spark, spec, client_config(stream.settings, "spark_consumer"), decoding)
+        return records.jvm_reader_table(raw, stream, env.descriptors, where)
 
     def check_reading(self, stream: StreamConfig, env: SourceEnv) -> None:
         self.spec(stream, env)

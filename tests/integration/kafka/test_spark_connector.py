@@ -1,9 +1,10 @@
 """How a protobuf job reads and writes Kafka in micro-batches: ptars in Python workers (``SPARK_PROTOBUF_CODEC=ptars``,
-the codec before issue 53), Dagger's reader and writer handing the records to Dagger's codec in the JVM, and Spark's
-own Kafka source and sink with that codec (``SPARK_KAFKA_CONNECTOR=spark``: no Python worker on the records' way).
-Each writes the same records, drops and counts the same undecodable ones and commits its consumer group; a
-checkpoint keeps its connector across restarts; ``auto`` keeps Dagger's reader and writer for the jobs that need
-them, saying why."""
+the codec before issue 53), Dagger's reader and writer handing the records to Dagger's codec in the JVM, Dagger's
+reader in the JVM (``SPARK_KAFKA_CONNECTOR=jvm``: the Java client reads, the records are decoded as they are read)
+and Spark's own Kafka source (``spark``), both of these with Spark's Kafka sink and no Python worker on the records'
+way. Each writes the same records, drops and counts the same undecodable ones and commits its consumer group; a
+checkpoint keeps its form of offsets across restarts (Dagger's reader's, in Python or the JVM, or Spark's); ``auto``
+keeps Dagger's reader and writer for the jobs that need them, saying why."""
 
 from __future__ import annotations
 
@@ -63,8 +64,9 @@ def _written(bootstrap: str, out: str) -> list[bytes]:
     )
 
 
-#: (SPARK_PROTOBUF_CODEC, SPARK_KAFKA_CONNECTOR): before issue 53, Dagger's reader with the JVM codec, Spark's
-RUNS = (("ptars", "dagger"), ("jvm", "dagger"), ("jvm", "spark"))
+#: (SPARK_PROTOBUF_CODEC, SPARK_KAFKA_CONNECTOR): before issue 53, Dagger's reader with the JVM codec, Dagger's
+#: reader in the JVM, Spark's
+RUNS = (("ptars", "dagger"), ("jvm", "dagger"), ("jvm", "jvm"), ("jvm", "spark"))
 
 
 def test_each_path_writes_the_same_records_drops_and_counts_the_same_and_commits_the_group(
@@ -89,52 +91,73 @@ def test_each_path_writes_the_same_records_drops_and_counts_the_same_and_commits
         manager, query = run_job(spark, data, tmp_path / f"cp-{codec}-{connector}")
         assert query.exception() is None, query.exception()
         assert dropped(query) == 2
-        assert manager.context.spark_kafka == (connector == "spark")
+        assert manager.context.spark_kafka == (connector != "dagger")
+        assert manager.context.kafka_reader == connector
         plans[codec, connector] = plan = query._jsq.explainInternal(True)
         written[codec, connector] = _written(broker.bootstrap, out)
-        if connector == "spark":  # Spark's sink counted what the topic holds
+        if connector != "dagger":  # Spark's sink counted what the topic holds
             assert sum(p["sink"].get("numOutputRows", 0) for p in query.recentProgress) == 50
         else:
             assert manager.counters.sinks["kafka"]["written"].value == 50
         group = stream["SOURCE_KAFKA_CONSUMER_CONFIG_GROUP_ID"]
         ends = _ends(broker.bootstrap, source, 2)
         assert _committed(broker.bootstrap, group, source, 2) == ends  # every record, the two broken ones too
-        jvm = "dagger_protobuf(" in plan and "dagger_to_protobuf(" in plan
-        assert jvm == (codec == "jvm"), plan[-3000:]
+        # the JVM's codec is in the plan; Dagger's reader in the JVM decodes as it reads, outside the plan's expressions
+        decoded = "dagger_protobuf(" in plan or "DaggerKafka[" in plan
+        assert (decoded and "dagger_to_protobuf(" in plan) == (codec == "jvm"), plan[-3000:]
     assert len(written["jvm", "spark"]) == 50  # cash i * 10 < 500
-    assert written["jvm", "spark"] == written["jvm", "dagger"] == written["ptars", "dagger"]
+    assert written["jvm", "spark"] == written["jvm", "jvm"] == written["jvm", "dagger"] == written["ptars", "dagger"]
     expected = sorted(_summary(b) for b in map(Booking.FromString, values) if b.amount_paid_by_cash < 500)
     assert written["jvm", "spark"] == expected
+    python = ("PythonDataSource", "BatchEvalPython", "ArrowEvalPython", "MapInArrow")
     spark_plan = plans["jvm", "spark"]  # Spark's Kafka source, no Python node on the records' way
     assert "KafkaV2" in spark_plan or "kafka" in spark_plan.lower()
-    assert not any(n in spark_plan for n in ("PythonDataSource", "BatchEvalPython", "ArrowEvalPython", "MapInArrow"))
+    assert not any(n in spark_plan for n in python)
+    jvm_plan = plans["jvm", "jvm"]  # Dagger's reader in the JVM, no Python node either
+    assert "DaggerKafka[data_stream_0]" in jvm_plan and not any(n in jvm_plan for n in python)
 
 
-def test_a_restart_keeps_the_connector_its_checkpoint_was_made_with(spark, broker, stencil, topic, tmp_path):
+def test_a_restart_keeps_the_form_of_offsets_its_checkpoint_was_made_with(spark, broker, stencil, topic, tmp_path):
+    """Dagger's reader in Python workers and in the JVM keep the same offsets: a checkpoint of one resumes with
+    the other, each record written once; ``auto`` keeps a checkpoint's own connector; Spark's source keeps offsets
+    of its own form, and is refused a checkpoint of Dagger's reader (and Dagger's reader one of Spark's)."""
     source, out = topic("sc-keep"), topic("sc-keep-out")
-    produce(broker.bootstrap, source, ((None, v) for v in bookings(10, START)))
+    values = bookings(40, START)  # cash i * 10 < 500: every one is written
+    produce(broker.bootstrap, source, ((None, v) for v in values[:10]))
     data = job(stencil, [kafka_stream(broker, source)], SQL, SPARK_KAFKA_CONNECTOR="dagger",
                **kafka_sink(broker, out, Summary.DESCRIPTOR.full_name))  # fmt: skip
     manager, query = run_job(spark, data, tmp_path / "cp")
     assert query.exception() is None and not manager.context.spark_kafka
-    produce(broker.bootstrap, source, ((None, v) for v in bookings(20, START)[10:]))
+    produce(broker.bootstrap, source, ((None, v) for v in values[10:20]))
     data["SPARK_KAFKA_CONNECTOR"] = "auto"  # the job qualifies, but its checkpoint holds Dagger's reader's offsets
     manager, query = run_job(spark, data, tmp_path / "cp")
     assert query.exception() is None
     assert not manager.context.spark_kafka
     assert manager.context.connector_note == "Dagger's Kafka reader and writer: the checkpoint was made with them"
     assert topic_size(broker.bootstrap, out) == 20  # each record once, across the two runs
+    produce(broker.bootstrap, source, ((None, v) for v in values[20:30]))
+    data["SPARK_KAFKA_CONNECTOR"] = "jvm"  # the same offsets: the JVM reader resumes where the Python one stopped
+    manager, query = run_job(spark, data, tmp_path / "cp")
+    assert query.exception() is None, query.exception()
+    assert manager.context.kafka_reader == "jvm"
+    produce(broker.bootstrap, source, ((None, v) for v in values[30:]))
+    data["SPARK_KAFKA_CONNECTOR"] = "dagger"  # and back
+    manager, query = run_job(spark, data, tmp_path / "cp")
+    assert query.exception() is None, query.exception()
+    assert _written(broker.bootstrap, out) == sorted(_summary(Booking.FromString(v)) for v in values)
     data["SPARK_KAFKA_CONNECTOR"] = "spark"
     with pytest.raises(Exception, match="the checkpoint was made with Dagger's Kafka reader"):
         run_job(spark, data, tmp_path / "cp")
 
 
+@pytest.mark.parametrize("connector", ["spark", "jvm"])
 def test_a_running_job_logs_each_batch_beside_the_next_and_an_available_now_run_resumes_from_its_checkpoint(
-    spark, broker, stencil, topic, tmp_path
+    spark, broker, stencil, topic, tmp_path, connector
 ):
     """Spark's asynchronous progress tracking (a stateless query on a processing-time trigger): each micro-batch's
     offsets are logged while the next one runs, every batch still logged, so an ``--available-now`` run (which
-    Spark refuses the option) resumes from the checkpoint, each record written once."""
+    Spark refuses the option) resumes from the checkpoint, each record written once. The group's offsets follow
+    the batches while the job runs."""
     import time
 
     from dagger.job import Job, load_config
@@ -142,8 +165,9 @@ def test_a_running_job_logs_each_batch_beside_the_next_and_an_available_now_run_
     source, out = topic("sc-async", 2), topic("sc-async-out")
     values = bookings(50, START)  # cash i * 10 < 500: every one is written
     stream = kafka_stream(broker, source)
-    data = job(stencil, [stream], SQL, SPARK_KAFKA_CONNECTOR="spark",
+    data = job(stencil, [stream], SQL, SPARK_KAFKA_CONNECTOR=connector,
                **kafka_sink(broker, out, Summary.DESCRIPTOR.full_name))  # fmt: skip
+    group = stream["SOURCE_KAFKA_CONSUMER_CONFIG_GROUP_ID"]
     manager = Job(load_config(data=data), checkpoint_dir=str(tmp_path / "cp"), available_now=False, spark=spark)
     query = manager.start()
     try:
@@ -156,12 +180,17 @@ def test_a_running_job_logs_each_batch_beside_the_next_and_an_available_now_run_
                 assert query.exception() is None, query.exception()
                 time.sleep(0.2)
             assert topic_size(broker.bootstrap, out) == round_ * 10 + 10
+            if round_ == 1:  # the group follows the batches while the job runs (the runner or the reader commits)
+                manager.after_batches(query)  # what the runner calls between its waits
+                while sum(_committed(broker.bootstrap, group, source, 2)) < 20 and time.monotonic() < deadline:
+                    time.sleep(0.2)
+                    manager.after_batches(query)
+                assert sum(_committed(broker.bootstrap, group, source, 2)) >= 20
         batches = query.lastProgress["batchId"]
     finally:
         query.stop()
     manager.finish(query)
     assert batches >= 3
-    group = stream["SOURCE_KAFKA_CONSUMER_CONFIG_GROUP_ID"]
     assert _committed(broker.bootstrap, group, source, 2) == _ends(broker.bootstrap, source, 2)
     produce(broker.bootstrap, source, ((None, v) for v in values[40:]), partitions=2)
     manager, query = run_job(spark, data, tmp_path / "cp")  # available-now: Spark's synchronous logs
@@ -173,8 +202,6 @@ def test_a_running_job_logs_each_batch_beside_the_next_and_an_available_now_run_
 @pytest.mark.parametrize(
     ("change", "why"),
     [
-        ({"FLINK_SQL_QUERY": WINDOW_SQL, "SINK_KAFKA_PROTO_MESSAGE": "dagger.examples.BookingCountMessage"},
-         "the SQL reads event time"),
         ({"DEAD_LETTER_PATH": "/tmp/dl"}, "the job has a dead-letter output"),
         ({"SINK_KAFKA_DATA_TYPE": "JSON"}, "SINK_KAFKA_DATA_TYPE=JSON (auto takes protobuf sinks only)"),
         ({"FLINK_SQL_QUERY": "SELECT order_number, shout(customer_id) AS customer_id FROM data_stream_0"},
@@ -219,7 +246,7 @@ def test_auto_keeps_daggers_reader_and_writer_for_jobs_that_need_them_naming_why
 def test_validate_says_a_qualifying_job_takes_sparks_connector(spark, broker, stencil, topic, tmp_path):
     source, out = topic("sc-ok"), topic("sc-ok-out")
     sink = kafka_sink(broker, out, Summary.DESCRIPTOR.full_name)
-    data = job(stencil, [kafka_stream(broker, source)], SQL, SPARK_KAFKA_CONNECTOR="auto", **sink)
+    data = job(stencil, [kafka_stream(broker, source)], SQL, SPARK_KAFKA_CONNECTOR="spark", **sink)
     path = tmp_path / "job.json"
     path.write_text(json.dumps(data))
     validated = validate_here(spark, str(path), "--full")
