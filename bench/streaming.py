@@ -10,7 +10,7 @@ Parts (``BENCH_PARTS``, comma-separated; all by default):
 * ``stateless_ptars``, ``stateless_dagger_jvm``, ``stateless_spark_jvm``: the stateless job as before issue 53
   (ptars in Python workers, Dagger's reader and writer), with Dagger's reader and writer handing the records to the
   JVM codec, and on Spark's Kafka source and sink with the JVM codec (``SPARK_KAFKA_CONNECTOR``); ``stateless``
-  runs the defaults.
+  runs the defaults (since issue 53: Dagger's reader in the JVM and Spark's Kafka sink, ``SPARK_KAFKA_CONNECTOR=auto``).
 * ``stateless_json``: the stateless job over the same records as JSON objects (protobuf out);
   ``stateless_json_out``: JSON in and JSON out (``SINK_KAFKA_DATA_TYPE=JSON``).
 * ``stateless_avro``: the stateless job over the same records as Avro in Confluent's wire format (schema in the
@@ -52,7 +52,8 @@ Parts (``BENCH_PARTS``, comma-separated; all by default):
 * ``latency_ptars``, ``latency_dagger_jvm``: ``latency`` as before issue 53 (ptars in Python workers, Dagger's reader
   and writer: ``SPARK_PROTOBUF_CODEC=ptars``, ``SPARK_KAFKA_CONNECTOR=dagger``) and with Dagger's reader and writer
   handing the records to the JVM codec (``SPARK_PROTOBUF_CODEC=jvm``); ``latency_spark_jvm``: Spark's Kafka
-  source and sink with the JVM codec (``SPARK_KAFKA_CONNECTOR=spark``); ``latency`` itself runs the defaults.
+  source and sink with the JVM codec (``SPARK_KAFKA_CONNECTOR=spark``); ``latency`` itself runs the defaults (since
+  issue 53: Dagger's reader in the JVM, ``SPARK_KAFKA_CONNECTOR=auto``).
 * ``stateless_spark_floor``: Spark's throughput floor, each record's value copied from its Kafka source to its sink
   (no decoding, no SQL), ``availableNow`` in the benchmark's session.
 * ``latency_spark_floor``, ``latency_spark_floor_async``: Spark's own floor, nothing of ours in the query or the
@@ -116,7 +117,7 @@ WARMUP_SECONDS = float(os.environ.get("BENCH_WARMUP_SECONDS", "20"))
 PARTS = os.environ.get(
     "BENCH_PARTS",
     "baseline,stateless,stateless_ptars,stateless_dagger_jvm,stateless_spark_jvm,stateless_avro,stateless_avro_spark,stateless_spark,stateless_spark_floor,stateless_json,stateless_json_out,stateless_json_spark,window,window_spark,"
-    "join,join_spark,bytewax,quix,flink,flink_window,latency,latency_ptars,latency_dagger_jvm,latency_spark_jvm,latency_jvm_reader,"
+    "join,join_spark,bytewax,quix,flink,flink_window,latency,latency_ptars,latency_dagger_jvm,latency_spark_jvm,"
     "latency_spark,"
     "latency_realtime,latency_realtime_proto,latency_flink,"
     "latency_window,latency_window_spark,latency_join,latency_join_spark,longbow",
@@ -149,14 +150,12 @@ JOBS = {
     "stateless_ptars": (STATELESS_SQL, "dagger.examples.BookingSummaryMessage"),
     "stateless_dagger_jvm": (STATELESS_SQL, "dagger.examples.BookingSummaryMessage"),
     "stateless_spark_jvm": (STATELESS_SQL, "dagger.examples.BookingSummaryMessage"),
-    "stateless_jvm_reader": (STATELESS_SQL, "dagger.examples.BookingSummaryMessage"),
 }
 #: the job settings of the parts that pin how protobuf is read and written (issue 53's before and after)
 PART_SETTINGS = {
     "stateless_ptars": {"SPARK_PROTOBUF_CODEC": "ptars", "SPARK_KAFKA_CONNECTOR": "dagger"},
     "stateless_dagger_jvm": {"SPARK_PROTOBUF_CODEC": "jvm", "SPARK_KAFKA_CONNECTOR": "dagger"},
     "stateless_spark_jvm": {"SPARK_KAFKA_CONNECTOR": "spark"},
-    "stateless_jvm_reader": {"SPARK_KAFKA_CONNECTOR": "jvm"},
 }
 WATERMARK_DELAY_MS = 10_000  # FLINK_WATERMARK_DELAY_MS of the benchmark's jobs
 #: the window job as a Spark user writes it (Spark's window(); its watermark on the decoded table)
@@ -197,7 +196,6 @@ THROUGHPUT = (
     "stateless_ptars",
     "stateless_dagger_jvm",
     "stateless_spark_jvm",
-    "stateless_jvm_reader",
     "stateless_avro",
     "stateless_avro_spark",
     "stateless_spark",
@@ -405,7 +403,6 @@ class Bench:
             "stateless_ptars": kept,
             "stateless_dagger_jvm": kept,
             "stateless_spark_jvm": kept,
-            "stateless_jvm_reader": kept,
             "stateless_spark": kept,
             "stateless_spark_floor": RECORDS,
             "bytewax": kept,
@@ -648,9 +645,6 @@ class Bench:
 
     def stateless_spark_jvm(self) -> float:
         return self.dagger("stateless_spark_jvm", *JOBS["stateless_spark_jvm"])
-
-    def stateless_jvm_reader(self) -> float:
-        return self.dagger("stateless_jvm_reader", *JOBS["stateless_jvm_reader"])
 
     def stateless_avro(self) -> float:
         return self.dagger("stateless_avro", *JOBS["stateless_avro"])
@@ -896,19 +890,6 @@ class Bench:
             _latencies,
             True,
             settings={"SPARK_KAFKA_CONNECTOR": "spark"},
-        )
-
-    def latency_jvm_reader(self) -> dict:
-        """``latency`` on Dagger's Kafka reader reading in the JVM (the records decoded as read, no Python worker on
-        their way) and Spark's Kafka sink with Dagger's JVM encoder: ``SPARK_KAFKA_CONNECTOR=jvm``."""
-        return self._latency_run(
-            "latency_jvm_reader",
-            STATELESS_SQL,
-            "dagger.examples.BookingSummaryMessage",
-            EVENTS_PER_SECOND,
-            _latencies,
-            True,
-            settings={"SPARK_KAFKA_CONNECTOR": "jvm"},
         )
 
     def latency_spark_floor(self) -> dict:
@@ -1471,10 +1452,11 @@ def report(results: dict) -> None:
 
     rate("baseline", "baseline: confluent-kafka copy loop, 2 processes")
     rate("stateless", "stateless job", "≥ 1.0× baseline")
-    rate("stateless_ptars", "stateless job, protobuf by ptars, Dagger's reader and writer (before issue 53)")
+    rate(
+        "stateless_ptars", "stateless job, protobuf by ptars, Dagger's reader and writer (the defaults before issue 53)"
+    )
     rate("stateless_dagger_jvm", "stateless job, protobuf in the JVM, Dagger's reader and writer")
     rate("stateless_spark_jvm", "stateless job, protobuf in the JVM, Spark's Kafka source and sink")
-    rate("stateless_jvm_reader", "stateless job, protobuf in the JVM, Dagger's reader in the JVM, Spark's Kafka sink")
     rate("stateless_spark", "stateless, Spark's Kafka source and sink, ptars in mapInArrow")
     rate("stateless_spark_floor", "Spark's floor: each value copied by Spark's Kafka source and sink, no decoding")
     rate("stateless_avro", "stateless job over Confluent Avro input (the same records)", "≥ 0.8× stateless")
@@ -1537,11 +1519,18 @@ def report(results: dict) -> None:
             )
             rows.append(f"| real-time job: start-up, launch to first output | {rt['startup_s']} s | ≤ 6 s |")
     for part, job, target in (
-        ("latency", "stateless job, protobuf (the defaults)", "p99 ≤ 150 ms (4 partitions), ≤ 200 ms (32)"),
-        ("latency_ptars", "stateless job, protobuf by ptars, Dagger's reader and writer (before issue 53)", ""),
+        (
+            "latency",
+            "stateless job, protobuf (the defaults: Dagger's reader in the JVM)",
+            "p99 ≤ 150 ms (4 partitions), ≤ 200 ms (32)",
+        ),
+        (
+            "latency_ptars",
+            "stateless job, protobuf by ptars, Dagger's reader and writer (the defaults before issue 53)",
+            "",
+        ),
         ("latency_dagger_jvm", "stateless job, protobuf in the JVM, Dagger's reader and writer", ""),
         ("latency_spark_jvm", "stateless job, protobuf in the JVM, Spark's Kafka source and sink", ""),
-        ("latency_jvm_reader", "stateless job, Dagger's reader in the JVM (decoded as read), Spark's Kafka sink", ""),
         ("latency_spark_floor", "Spark's floor: each value copied by Spark's Kafka source and sink, its defaults", ""),
         (
             "latency_spark_floor_async",

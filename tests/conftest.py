@@ -269,11 +269,19 @@ def run_job(spark, data: dict, checkpoint: Path, available_now: bool = True):
     return manager, query
 
 
+def sink_written(manager, sink: str = "kafka") -> int:
+    """The rows a finished job's sink counted as written: Dagger's writer's counter, or Spark's own count
+    (``numOutputRows`` of each micro-batch) for a sink Spark's Kafka sink writes (``SPARK_KAFKA_CONNECTOR``)."""
+    if sink in manager.counters.progress_sinks:
+        return sum(int((p.get("sink") or {}).get("numOutputRows") or 0) for p in manager.query.recentProgress)
+    return manager.counters.sinks[sink]["written"].value
+
+
 def output_rows(broker, manager, topic: str, expected: int, sink: str = "kafka") -> list:
     """The records of a finished job's output topic, checked against what its sink counted as written: a
     shortfall says whether rows went missing before the sink (its counter is short too) or after it."""
     rows = consume_all(broker.bootstrap, topic, expected=expected)
-    written = manager.counters.sinks[sink]["written"].value
+    written = sink_written(manager, sink)
     assert len(rows) == written, f"the sink wrote {written} records but topic {topic} holds {len(rows)}"
     return rows
 

@@ -596,17 +596,18 @@ class JobConfig(_Strict):
         "there: docs/performance.md). Without Dagger's JVM classes on the class path, ptars, with a warning.",
     )
     SPARK_KAFKA_CONNECTOR: Literal["auto", "dagger", "jvm", "spark"] = Field(
-        "dagger",
-        description="What reads the Kafka streams and writes the Kafka sink of a micro-batch job: `dagger`, "
-        "Dagger's reader and writer in Python workers (librdkafka: event-time alignment across partitions, dead "
-        "letters, every sink); `jvm`, Dagger's reader in the JVM (the same planning: positions, admission, "
-        "event-time alignment, group commits after each batch; the records read by the Java Kafka client and "
-        "decoded as they are read) and Spark's Kafka sink with Dagger's encoder, no Python worker at all, for jobs "
-        "that need none (SQL without Python UDFs, protobuf or plain JSON streams under `fail` or `drop`, one Kafka "
-        "sink, no dead-letter output); `spark`, Spark's own Kafka source and sink for such jobs, also without "
-        "event time; `auto`: `jvm` (else `spark`) for such a job whose streams and sink are all protobuf, else "
-        "`dagger`, logged at start. A checkpoint keeps the form of offsets it was made with: `dagger` and `jvm` "
-        "share theirs, `spark` has its own. `dagger validate` says which one a job gets and why.",
+        "auto",
+        description="What reads the Kafka streams and writes the Kafka sink of a micro-batch job: `jvm`, Dagger's "
+        "reader in the JVM (Dagger's planning: positions, admission, event-time alignment across partitions, "
+        "group commits after each batch; the records read by the Java Kafka client and decoded as they are read) "
+        "and Spark's Kafka sink with Dagger's encoder, no Python worker on the records' way, for jobs that need "
+        "none (SQL without Python UDFs or Longbow, no pre- or post-processors, Kafka streams of protobuf or plain "
+        "JSON under `fail` or `drop`, one Kafka sink, no dead-letter output); `dagger`, Dagger's reader and writer "
+        "in Python workers (librdkafka and ptars: dead letters, Python UDFs, processors, every sink); `spark`, "
+        "Spark's own Kafka source and sink for such jobs without event time; `auto` (the default): `jvm` for such "
+        "a job whose streams and sink are protobuf, else `dagger`, logged at start. A checkpoint keeps the form "
+        "of offsets it was made with: `dagger` and `jvm` share theirs (`auto` keeps a checkpoint's own), `spark` "
+        "has its own. `dagger validate` says which one a job gets and why.",
     )
     SPARK_PRUNE_INPUT_COLUMNS: bool = Field(
         True,

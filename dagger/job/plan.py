@@ -95,7 +95,7 @@ def choose_connector(ctx: JobContext, rewritten: str) -> list[str]:
     """Decide what reads the Kafka streams and writes the Kafka sink of a live micro-batch job
     (``SPARK_KAFKA_CONNECTOR``): sets ``ctx.kafka_reader``, ``ctx.spark_kafka`` and ``ctx.connector_note``; returns
     the problems of a job that asks for a connector it cannot have. ``auto`` takes Dagger's reader in the JVM
-    where the job allows it, else Spark's connector, else Dagger's reader and writer. A checkpoint keeps the form of
+    where the job allows it, else Dagger's reader and writer. A checkpoint keeps the form of
     offsets it was made with: Dagger's reader's (``dagger`` and ``jvm``: the same planner, the same offsets) or
     Spark's; ``auto`` keeps the very connector of a checkpoint (one made before the choice existed is Dagger's)."""
 
@@ -104,31 +104,32 @@ def choose_connector(ctx: JobContext, rewritten: str) -> list[str]:
     ctx.spark_kafka, ctx.kafka_reader, ctx.connector_note = False, "dagger", None
     if ctx.fixtures is not None or asked == "dagger":
         return []
-    if asked == "auto" and not any(ctx.source(s).supports_real_time for s in config.STREAMS):
-        return []  # no Kafka stream: nothing to choose
+    if asked == "auto" and not (
+        any(ctx.source(s).supports_real_time for s in config.STREAMS)
+        and len(config.sink_configs) == 1
+        and config.sink_configs[0][1].settings.supports_real_time
+    ):
+        return []  # no Kafka stream or not one Kafka sink: nothing to choose
     kept = None if ctx.options.validating else _checkpoint_connector(ctx)
     if kept == "dagger" and asked == "auto":
         ctx.connector_note = "Dagger's Kafka reader and writer: the checkpoint was made with them"
         return []
-    event_time = reads_event_time(ctx, rewritten)
-    first: list[str] = []
-    for candidate in ("jvm", "spark") if asked == "auto" else (asked,):
-        if asked == "auto" and kept is not None and kept != candidate:
-            continue
-        refused = connector_refusals(
-            config, ctx.bounded, event_time, sinks(ctx), ctx.jvm_protobuf, protobuf_only=asked == "auto",
-            reader=candidate,
-        )  # fmt: skip
-        if kept is not None and (kept == "spark") != (candidate == "spark"):
-            made = "Spark's Kafka source" if kept == "spark" else "Dagger's Kafka reader"
-            refused.append(f"the checkpoint was made with {made} (its offsets are kept in that reader's form)")
-        if not refused:
-            ctx.spark_kafka, ctx.kafka_reader, ctx.connector_note = True, candidate, CONNECTOR_NOTES[candidate]
-            return []
-        first = first or refused
+    # Dagger's reader in the JVM takes every job Spark's connector can, event time too: auto asks for Spark's only
+    # where the checkpoint was made with it
+    reader = ("spark" if kept == "spark" else "jvm") if asked == "auto" else asked
+    refused = connector_refusals(
+        config, ctx.bounded, reads_event_time(ctx, rewritten), sinks(ctx), ctx.jvm_protobuf,
+        protobuf_only=asked == "auto", reader=reader,
+    )  # fmt: skip
+    if kept is not None and (kept == "spark") != (reader == "spark"):
+        made = "Spark's Kafka source" if kept == "spark" else "Dagger's Kafka reader"
+        refused.append(f"the checkpoint was made with {made} (its offsets are kept in that reader's form)")
+    if not refused:
+        ctx.spark_kafka, ctx.kafka_reader, ctx.connector_note = True, reader, CONNECTOR_NOTES[reader]
+        return []
     if asked != "auto":
-        return [f"SPARK_KAFKA_CONNECTOR={asked}: {why}" for why in first]
-    ctx.connector_note = f"Dagger's Kafka reader and writer ({first[0]})"
+        return [f"SPARK_KAFKA_CONNECTOR={asked}: {why}" for why in refused]
+    ctx.connector_note = f"Dagger's Kafka reader and writer ({refused[0]})"
     return []
 
 

@@ -437,7 +437,8 @@ class JobMetrics:
                 invalid_by_table=invalid,
             )
         view.sinks = {name: {k: a.value for k, a in kinds.items()} for name, kinds in job.counters.sinks.items()}
-        view.sinks.update({name: {"written": self.output_rows} for name in job.counters.progress_sinks})
+        for name in job.counters.progress_sinks:  # Spark's sink wrote them: its own count
+            view.sinks.setdefault(name, {})["written"] = self.output_rows
         view.lookups = {name: metrics.values() for name, metrics in job.counters.lookups.items()}
         context = job.counters.udf_context
         view.darts = {k: a.value for k, a in ((context.counters if context else None) or {}).items()}
@@ -492,6 +493,8 @@ class JobMetrics:
             yield BY_NAME["dagger_sink_records_total"], {"sink": sink, "outcome": "written"}, self.output_rows
         for sink, kinds in sorted(job.counters.sinks.items()):
             for kind, outcome in SINK_OUTCOMES.items():
+                if kind == "written" and sink in job.counters.progress_sinks:
+                    continue  # Spark's sink wrote them: its own count, above (the accumulator stays 0)
                 if kind in kinds:
                     value = kinds[kind].value
                     yield BY_NAME["dagger_sink_records_total"], {"sink": sink, "outcome": outcome}, value

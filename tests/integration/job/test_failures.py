@@ -13,7 +13,7 @@ from dagger.errors import DescriptorFetchError
 from testing.descriptor_server import DescriptorServer
 from testing.produce import consume_all, produce, topic_size
 from testing.samples import bookings, message_class
-from tests.conftest import DESCRIPTORS, START, job, kafka_sink, kafka_stream, run_job
+from tests.conftest import DESCRIPTORS, START, job, kafka_sink, kafka_stream, run_job, sink_written
 
 pytestmark = [pytest.mark.integration, pytest.mark.chaos]
 Summary = message_class("dagger.examples.BookingSummaryMessage")
@@ -39,7 +39,7 @@ def test_a_restart_goes_on_with_the_kept_descriptors_while_their_server_is_down(
         manager, query = run_job(spark, data, tmp_path / "cp")
     assert query.exception() is None
     assert "going on with the copy of the descriptor sets this job's checkpoint keeps" in caplog.text
-    assert manager.counters.sinks["kafka"]["written"].value == 10  # the new records only
+    assert sink_written(manager) == 10  # the new records only
     assert topic_size(broker.bootstrap, out) == 20
     rows = [Summary.FromString(m.value()).order_number for m in consume_all(broker.bootstrap, out, expected=20)]
     assert sorted(rows) == sorted(f"order-{i}" for i in range(20))
