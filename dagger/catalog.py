@@ -27,7 +27,6 @@ from dagger.sinks.log import LogSink, LogSinkSettings
 
 if TYPE_CHECKING:
     import pyarrow as pa
-    from pyspark.sql import SparkSession
 
     from dagger.config.model import JobConfig, SinkConfig
     from dagger.plugins.sink import Sink
@@ -73,15 +72,3 @@ def build_sinks(config: JobConfig, descriptors: DescriptorSet) -> list[Sink]:
         sink = build_sink(entry, env).bind(name, dead_letter, frozenset(entry.SINK_ERROR_TYPES_FOR_FAILURE))
         sinks.append(sink)
     return sinks
-
-
-def register_data_sources(spark: SparkSession) -> None:
-    """Register the Python data sources (Kafka reader, fan-out sink writer) with a Spark session."""
-    # start-up: pyspark's data source API and the readers' decoders, loaded once a session runs
-    from dagger.kafka.source.memory import MemoryDataSource
-    from dagger.kafka.source.reader import KafkaDataSource
-    from dagger.sinks.spark_writer import SinkDataSource
-
-    spark.dataSource.register(KafkaDataSource)
-    spark.dataSource.register(MemoryDataSource)
-    spark.dataSource.register(SinkDataSource)

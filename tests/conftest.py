@@ -152,7 +152,6 @@ def elasticsearch():
 def spark():
     from pyspark.sql import SparkSession
 
-    from dagger.catalog import register_data_sources
     from dagger.session import jars
     from dagger.session.spark import DEFAULT_CONF, use_worker_python
 
@@ -164,7 +163,6 @@ def spark():
         builder = builder.config(k, v)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
-    register_data_sources(session)
     yield session
     session.stop()
 

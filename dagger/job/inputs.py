@@ -7,7 +7,6 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from dagger.catalog import register_data_sources
 from dagger.formats.table import stream_table
 from dagger.job.descriptors import current
 from dagger.job.functions import processor_context
@@ -33,7 +32,6 @@ def register_streams(ctx: JobContext, sql: str | None = None) -> dict[str, Struc
     from pyspark.sql import functions as F
 
     spark, config, options = ctx.spark, ctx.config, ctx.options
-    register_data_sources(spark)
     event_time = reads_event_time(ctx, sql)
     source_options = SourceOptions(
         commit_offsets=ctx.commits_offsets,

@@ -25,6 +25,7 @@ from dagger.longbow.state import state_longbow
 from dagger.plugins.format import format_of
 from dagger.processors import postprocess
 from dagger.serde.variant import without_variants
+from dagger.session.spark import start_deferred_forkserver
 from dagger.session.tuning import ROCKSDB_STATE_STORE, STATE_STORE_PROVIDER
 
 if TYPE_CHECKING:
@@ -186,6 +187,8 @@ def plan(ctx: JobContext) -> Plan:
     rewritten = rewrite.sql
     functions.register(ctx, [rewritten, config.model_dump_json()])
     connector_problems = choose_connector(ctx, rewritten) if not ctx.real_time else []
+    if not ctx.spark_kafka:  # Dagger's reader and writer: the fork server's imports run while the query is planned
+        start_deferred_forkserver()
     tables = register_streams(ctx, rewritten)
     running = None
     try:

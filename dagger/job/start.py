@@ -18,8 +18,9 @@ from dagger.longbow.bigtable import ensure_table
 from dagger.longbow.classic import table_name
 from dagger.longbow.schema import LongbowKind, duration_ms
 from dagger.plugins.sink import COUNTERS
+from dagger.session.spark import start_deferred_forkserver, use_data_source
 from dagger.session.tuning import tune
-from dagger.sinks.spark_writer import SINK_FORMAT, encode_sinks, write_micro_batch
+from dagger.sinks.spark_writer import SINK_FORMAT, SinkDataSource, encode_sinks, write_micro_batch
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -55,6 +56,8 @@ def start(ctx: JobContext, plan: Plan) -> StreamingQuery | BoundedRun:
         _ensure_longbow_table(ctx)
     if config.sink_type_note:
         log.warning("%s", config.sink_type_note)
+    if not ctx.spark_kafka:  # Dagger's writer and reader run Python workers (a query in the JVM alone none)
+        start_deferred_forkserver()
     if ctx.bounded:
         return _start_bounded(ctx, plan)
     descriptors.pin(ctx, plan.tables, plan.rewritten_sql)
@@ -123,6 +126,7 @@ def _start_micro_batches(ctx: JobContext, plan: Plan) -> StreamingQuery:
         .outputMode(plan.output_mode)
     )
     writer = writer.queryName(config.job_slug)
+    use_data_source(ctx.spark, SinkDataSource)  # the writer, and foreachBatch's batch writer
     if plan.output_mode == "append":
         writer = writer.format(SINK_FORMAT).option("sinks", encoded)
     else:  # Python streaming writers are append-only; update/complete go through foreachBatch
@@ -160,6 +164,7 @@ def _start_bounded(ctx: JobContext, plan: Plan) -> BoundedRun:
     print_ = fingerprint(counters.inputs)
     batch_id = batch_id_for(ctx.store, print_)
     write = write_micro_batch(encode_sinks(plan.sinks))
+    use_data_source(ctx.spark, SinkDataSource)
 
     def work() -> dict[str, Any]:
         write(with_sink_columns(plan.dataframe, plan.sinks), batch_id)

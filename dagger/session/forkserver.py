@@ -208,11 +208,12 @@ def _kill(pid: int) -> None:
         pass
 
 
-def start() -> str | None:
-    """Start a fork server for this process (it exits with it); returns its socket path, or ``None``."""
+def start(path: str | None = None) -> str | None:
+    """Start a fork server for this process (it exits with it) on ``path`` (default: a new one, :func:`socket_path`);
+    returns its socket path, or ``None``."""
 
     try:
-        path = os.path.join(tempfile.mkdtemp(prefix="dagger-fork-"), "socket")  # a private (0700) directory
+        path = path or socket_path()
         subprocess.Popen(
             [sys.executable, "-m", "dagger.session.forkserver", path, str(os.getpid())],
             stdin=subprocess.DEVNULL,
@@ -222,6 +223,11 @@ def start() -> str | None:
     except OSError:
         return None
     return path
+
+
+def socket_path() -> str:
+    """Where a fork server of this process listens: a socket in a private (0700) directory of its own."""
+    return os.path.join(tempfile.mkdtemp(prefix="dagger-fork-"), "socket")
 
 
 if __name__ == "__main__":

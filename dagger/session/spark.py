@@ -73,7 +73,8 @@ def get_session(config: JobConfig, extra: dict[str, str] | None = None) -> Any:
     # runs on it or is refused): no fork server, whose daemons would idle beside the JVM
     jvm_only = config.SPARK_TRIGGER_MODE == "real-time" or config.SPARK_KAFKA_CONNECTOR in ("spark", "jvm")
     if local and not given.contains("spark.pyspark.python") and not jvm_only:
-        use_worker_python()
+        # auto: the planning says whether the records meet Python (dagger.job.start starts the server then)
+        use_worker_python(defer=config.SPARK_KAFKA_CONNECTOR == "auto")
     conf = session_conf(config, master if local else None, extra)
     if local:  # Spark's Kafka connector and spark-avro (make install caches them); the job's settings win
         conf = {**jars.session_settings(), **conf}
@@ -93,6 +94,16 @@ def get_session(config: JobConfig, extra: dict[str, str] | None = None) -> Any:
     spark.sparkContext.setLogLevel(os.environ.get("DAGGER_SPARK_LOG_LEVEL", "WARN"))
     driver_side_python(spark.sparkContext.pythonExec)
     return spark
+
+
+def use_data_source(spark: Any, source: type) -> str:
+    """The name of the Python data source ``source``, registered with ``spark`` the first time a query of the
+    session uses it: a registration starts a Python worker (Spark 4.2), which a job that reads and writes in the JVM
+    alone (Dagger's reader in the JVM, Spark's Kafka sink) never needs."""
+    name = source.name()
+    if not spark._jsparkSession.sessionState().dataSourceManager().dataSourceExists(name):
+        spark.dataSource.register(source)
+    return name
 
 
 def driver_side_python(python: str, cwd: str | None = None) -> None:
@@ -217,9 +228,11 @@ def local_cores(master: str) -> int:
     return max(1, int(threads)) if threads.isdigit() else 1
 
 
-def use_worker_python() -> None:
+def use_worker_python(defer: bool = False) -> None:
     """Point ``PYSPARK_PYTHON`` at :func:`worker_python` when the workers would run this very interpreter (a
-    local master; ``PYSPARK_PYTHON`` unset or this interpreter). Call before the session starts."""
+    local master; ``PYSPARK_PYTHON`` unset or this interpreter). Call before the session starts. ``defer``: the
+    fork server's socket is named now (the JVM's workers inherit it) and the server starts only when a query
+    needs Python (:func:`start_deferred_forkserver`); a worker asking before that runs a plain interpreter."""
     current = os.environ.get("PYSPARK_PYTHON")
     # a wrapper inherited from a parent process that ran a session (a notebook, the benchmark) is ours too: this
     # process still needs its own fork server (the parent's forks outside this job's process tree, and exits with it)
@@ -229,22 +242,40 @@ def use_worker_python() -> None:
     wrapper = worker_python()
     if wrapper is not None:
         os.environ["PYSPARK_PYTHON"] = wrapper
-        start_forkserver()
+        start_forkserver(defer)
 
 
 _FORKSERVER: dict[int, str] = {}  # pid -> socket of the fork server that process started
+_DEFERRED: dict[int, str] = {}  # pid -> socket of the fork server that process has named and not started yet
 
 
-def start_forkserver() -> None:
+def start_forkserver(defer: bool = False) -> None:
     """Start this process's :mod:`dagger.session.forkserver` (once) and point the worker command at it; its imports run
-    while the JVM starts. ``DAGGER_FORKSERVER=0`` turns it off (workers then start as plain interpreters)."""
+    while the JVM starts (``defer``: when a query needs it). ``DAGGER_FORKSERVER=0`` turns it off (workers then start
+    as plain interpreters)."""
 
     if os.environ.get("DAGGER_FORKSERVER", "1") == "0":
         os.environ.pop(forkserver.SOCKET_ENV, None)  # not one inherited from a parent process either
         return
-    path = _FORKSERVER.get(os.getpid()) or forkserver.start()
+    pid = os.getpid()
+    path = _FORKSERVER.get(pid) or _DEFERRED.get(pid)
+    if path is None:
+        if defer:
+            path = _DEFERRED[pid] = forkserver.socket_path()
+        else:
+            path = forkserver.start()
     if path is None:
         os.environ.pop(forkserver.SOCKET_ENV, None)
         return
-    _FORKSERVER[os.getpid()] = path
+    if not defer and pid in _DEFERRED:
+        path = forkserver.start(_DEFERRED.pop(pid)) or path
+    if not defer:
+        _FORKSERVER[pid] = path
     os.environ[forkserver.SOCKET_ENV] = path
+
+
+def start_deferred_forkserver() -> None:
+    """Start the fork server a session named and deferred (:func:`use_worker_python`), once a query needs Python
+    workers: a job whose records never meet Python (Dagger's reader in the JVM, Spark's Kafka sink) holds none."""
+    if os.getpid() in _DEFERRED:
+        start_forkserver()

@@ -16,6 +16,7 @@ from dagger.kafka.spark_connector import stream_refusals
 from dagger.plugins.format import FormatEnv, TableRead, format_of
 from dagger.plugins.source import Source, SourceEnv
 from dagger.schema.confluent import ConfluentSettings
+from dagger.session.spark import use_data_source
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -119,7 +120,9 @@ class KafkaSource(Source):
         from dagger.kafka.source.decoded import (
             decoded_table,  # cycle: dagger.kafka.source.decoded import(s) this module
         )
-        from dagger.kafka.source.reader import SOURCE_FORMAT  # cycle: dagger.kafka.source.reader import(s) this module
+        from dagger.kafka.source.reader import (
+            KafkaDataSource,  # cycle: dagger.kafka.source.reader import(s) this module
+        )
 
         spark, config, descriptors, options = env.spark, env.config, env.descriptors, env.options
         if options.jvm_reader:  # Dagger's reader, its records read and decoded in the JVM
@@ -130,10 +133,11 @@ class KafkaSource(Source):
                 spark, stream, config, descriptors, options.resolve_offsets, fields, micro_batches=not options.real_time
             )
         spec = self.spec(stream, env)
+        name = use_data_source(spark, KafkaDataSource)
         if options.bounded:
-            df = spark.read.format(SOURCE_FORMAT).option("spec", spec.to_option()).load()
+            df = spark.read.format(name).option("spec", spec.to_option()).load()
         else:
-            df = spark.readStream.format(SOURCE_FORMAT).option("spec", spec.to_option()).load()
+            df = spark.readStream.format(name).option("spec", spec.to_option()).load()
         return decoded_table(df, spec)  # the table, decoded in the JVM where the format decodes there
 
     def _jvm_table(self, stream: StreamConfig, env: SourceEnv) -> DataFrame:

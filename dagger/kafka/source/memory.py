@@ -31,6 +31,7 @@ from dagger.kafka.source.decoded import decoded_table
 from dagger.kafka.source.fetcher import Chunk
 from dagger.kafka.source.partitions import KafkaPartition, read_partition
 from dagger.kafka.source.spec import STREAM_KEY, KafkaSourceSpec, decoder_for
+from dagger.session.spark import use_data_source
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -253,7 +254,7 @@ class MemorySource(KafkaSource):
         topic = stream.settings.SOURCE_KAFKA_TOPIC_NAMES.split(",")[0].strip()  # one partition of the first
         reader = spark.read if options.bounded else spark.readStream
         df = (
-            reader.format(MEMORY_FORMAT)
+            reader.format(use_data_source(spark, MemoryDataSource))
             .option("spec", spec.to_option())
             .option("records", records_option({(topic, 0): self.records}))
             .option("batches", str(self.batches))

@@ -12,10 +12,11 @@ from google.protobuf import descriptor_pb2, message_factory
 
 from dagger.errors import InvalidRecordError
 from dagger.formats.proto import Proto
-from dagger.kafka.source.memory import MemoryFetcher, MemoryRecord
+from dagger.kafka.source.memory import MemoryDataSource, MemoryFetcher, MemoryRecord
 from dagger.kafka.source.partitions import KafkaPartition, read_partition
 from dagger.kafka.source.spec import KafkaSourceSpec
 from dagger.schema.descriptor_sets import build_pool
+from dagger.session.spark import use_data_source
 
 EXAMPLES = Path(__file__).resolve().parents[4] / "descriptors" / "examples.desc"
 BOOKING = "dagger.examples.BookingLogMessage"
@@ -95,11 +96,11 @@ def test_the_memory_data_source_gives_the_table_the_kafka_source_gives(spark):
     """Spark reads the records through the ``dagger-kafka-memory`` data source: one task per topic-partition, the
     same decoding (here under ``drop``: the bad record is kept, marked invalid, for the job to count and drop)."""
     from dagger.kafka.source.decoded import decoded_table
-    from dagger.kafka.source.memory import MEMORY_FORMAT, records_option
+    from dagger.kafka.source.memory import records_option
 
     spec = _spec("drop")
     records = {("bookings", 3): RECORDS, ("bookings", 0): [MemoryRecord(_booking(9), None, 0, 5)]}
-    df = spark.read.format(MEMORY_FORMAT).option("spec", spec.to_option()).option("records", records_option(records))
+    df = spark.read.format(use_data_source(spark, MemoryDataSource)).option("spec", spec.to_option()).option("records", records_option(records))
     rows = decoded_table(df.load(), spec).collect()
     got = sorted((r["order_number"], r["__internal_validation_field__"]) for r in rows)
     assert got == [("", False), ("o-0", True), ("o-1", True), ("o-3", True), ("o-4", True), ("o-9", True)]
@@ -111,7 +112,7 @@ def test_avro_records_in_memory_are_decoded_in_the_jvm_as_from_kafka(spark):
     import fastavro
 
     from dagger.kafka.source.decoded import decoded_table
-    from dagger.kafka.source.memory import MEMORY_FORMAT, records_option
+    from dagger.kafka.source.memory import records_option
 
     schema = {"type": "record", "name": "O", "fields": [{"name": "n", "type": "string"}, {"name": "x", "type": "long"}]}
     values = []
@@ -134,7 +135,7 @@ def test_avro_records_in_memory_are_decoded_in_the_jvm_as_from_kafka(spark):
     )
     held = [MemoryRecord(v, None, i) for i, v in enumerate([*values, b"\x02"])]  # the last: a string cut short
     df = (
-        spark.read.format(MEMORY_FORMAT)
+        spark.read.format(use_data_source(spark, MemoryDataSource))
         .option("spec", spec.to_option())
         .option("records", records_option({("orders", 0): held}))
     )
