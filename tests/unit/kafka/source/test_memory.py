@@ -100,7 +100,11 @@ def test_the_memory_data_source_gives_the_table_the_kafka_source_gives(spark):
 
     spec = _spec("drop")
     records = {("bookings", 3): RECORDS, ("bookings", 0): [MemoryRecord(_booking(9), None, 0, 5)]}
-    df = spark.read.format(use_data_source(spark, MemoryDataSource)).option("spec", spec.to_option()).option("records", records_option(records))
+    df = (
+        spark.read.format(use_data_source(spark, MemoryDataSource))
+        .option("spec", spec.to_option())
+        .option("records", records_option(records))
+    )
     rows = decoded_table(df.load(), spec).collect()
     got = sorted((r["order_number"], r["__internal_validation_field__"]) for r in rows)
     assert got == [("", False), ("o-0", True), ("o-1", True), ("o-3", True), ("o-4", True), ("o-9", True)]
