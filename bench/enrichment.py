@@ -43,7 +43,6 @@ def main() -> None:
 
     from pyspark.sql import SparkSession
 
-    from dagger.catalog import register_data_sources
     from dagger.job import Job, load_config
     from dagger.session.spark import DEFAULT_CONF
     from testing import proctree
@@ -57,7 +56,6 @@ def main() -> None:
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
-    register_data_sources(spark)
     start = dt.datetime(2026, 11, 22, 10, 0, tzinfo=dt.UTC)
 
     with (

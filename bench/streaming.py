@@ -565,13 +565,11 @@ class Bench:
 
     def session(self):  # noqa: ANN201
         if self.spark is None:
-            from dagger.catalog import register_data_sources
             from dagger.job import load_config
             from dagger.session.spark import get_session
 
             config = load_config(data=self._job("warmup", STATELESS_SQL, "dagger.examples.BookingSummaryMessage"))
             self.spark = get_session(config)
-            register_data_sources(self.spark)
         return self.spark
 
     def _job(self, out: str, sql: str, message: str, source: str | None = None, as_json: bool = False) -> dict:

@@ -140,7 +140,7 @@ class JobRunner:
         exc = query.exception()
         if exc is not None:
             telemetry.fatal(exception_type(exc))
-            self.failure = root_message(exc)  # logged last, after telemetry's shutdown wait: what a user reads
+            self.failure = job.explain_failure(root_message(exc))  # logged last, after telemetry's shutdown wait
             self._traced = True  # Spark's report of it, with the traces, is in the log file
             self.exit_code = 1
             return 1
@@ -261,6 +261,10 @@ _PYTHON_ERROR = re.compile(
 _RAISED = re.compile(r"(?:^|\] |: )(InvalidRecordError|SinkError|SchemaRegistryError|DaggerError): (.*)", re.MULTILINE)
 
 
+#: a ``Caused by:`` line of a JVM stack trace Spark prints with a task's failure
+_JVM_CAUSE = re.compile(r"^Caused by: ((?:[\w$]+\.)*[\w$]+): (.+)$", re.MULTILINE)
+
+
 def root_message(exc: BaseException) -> str:
     """The most specific line of a (possibly JVM-wrapped) streaming failure: our own error where a Spark task or
     a Python data source raised one (the first, the cause, when a traceback chains several), else the first
@@ -278,4 +282,11 @@ def root_message(exc: BaseException) -> str:
     if raised:
         tail = re.sub(r"\s*SQLSTATE: \w+\.?$", "", raised.group(2).strip())
         return f"{raised.group(1)}: {tail}"
-    return text.strip().splitlines()[0] if text.strip() else type(exc).__name__
+    first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
+    causes = _JVM_CAUSE.findall(text)  # a JVM exception's chain: its deepest cause says what went wrong
+    if causes:
+        kind, message = causes[-1]
+        cause = f"{kind.rsplit('.', 1)[-1]}: {message.strip()}"
+        if message.strip() and message.strip() not in first:
+            return f"{first}; caused by {cause}"
+    return first

@@ -250,6 +250,15 @@ class Job:
         for source, streams in by_source.values():
             source.finish(self.progress_view(progress), streams, self.config)
 
+    def explain_failure(self, message: str) -> str:
+        """The query's failure (its most specific line) in the words of the sink it belongs to, where one claims
+        it; else as it is."""
+        for sink in self.sinks():
+            explained = sink.explain_failure(message)
+            if explained:
+                return explained
+        return message
+
     def sinks(self) -> list[Sink]:
         """The job's sinks (built once for the descriptor sets in use)."""
         return planning.sinks(self.context)

@@ -128,6 +128,37 @@ def producer_options(config: dict[str, Any], key: str, known: set[str] | None = 
     return out
 
 
+#: the Java producer's request.timeout.ms and max.block.ms when none is given
+JAVA_REQUEST_TIMEOUT_MS, JAVA_MAX_BLOCK_MS = 30_000, 60_000
+
+
+def fit_delivery_timeout(producer: dict[str, str], key: str) -> dict[str, str]:
+    """``producer`` (the Java client's names) with a request timeout that fits in its delivery timeout: librdkafka's
+    ``message.timeout.ms`` bounds a record's whole delivery whatever one request waits, while the Java client
+    refuses to start (``Failed to construct kafka producer``) when ``delivery.timeout.ms`` is below ``linger.ms`` +
+    ``request.timeout.ms`` (30 s by default), and its ``send`` waits up to ``max.block.ms`` (60 s) for the topic's
+    metadata, which librdkafka counts in the delivery timeout. A request timeout given too long for it is an error
+    naming both."""
+    if "delivery.timeout.ms" not in producer:
+        return producer
+    delivery, linger = int(producer["delivery.timeout.ms"]), int(producer.get("linger.ms", "5"))
+    producer = dict(producer)
+    if "max.block.ms" not in producer and delivery < JAVA_MAX_BLOCK_MS:  # librdkafka's timeout counts the wait for
+        producer["max.block.ms"] = str(delivery)  # the topic's metadata too; the Java client's send() blocks 60 s
+    request = producer.get("request.timeout.ms")
+    if request is None:
+        if delivery - linger < JAVA_REQUEST_TIMEOUT_MS:
+            producer["request.timeout.ms"] = str(max(1, delivery - linger))
+        return producer
+    if int(request) + linger > delivery:
+        raise DaggerConfigError(
+            f"{key}: message.timeout.ms {delivery} is shorter than request.timeout.ms {request} plus the linger of "
+            f"{linger} ms, which Spark's Kafka sink (the Java client) refuses: give a request.timeout.ms of at most "
+            f"{delivery - linger}, or leave it out"
+        )
+    return producer
+
+
 def java_producer_settings(spark: Any) -> set[str]:
     """The Java producer's setting names, from the kafka-clients on the session's class path."""
     names = spark._jvm.org.apache.kafka.clients.producer.ProducerConfig.configNames()

@@ -221,6 +221,12 @@ class Sink(ABC):
     def abort(self, batch_id: int) -> None:  # noqa: B027 - optional hook
         """Called on the driver when micro-batch ``batch_id`` failed in some task; must not raise."""
 
+    def explain_failure(self, message: str) -> str | None:
+        """A query's failure (its most specific line, :func:`dagger.runner.root_message`) in this sink's words, when
+        it is this sink's: e.g. a timeout of the client of Spark's own sink, which names no key of the job. None:
+        not this sink's. Runs on the driver after the query failed."""
+        return None
+
     def start_spark_query(
         self,
         df: Any,

@@ -84,6 +84,16 @@ def test_is_drained(batches, drained):
             "ValueError: bad order o-1\n\n\tat org.apache.spark...",
             "ValueError: bad order o-1",
         ),
+        (  # a JVM exception whose message is a wrapper's: its deepest cause is named after it
+            "Job aborted due to stage failure: Lost task 0.0: org.apache.kafka.common.KafkaException: Failed to "
+            "construct kafka producer\n\tat org.apache.kafka.clients.producer.KafkaProducer.<init>(KP.java:1)\n"
+            "Caused by: org.apache.kafka.common.KafkaException: wrapped\n\tat x\n"
+            "Caused by: org.apache.kafka.common.config.ConfigException: delivery.timeout.ms should be equal to or "
+            "larger than linger.ms + request.timeout.ms\n\tat y",
+            "Job aborted due to stage failure: Lost task 0.0: org.apache.kafka.common.KafkaException: Failed to "
+            "construct kafka producer; caused by ConfigException: delivery.timeout.ms should be equal to or larger "
+            "than linger.ms + request.timeout.ms",
+        ),
     ],
 )
 def test_root_message_names_the_most_specific_cause(text, expected):

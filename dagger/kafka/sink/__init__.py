@@ -295,6 +295,18 @@ class KafkaSink(Sink):
     def parts(self) -> list[RecordPart]:
         return [self.value] if self.key is None else [self.value, self.key]
 
+    def explain_failure(self, message: str) -> str | None:
+        """Spark's Kafka sink (the Java client) gave up on this sink's records: the delivery timeout passed
+        (``message.timeout.ms``), or the topic's metadata never came within it."""
+        if "org.apache.kafka.common.errors.TimeoutException" not in message or self.topic not in message:
+            return None
+        reason = message.split("org.apache.kafka.common.errors.TimeoutException:", 1)[-1].strip()
+        timeout = self.producer_config.get("message.timeout.ms", 300_000)
+        return (
+            f"SinkError: SINK_KAFKA_TOPIC {self.topic}: records were not delivered to "
+            f"{self.producer_config.get('bootstrap.servers')} within message.timeout.ms ({timeout} ms): {reason}"
+        )
+
     def jvm_columns(self, schema: Any) -> dict[str, Any]:
         """The values and keys encoded in the JVM: AVRO by Spark's ``to_avro``, PROTO by Dagger's protobuf encoder
         (``SPARK_PROTOBUF_CODEC=jvm``)."""

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from dagger.kafka.client import client_config
-from dagger.kafka.java_client import java_producer_settings
+from dagger.kafka.java_client import fit_delivery_timeout, java_producer_settings
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -57,6 +57,7 @@ def start_query(
         # micro-batches: the Java client's own default since Kafka 4.0 (KIP-1030) rather than Dagger's 0, which left
         # it sending small batches: 5 ms a batch of latency, and (with the JVM reader's fetches) 1.28x the throughput
         producer["linger.ms"] = "5"
+    producer = fit_delivery_timeout(producer, "SINK_KAFKA_PRODUCER_CONFIG")
     for key, value in producer.items():
         writer = writer.option(f"kafka.{key}", value)
     if real_time:

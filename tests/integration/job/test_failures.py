@@ -330,6 +330,9 @@ def test_the_job_killed_ten_times_inside_offset_commits_and_sink_flushes_loses_n
         SPARK_MAX_RECORDS_PER_TRIGGER=str(per_batch),
         SPARK_TRIGGER_INTERVAL_MS="300",
         METRIC_PROMETHEUS_PORT="0",
+        # the calls traced are Dagger's reader's commit and Dagger's writer's flush, in their Python processes
+        # (auto would read and write this job in the JVM)
+        SPARK_KAFKA_CONNECTOR="dagger",
         **kafka_sink(broker, out, "dagger.examples.BookingSummaryMessage"),
     )
     config = tmp_path / "job.json"
