@@ -209,21 +209,14 @@ class ProtoReading(Format):
         """Dagger's decoder in the JVM (:func:`~dagger.formats.proto.kafka.kafka_table`)."""
         from dagger.formats.proto.kafka import kafka_table  # start-up: loads numpy, pyarrow
 
-        message = self.message(stream, descriptors)
-        rowtime_name = self.rowtime_source(stream, descriptors)
-        fields = where.fields
-        if fields is not None and rowtime_name is not None and rowtime_name not in fields:
-            fields = [*fields, rowtime_name]
-        paths = None
-        if stream_subject(stream) is not None:
-            schemas = registered(stream, descriptors, "PROTOBUF")
-            found = {i: message_path(schemas.file_descriptors(i)[-1], message) for i in schemas.schemas}
-            paths = {i: list(path) for i, path in found.items() if path is not None}
+        message, rowtime_name, fields, paths = self._decoded_fields(stream, descriptors, where.fields)
         return kafka_table(raw, descriptors.serialized, message, fields, paths, where, rowtime_name)
 
     # --- Dagger's Kafka reader in the JVM ---------------------------------------------------------------------------
 
     def _decoded_fields(self, stream: StreamConfig, descriptors: DescriptorSet, fields: list[str] | None) -> Any:
+        """The message, its rowtime field, the fields to decode (rowtime's source among them) and, for a stream in
+        Confluent's wire format, each registered schema id's path to the message."""
         message = self.message(stream, descriptors)
         rowtime_name = self.rowtime_source(stream, descriptors)
         if fields is not None and rowtime_name is not None and rowtime_name not in fields:
