@@ -17,10 +17,11 @@ from dagger.schema.descriptor_sets import DescriptorSet
 from testing.descriptor_server import DescriptorServer
 from testing.produce import consume_all, produce
 from testing.samples import EXAMPLES_DESC, bookings
-from tests.conftest import ROOT, START, job, json_sink, kafka_stream
+from tests.conftest import ROOT, START, job, json_sink, kafka_sink, kafka_stream
 
 pytestmark = pytest.mark.integration
 BOOKING = "dagger.examples.BookingLogMessage"
+SUMMARY = "dagger.examples.BookingSummaryMessage"
 
 
 def changed_set(change: str) -> bytes:
@@ -73,27 +74,44 @@ def _wait_for(path, text: str, process: subprocess.Popen, timeout: float = 120) 
     raise AssertionError(f"{text!r} not in the job's log:\n{path.read_text()[-3000:]}")
 
 
-def _job(broker, served: DescriptorServer, source: str, out: str) -> dict:
+def _job(broker, served: DescriptorServer, source: str, out: str, sink: str = "json") -> dict:
     data = job(
         served,
         [kafka_stream(broker, source)],
         "SELECT order_number, service_type FROM data_stream_0",
         SCHEMA_REGISTRY_STENCIL_CACHE_AUTO_REFRESH="true",
         SCHEMA_REGISTRY_STENCIL_CACHE_TTL_MS="1500",
-        **json_sink(broker, out),
+        **(json_sink(broker, out) if sink == "json" else kafka_sink(broker, out, SUMMARY)),
     )
     data["SCHEMA_REGISTRY_STENCIL_URLS"] = served.url("booking.desc")
     return data
 
 
-def test_a_compatible_change_is_taken_between_batches_without_losing_or_rereading(broker, topic, tmp_path):
+def _rows(bootstrap: str, out: str, expected: int, sink: str, descriptors: bytes) -> list[dict]:
+    """The output records as dicts: JSON as written; protobuf decoded with ``descriptors`` (enum values by name)."""
+    records = consume_all(bootstrap, out, expected=expected)
+    if sink == "json":
+        return [json.loads(m.value()) for m in records]
+    summary = DescriptorSet([("out", descriptors)]).find_message(SUMMARY)
+    Summary = message_factory.GetMessageClass(summary)
+    names = summary.fields_by_name["service_type"].enum_type.values_by_number
+    rows = []
+    for m in records:
+        decoded = Summary.FromString(m.value())
+        rows.append({"order_number": decoded.order_number, "service_type": names[decoded.service_type].name})
+    return rows
+
+
+# json: Dagger's reader and writer in Python workers; proto: Dagger's reader in the JVM and Spark's Kafka sink
+@pytest.mark.parametrize("sink", ["json", "proto"])
+def test_a_compatible_change_is_taken_between_batches_without_losing_or_rereading(broker, topic, tmp_path, sink):
     served_dir = tmp_path / "descriptors"
     served_dir.mkdir()
     (served_dir / "booking.desc").write_bytes(EXAMPLES_DESC.read_bytes())
     source, out = topic("refresh-in"), topic("refresh-out")
     produce(broker.bootstrap, source, ((None, v) for v in bookings(10, START)))
     with DescriptorServer(served_dir) as served:
-        process, log = _run(tmp_path, _job(broker, served, source, out))
+        process, log = _run(tmp_path, _job(broker, served, source, out, sink))
         try:
             assert len(consume_all(broker.bootstrap, out, expected=10)) == 10
             new = changed_set("compatible")
@@ -109,7 +127,7 @@ def test_a_compatible_change_is_taken_between_batches_without_losing_or_rereadin
                 m.event_timestamp.FromDatetime(START)
                 later.append(m.SerializeToString())
             produce(broker.bootstrap, source, ((None, v) for v in later))
-            rows = [json.loads(m.value()) for m in consume_all(broker.bootstrap, out, expected=20)]
+            rows = _rows(broker.bootstrap, out, 20, sink, new)
         finally:
             process.send_signal(signal.SIGTERM)
             code = process.wait(120)
@@ -121,6 +139,9 @@ def test_a_compatible_change_is_taken_between_batches_without_losing_or_rereadin
     assert len(teleports) == 5  # the new enum value decodes by its name: the query runs with the new sets
     assert "new fields data_stream_0.surge_factor" in text
     assert "restarting the query from its checkpoint after the running micro-batch" in text
+    # the path the job took, before and after the restart
+    started = " stream(s) by Dagger's Kafka reader in the JVM -> " if sink == "proto" else " stream(s) -> "
+    assert text.count(started) == 2, text[-3000:]
 
 
 def test_an_incompatible_change_stops_the_job_naming_the_field(broker, topic, tmp_path):
