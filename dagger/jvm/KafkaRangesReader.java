@@ -94,11 +94,10 @@ final class KafkaRangesReader implements PartitionReader<InternalRow> {
 
   /**
    * The stream's table, when the reader decodes: options {@code table.name} (the stream's table, for messages),
-   * {@code table.policy} (fail, drop or dead-letter), {@code table.validity} and {@code table.rowtime} (the two
+   * {@code table.policy} (fail or drop: a stream with dead letters is read in Python workers), {@code table.validity} and {@code table.rowtime} (the two
    * columns' names), {@code table.rowtimeField} (the decoded Timestamp field rowtime is, none: rowtime is null).
    * Each row: the decoded fields, {@code __dagger_reason} (why the record was not read, null where it was), the
-   * validity flag, rowtime (the field's time; the epoch where it is null or the record invalid) and, for dead
-   * letters, the record's {@code value}, {@code topic}, {@code partition} and {@code offset}. Under {@code fail} an
+   * validity flag and rowtime (the field's time; the epoch where it is null or the record invalid). Under {@code fail} an
    * undecodable record ends the task naming where it is; a Confluent schema id the job did not read at start does
    * under any policy (a version registered since: a restart reads it).
    */
@@ -131,14 +130,8 @@ final class KafkaRangesReader implements PartitionReader<InternalRow> {
       return spec;
     }
 
-    boolean deadLetters() {
-      return "dead-letter".equals(policy);
-    }
-
-    /** The slots a row has beyond the decoded fields and the reason. */
-    int extra() {
-      return deadLetters() ? 6 : 2;
-    }
+    /** The slots a row has beyond the decoded fields and the reason: the validity flag and rowtime. */
+    static final int EXTRA = 2;
 
     int rowtimeAt(dagger.proto.ProtoDecoder decoder) {
       if (rowtimeAt == -2) {
@@ -157,10 +150,6 @@ final class KafkaRangesReader implements PartitionReader<InternalRow> {
       out = out.add(REASON, org.apache.spark.sql.types.DataTypes.StringType, true)
           .add(validity, org.apache.spark.sql.types.DataTypes.BooleanType, false)
           .add(rowtime, org.apache.spark.sql.types.DataTypes.TimestampType, true);
-      if (deadLetters()) {
-        out = out.add(KafkaRangesSource.SCHEMA.fields()[0]).add(KafkaRangesSource.SCHEMA.fields()[1])
-            .add(KafkaRangesSource.SCHEMA.fields()[2]).add(KafkaRangesSource.SCHEMA.fields()[3]);
-      }
       return out;
     }
   }
@@ -265,7 +254,7 @@ final class KafkaRangesReader implements PartitionReader<InternalRow> {
     this.decoder = decoder;
     this.table = table;
     this.width = decoder == null ? 0 : decoder.width();
-    this.extra = table == null ? 0 : table.extra();
+    this.extra = table == null ? 0 : TableSpec.EXTRA;
     this.rowtimeAt = table == null ? -1 : table.rowtimeAt(decoder);
     this.ranges = ranges;
     int n = ranges.topics.length;
@@ -465,12 +454,6 @@ final class KafkaRangesReader implements PartitionReader<InternalRow> {
     if (rowtimeAt >= 0) {
       Object time = ok ? values[rowtimeAt] : null;
       values[width + 2] = time == null ? 0L : time;
-    }
-    if (extra > 2) {
-      values[width + 3] = value;
-      values[width + 4] = topicNames[range];
-      values[width + 5] = ranges.partitions[range];
-      values[width + 6] = record.offset();
     }
     return decoded;
   }

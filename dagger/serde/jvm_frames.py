@@ -140,7 +140,7 @@ def decoded_table(
         keep = df.columns
         if VALIDITY_COLUMN not in keep:
             df = df.withColumn(VALIDITY_COLUMN, F.lit(True))
-        df = write_dead_letters(df, dead_letter, table, named or {}, payload, coordinates)
+        df = df.mapInArrow(_dead_letters(dead_letter, table, payload, coordinates, named or {}), df.schema)
         ok = F.col(VALIDITY_COLUMN)
     epoch = F.lit(dt.datetime(1970, 1, 1, tzinfo=dt.UTC)).cast("timestamp")
     if rowtime_field is None:
@@ -149,19 +149,6 @@ def decoded_table(
         stamp = F.when(ok, F.coalesce(F.col(f"{RECORD}.`{rowtime_field}`").cast("timestamp"), epoch)).otherwise(epoch)
     columns = [F.col(f"{RECORD}.`{name}`").alias(name) for name in names]
     return df.select(*columns, ok.alias(VALIDITY_COLUMN), stamp.alias(rowtime))
-
-
-def write_dead_letters(
-    df: Any,
-    dead_letter: dict[str, Any],
-    table: str,
-    named: dict[str, str],
-    payload: str = "value",
-    coordinates: tuple[str, str, str] = ("topic", "partition", "offset"),
-) -> Any:
-    """``df`` with its rows that have a :data:`REASON` written as dead letters (``dead_letter``: a
-    ``DeadLetterSpec``'s fields) and marked invalid: one column-wise pass in Python workers."""
-    return df.mapInArrow(_dead_letters(dead_letter, table, payload, coordinates, named), df.schema)
 
 
 def _dead_letters(

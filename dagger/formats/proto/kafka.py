@@ -20,7 +20,6 @@ def kafka_table(
     paths: dict[int, list[int]] | None,
     where: TableRead,
     rowtime_field: str | None,
-    decoded: Any = None,
 ) -> Any:
     """Spark's Kafka source's rows (``value``, ``topic``, ``partition``, ``offset``) → the table, decoded by
     Dagger's decoder in the JVM. With ``paths`` (Confluent's format: schema id → the message's index path) the
@@ -31,8 +30,7 @@ def kafka_table(
 
     table = where.table
     spark = raw.sparkSession
-    if decoded is None:  # decoded here, from Spark's Kafka source's values (Dagger's JVM reader decodes as it reads)
-        decoded = proto_record(spark, F.col("value"), descriptor_set, message, fields, confluent=paths)
+    decoded = proto_record(spark, F.col("value"), descriptor_set, message, fields, confluent=paths)
     names = record_names(spark, descriptor_set, message, fields)
     reason = F.col(f"{RECORD}.{ERROR}")
     unknown = F.concat(

@@ -236,7 +236,7 @@ class ProtoReading(Format):
             "protobuf.message": message,
             "protobuf.descriptorSet": base64.b64encode(descriptors.serialized).decode(),
             "table.name": where.table,
-            "table.policy": where.policy if where.dead_letter is not None or where.policy != "dead-letter" else "drop",
+            "table.policy": where.policy,
             "table.validity": VALIDITY_COLUMN,
             "table.rowtime": where.rowtime,
         }
@@ -252,13 +252,9 @@ class ProtoReading(Format):
         self, raw: DataFrame, stream: StreamConfig, descriptors: DescriptorSet, where: TableRead
     ) -> DataFrame:
         """The table from the rows of Dagger's Kafka reader in the JVM, decoded as read: its fields, the validity
-        flag and rowtime; dead letters (their reason, raw value and coordinates) written on the way."""
-        from dagger.serde.jvm_frames import write_dead_letters  # start-up: loads numpy, pyarrow
-
+        flag and rowtime (a stream with dead letters is read by Dagger's reader in Python workers:
+        :meth:`~dagger.plugins.format.Format.jvm_reader_refusal`)."""
         names = raw.columns[: raw.columns.index("__dagger_reason")]  # the decoded fields come first
-        if where.dead_letter is not None:
-            message = self.message(stream, descriptors)
-            raw = write_dead_letters(raw, where.dead_letter, where.table, {"message": message})
         return raw.select(*[f"`{n}`" for n in names], VALIDITY_COLUMN, f"`{where.rowtime}`")
 
     # --- dagger test ----------------------------------------------------------------------------------------------

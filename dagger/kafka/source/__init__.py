@@ -147,10 +147,9 @@ class KafkaSource(Source):
 
         config, options = env.config, env.options
         spec = self.spec(stream, env)
-        policy = stream.settings.SOURCE_KAFKA_INVALID_RECORD_POLICY
-        dead_letter = spec.dead_letter if policy == "dead-letter" else None
+        policy = stream.settings.SOURCE_KAFKA_INVALID_RECORD_POLICY  # fail or drop: dead letters keep Dagger's reader
         fields = (options.fields or {}).get(stream.INPUT_SCHEMA_TABLE)
-        where = TableRead(stream.INPUT_SCHEMA_TABLE, policy, config.FLINK_ROWTIME_ATTRIBUTE_NAME, fields, dead_letter)
+        where = TableRead(stream.INPUT_SCHEMA_TABLE, policy, config.FLINK_ROWTIME_ATTRIBUTE_NAME, fields)
         records = format_of(stream)
         decoding = records.jvm_reader_options(stream, env.descriptors, where)
         raw = jvm_stream(env.spark, spec, client_config(stream.settings, "spark_consumer"), decoding)

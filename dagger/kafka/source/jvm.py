@@ -8,7 +8,6 @@ stream's format. No Python worker is on the records' way. Runs on the driver.
 from __future__ import annotations
 
 import json
-import logging
 import uuid
 from typing import TYPE_CHECKING, Any
 
@@ -20,8 +19,6 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
     from dagger.kafka.source.spec import KafkaSourceSpec
-
-log = logging.getLogger(__name__)
 
 SOURCE_CLASS = "dagger.kafka.KafkaRangesSource"
 
@@ -100,7 +97,3 @@ def jvm_stream(
         if high is not None:
             reader = reader.option("timeUntil", str(high))
     return reader.load()
-
-
-def planners_of(spark: SparkSession) -> Any:
-    return spark._jvm.dagger.kafka.KafkaRangesSource
