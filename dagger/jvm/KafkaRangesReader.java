@@ -201,6 +201,11 @@ final class KafkaRangesReader implements PartitionReader<InternalRow> {
     return found != null ? found : new Pooled(settings);
   }
 
+  /** How many consumers this JVM's readers have made (each task that found none to reuse made one). */
+  static int consumersMade() {
+    return Pooled.COUNT.get();
+  }
+
   private static void giveBack(String key, Pooled pooled) {
     pooled.lastUsed = System.currentTimeMillis();
     POOL.computeIfAbsent(key, k -> new ConcurrentLinkedDeque<>()).addFirst(pooled);

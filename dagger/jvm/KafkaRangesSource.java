@@ -67,6 +67,11 @@ public final class KafkaRangesSource implements TableProvider {
     PLANNERS.put(id, planner);
   }
 
+  /** How many Kafka consumers this JVM's tasks have made: a task reuses the one kept for its partitions. */
+  public static int consumersMade() {
+    return KafkaRangesReader.consumersMade();
+  }
+
   public static void unregister(String id) {
     PLANNERS.remove(id);
   }

@@ -131,6 +131,8 @@ def test_a_live_job_reads_every_record_once_as_its_kept_consumers_fetch_ahead(sp
     data = job(stencil, [stream], every, SPARK_KAFKA_CONNECTOR="jvm", SPARK_KAFKA_RECORDS_PER_TASK="40",
                SPARK_MAX_RECORDS_PER_TRIGGER="70", **kafka_sink(broker, out, SUMMARY))  # fmt: skip
     manager = Job(load_config(data=data), checkpoint_dir=str(tmp_path / "cp"), available_now=False, spark=spark)
+    made = spark._jvm.dagger.kafka.KafkaRangesSource.consumersMade
+    before = made()
     query = manager.start()
     expected = _expected(values, below=1000000)
     assert len(expected) == 600
@@ -147,6 +149,9 @@ def test_a_live_job_reads_every_record_once_as_its_kept_consumers_fetch_ahead(sp
         query.stop()
     manager.finish(query)
     assert batches >= 8  # 600 records at most 70 a micro-batch
+    # a consumer per task of every micro-batch would make at least one a batch; kept, one per set of partitions a
+    # task reads (3 here: two tasks of three partitions, or one of six)
+    assert made() - before < batches
     assert _summaries(broker.bootstrap, out) == expected
 
 
