@@ -196,6 +196,7 @@ public final class KafkaRangesSource implements TableProvider {
     private static final ObjectMapper JSON = new ObjectMapper();
     private final Map<String, String> options;
     private final String id;
+    private Factory factory;
 
     RangesStream(Map<String, String> options) {
       this.options = options;
@@ -277,9 +278,13 @@ public final class KafkaRangesSource implements TableProvider {
 
     @Override
     public PartitionReaderFactory createReaderFactory() {
-      dagger.proto.ProtoDecoder decoder = decoderOf(options);
-      KafkaRangesReader.TableSpec table = decoder == null ? null : KafkaRangesReader.TableSpec.of(options, decoder);
-      return new Factory(KafkaRangesReader.Settings.of(options), decoder, table);
+      // Spark asks once per micro-batch; the factory is the same each time (and each task gets its own copy)
+      if (factory == null) {
+        dagger.proto.ProtoDecoder decoder = decoderOf(options);
+        KafkaRangesReader.TableSpec table = decoder == null ? null : KafkaRangesReader.TableSpec.of(options, decoder);
+        factory = new Factory(KafkaRangesReader.Settings.of(options), decoder, table);
+      }
+      return factory;
     }
 
     @Override

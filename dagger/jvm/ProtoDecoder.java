@@ -46,7 +46,7 @@ public final class ProtoDecoder implements Serializable {
 
   /** The Spark type of a decoded record: the (read) fields, then {@link ProtoRows#ERROR}. */
   public StructType type() {
-    return ProtoSchema.withError(spec.plan().type, ProtoRows.ERROR);
+    return ProtoSchema.withError(spec.type(), ProtoRows.ERROR);
   }
 
   /** Runs on the executors, once per record: the row, or a row holding only why it could not be read. */

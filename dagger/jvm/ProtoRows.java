@@ -51,6 +51,10 @@ public final class ProtoRows extends Expression implements Serializable {
     final String message;
     final String[] fields; // null: every field
     final HashMap<Integer, int[]> confluent; // null: no header (or the start child says where the message is)
+    // Catalyst hashes, compares and type-checks its expressions many times in each micro-batch's planning: the
+    // hash and the type are computed once per copy, not from the descriptor set's bytes each time
+    private transient int hash;
+    private transient StructType type;
 
     Spec(byte[] descriptorSet, String message, String[] fields, HashMap<Integer, int[]> confluent) {
       this.descriptorSet = descriptorSet;
@@ -59,9 +63,18 @@ public final class ProtoRows extends Expression implements Serializable {
       this.confluent = confluent;
     }
 
+    /** A new plan of the message (each reader and writer gets its own). */
     MessagePlan plan() {
       Set<String> keep = fields == null ? null : new HashSet<>(Arrays.asList(fields));
       return ProtoSchema.plan(ProtoSchema.message(descriptorSet, message), keep);
+    }
+
+    /** The message's table type (planned once per copy of the spec). */
+    StructType type() {
+      if (type == null) {
+        type = plan().type;
+      }
+      return type;
     }
 
     @Override
@@ -88,7 +101,10 @@ public final class ProtoRows extends Expression implements Serializable {
 
     @Override
     public int hashCode() {
-      return Objects.hash(Arrays.hashCode(descriptorSet), message, Arrays.hashCode(fields));
+      if (hash == 0) {
+        hash = Objects.hash(Arrays.hashCode(descriptorSet), message, Arrays.hashCode(fields));
+      }
+      return hash;
     }
 
     @Override
@@ -125,7 +141,7 @@ public final class ProtoRows extends Expression implements Serializable {
   public static Column column(
       Column payload, Column start, byte[] descriptorSet, String message, List<?> fields, Map<?, ?> confluent) {
     Spec spec = new Spec(descriptorSet, message, names(fields), paths(confluent));
-    StructType type = ProtoSchema.withError(spec.plan().type, ERROR);
+    StructType type = ProtoSchema.withError(spec.type(), ERROR);
     Expression starts = start == null ? null : ExpressionUtils.expression(start);
     return ExpressionUtils.column(new ProtoRows(ExpressionUtils.expression(payload), starts, spec, type));
   }

@@ -202,13 +202,24 @@ def record_struct(spark: Any, descriptor_set: bytes, message: str, fields: list[
 
 
 def proto_bytes(
-    spark: Any, schema: Any, descriptor_set: bytes, message: str, header: bytes | None, key: str, columns: Any = None
+    spark: Any,
+    schema: Any,
+    descriptor_set: bytes,
+    message: str,
+    header: bytes | None,
+    key: str,
+    columns: Any = None,
+    refusal: tuple[str, str] | None = None,
 ) -> Any:
     """The JVM column of each output row as a ``message`` record (behind ``header``): a struct of the serialized
     record (``value``) and why the row cannot be written (``error``, null when it can). Output columns map to
     fields by name, dotted ones to nested fields, as the Python encoder maps them (:mod:`dagger.serde.encode`);
     ``columns`` (names) limits them (a key's). A value a field cannot hold (an overflow, an enum name the enum
-    lacks) is the row's error, naming the column (``key``: the setting that names the message)."""
+    lacks) is the row's error, naming the column (``key``: the setting that names the message).
+
+    With ``refusal`` (the words before and after a row's error) the column is the serialized record alone, and a
+    row that cannot be written fails the query with ``SinkError: <before><why><after>``: one expression in the
+    plan instead of the struct's three (a ``CASE`` on its error), which Spark re-plans every micro-batch."""
     from pyspark.sql import functions as F
     from pyspark.sql.classic.column import Column
 
@@ -218,10 +229,14 @@ def proto_bytes(
     given = {f.name: (F.col(f"`{f.name}`"), f.dataType) for f in fields}
     problems: list[Any] = []
     row = _conformed(given, target, message, "", problems)
+    problem = (F.coalesce(*problems) if len(problems) > 1 else problems[0]) if problems else None
+    if refusal is not None:
+        before, after = refusal
+        found_problem = None if problem is None else problem._jc
+        return Column(found.refusing(row._jc, found_problem, descriptor_set, message, header, before, after))
     encoded = Column(found.column(row._jc, descriptor_set, message, header))
-    if not problems:
+    if problem is None:
         return encoded
-    problem = F.coalesce(*problems) if len(problems) > 1 else problems[0]
     return F.when(problem.isNull(), encoded).otherwise(
         F.struct(F.lit(None).cast("binary").alias("value"), problem.alias("error"))
     )

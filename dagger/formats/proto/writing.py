@@ -127,26 +127,21 @@ class ProtoWriting:
 
     def spark_part(self, part: Any, df: DataFrame, sink_name: str, real_time: bool) -> Any:
         """Dagger's encoder in the JVM; a row it cannot write fails the query, naming the sink and why."""
-        from pyspark.sql import functions as F
-
         from dagger.serde.proto_jvm import proto_bytes  # start-up: loads numpy
 
+        before = f"sink '{sink_name}': a row cannot be written as {part.message} ({part.part}): "
+        after = (
+            ". A real-time query has no dead-letter output: change the SQL's output, or run in micro-batches, "
+            "where rejected rows go to DEAD_LETTER_KAFKA_TOPIC or DEAD_LETTER_PATH"
+            if real_time
+            else ". Set DEAD_LETTER_KAFKA_TOPIC (+ _BROKERS) or DEAD_LETTER_PATH to keep the job running and "
+            "collect rejected rows there (the job then writes with Dagger's Kafka writer)"
+        )
         descriptor_set = base64.b64decode(part.descriptor_set_b64)
-        encoded = proto_bytes(
-            df.sparkSession, df.schema, descriptor_set, part.message, part.header, part.named("message"), part.columns
+        header, key = part.header, part.named("message")
+        return proto_bytes(
+            df.sparkSession, df.schema, descriptor_set, part.message, header, key, part.columns, refusal=(before, after)
         )
-        refusal = F.concat(
-            F.lit(f"sink '{sink_name}': a row cannot be written as {part.message} ({part.part}): "),
-            encoded["error"],
-            F.lit(
-                ". A real-time query has no dead-letter output: change the SQL's output, or run in micro-batches, "
-                "where rejected rows go to DEAD_LETTER_KAFKA_TOPIC or DEAD_LETTER_PATH"
-                if real_time
-                else ". Set DEAD_LETTER_KAFKA_TOPIC (+ _BROKERS) or DEAD_LETTER_PATH to keep the job running and "
-                "collect rejected rows there (the job then writes with Dagger's Kafka writer)"
-            ),
-        )
-        return F.when(encoded["error"].isNull(), encoded["value"]).otherwise(F.raise_error(refusal).cast("binary"))
 
 
 def _encoder(descriptor_set_b64: str, message: str, key: str) -> Any:

@@ -226,18 +226,25 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         """The stream's partitions as last listed (sorted), without asking the brokers."""
         return self._listed[1] if self._listed else []
 
-    def _watermarks(self, tps: list[tuple[str, int]]) -> dict[str, tuple[int, int]]:
-        """Each partition's first and next offset: two ListOffsets requests per leader for all of them (asked one
-        partition at a time, 32 partitions took 100-200 ms of every micro-batch's planning here; together, 5 ms)."""
+    def _watermarks(self, tps: list[tuple[str, int]], known: Any = ()) -> dict[str, tuple[int, int]]:
+        """Each partition's first and next offset: one ListOffsets request per leader for all of them, and one more
+        for the first offsets of partitions not ``known`` (offset keys; a known one's first offset is 0 here: its
+        position is what counts). Asked one partition at a time, 32 partitions took 100-200 ms of every
+        micro-batch's planning here; together, 5 ms."""
         from confluent_kafka import KafkaException, TopicPartition
 
         if not tps:
             return {}
         consumer = self._admin()
+        first = [(t, p) for t, p in tps if offset_key(t, p) not in known]
 
         def ask(timeout: float) -> tuple[list[Any], list[Any]]:
             high = consumer.offsets_for_times([TopicPartition(t, p, -1) for t, p in tps], timeout=timeout)
-            low = consumer.offsets_for_times([TopicPartition(t, p, -2) for t, p in tps], timeout=timeout)
+            low = (
+                consumer.offsets_for_times([TopicPartition(t, p, -2) for t, p in first], timeout=timeout)
+                if first
+                else []
+            )
             for tp in (*high, *low):
                 if tp.error is not None:
                     raise KafkaException(tp.error)
@@ -246,7 +253,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         high, low = self._brokers(ask, "read the offsets")
         lows = {(tp.topic, tp.partition): tp.offset for tp in low}
         return {
-            offset_key(tp.topic, tp.partition): (max(lows[tp.topic, tp.partition], 0), max(tp.offset, 0)) for tp in high
+            offset_key(tp.topic, tp.partition): (max(lows.get((tp.topic, tp.partition), 0), 0), max(tp.offset, 0))
+            for tp in high
         }
 
     def initialOffset(self) -> dict:
@@ -315,7 +323,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             starts = {k: start.get(k, 0) for k in latest}
         else:
             tps = self._topic_partitions()
-            marks = self._watermarks(tps)
+            marks = self._watermarks(tps, known=start)
             latest = {k: high for k, (_, high) in marks.items()}
             self._reported = dict(latest)  # for reportLatestOffset, which Spark calls next
             # partitions that appeared after the query started are read from their beginning

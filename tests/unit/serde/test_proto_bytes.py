@@ -204,6 +204,36 @@ def test_values_a_field_cannot_hold_are_the_rows_errors_naming_the_column(spark)
     )
 
 
+def test_refusing_mode_writes_the_same_records_and_fails_the_query_on_a_row_it_cannot_write(spark):
+    """The Kafka sink's form (one expression): the struct form's value for each row it can write; a row it cannot
+    write (an enum name the enum lacks, found by the encoder; an overflow, found before it) fails the query with
+    the sink's words around the row's error."""
+    from py4j.protocol import Py4JJavaError
+    from pyspark.errors import PySparkException
+
+    name = "dagger.test.Everything"
+    header = b"\x00\x00\x00\x00\x07\x00"
+    refusal = ("sink 'kafka': a row cannot be written: ", ". Set a dead-letter output")
+    good = spark.createDataFrame(
+        [(1, "RED", 5, 3), (2, "GREEN", 0, -7)], "i int, f_enum string, f_uint32 bigint, f_int32 bigint"
+    )
+    both = good.select(
+        "i",
+        proto_bytes(spark, good.schema, SET, name, header, "K").alias("s"),
+        proto_bytes(spark, good.schema, SET, name, header, "K", refusal=refusal).alias("v"),
+    ).collect()
+    assert len(both) == 2 and all(r["s"]["error"] is None and bytes(r["v"]) == bytes(r["s"]["value"]) for r in both)
+    for row, why in [
+        ((3, "PURPLE", 5, 3), "column 'f_enum' holds 'PURPLE', which is not a value of enum dagger.test.Color"),
+        ((4, "RED", 5, 2**40), "column 'f_int32' (BIGINT) holds 1099511627776, which field 'f_int32' of"),
+    ]:
+        df = spark.createDataFrame([row], good.schema)
+        with pytest.raises((PySparkException, Py4JJavaError)) as raised:
+            df.select(proto_bytes(spark, df.schema, SET, name, header, "K", refusal=refusal)).collect()
+        assert f"SinkError: sink 'kafka': a row cannot be written: {why}" in str(raised.value)
+        assert ". Set a dead-letter output" in str(raised.value)
+
+
 def test_nulls_leave_fields_unset_and_defaults_are_not_written(spark):
     name = "dagger.test.Everything"
     df = spark.createDataFrame([(None, 0, "", None)], "f_string string, f_int32 int, f_bytes string, f_optional int")

@@ -86,6 +86,28 @@ def test_an_undecodable_record_stops_the_job_naming_where_it_is(broker, stencil,
     assert "Traceback" not in ran.stderr
 
 
+def test_a_row_the_sink_cannot_write_stops_the_job_in_the_sinks_words(broker, stencil, topic, tmp_path):
+    """Spark's Kafka sink with Dagger's encoder (one expression, which fails the query itself): an enum name the
+    enum lacks ends ``dagger run`` naming the sink, the message, the column and what to set."""
+    source, out = topic("jr-refused"), topic("jr-refused-out")
+    produce(broker.bootstrap, source, ((None, v) for v in bookings(3, START)))
+    sql = "SELECT order_number, 'NO_SUCH_SERVICE' AS service_type FROM data_stream_0"
+    data = job(stencil, [kafka_stream(broker, source)], sql, **kafka_sink(broker, out, SUMMARY))
+    path = tmp_path / "job.json"
+    path.write_text(json.dumps(data))
+    ran = dagger("run", str(path), "--available-now", "--checkpoint-dir", str(tmp_path / "cp"), timeout=240)
+    assert ran.returncode == 1, ran.stderr[-3000:]
+    assert "by Dagger's Kafka reader in the JVM" in ran.stderr and "by Spark's Kafka sink" in ran.stderr
+    last = ran.stderr.strip().splitlines()[-1]
+    assert (
+        f"SinkError: sink 'kafka': a row cannot be written as {SUMMARY} (value): column 'service_type' holds " in last
+    ), last
+    assert "'NO_SUCH_SERVICE', which is not a value of enum" in last
+    assert "Set DEAD_LETTER_KAFKA_TOPIC (+ _BROKERS) or DEAD_LETTER_PATH to keep the job running" in last
+    assert "Traceback" not in ran.stderr
+    assert topic_size(broker.bootstrap, out) == 0
+
+
 def test_undecodable_records_are_counted_and_dropped_and_tombstones_too(spark, broker, stencil, topic, tmp_path):
     source, out = topic("jr-drop"), topic("jr-drop-out")
     values = bookings(30, START)
