@@ -216,10 +216,8 @@ def proto_bytes(
     fields by name, dotted ones to nested fields, as the Python encoder maps them (:mod:`dagger.serde.encode`);
     ``columns`` (names) limits them (a key's). A value a field cannot hold (an overflow, an enum name the enum
     lacks) is the row's error, naming the column (``key``: the setting that names the message).
-
-    With ``refusal`` (the words before and after a row's error) the column is the serialized record alone, and a
-    row that cannot be written fails the query with ``SinkError: <before><why><after>``: one expression in the
-    plan instead of the struct's three (a ``CASE`` on its error), which Spark re-plans every micro-batch."""
+    With ``refusal`` (words before and after the error) the column is the record alone, and a row that cannot be
+    written fails the query (``SinkError: <before><why><after>``): one expression, not a CASE over the struct."""
     from pyspark.sql import functions as F
     from pyspark.sql.classic.column import Column
 
