@@ -14,6 +14,7 @@ from dagger.plugins.format import format_of
 from dagger.plugins.source import SourceEnv, SourceOptions
 from dagger.processors import check_preprocessor_tables, filters_invalid_records, preprocess, table_transformers
 from dagger.serde.types import VALIDITY_COLUMN
+from dagger.session.pandas_free import lit
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -68,7 +69,7 @@ def register_streams(ctx: JobContext, sql: str | None = None) -> dict[str, Struc
 
             observation = Observation(f"input_{table}")
             ctx.counters.input_observations[table] = observation
-            df = df.observe(observation, F.count(F.lit(1)).alias("rows"), invalid)
+            df = df.observe(observation, F.count(lit(1)).alias("rows"), invalid)
             ctx.counters.inputs.append(source.input_description(spark, stream, options.from_ms, options.to_ms))
         if source.invalid_record_policy(stream) in ("drop", "dead-letter") and not filtered_later:
             if not ctx.bounded:
@@ -93,7 +94,7 @@ def _event_time_barrier(df: DataFrame, table: str, rowtime: str) -> DataFrame:
     """
     from pyspark.sql import functions as F
 
-    return df.observe(f"events_{table}", F.count(F.lit(1)).alias("rows"), F.max(F.col(rowtime)).alias("max_event_time"))
+    return df.observe(f"events_{table}", F.count(lit(1)).alias("rows"), F.max(F.col(rowtime)).alias("max_event_time"))
 
 
 def reads_event_time(ctx: JobContext, sql: str | None) -> bool:

@@ -48,6 +48,7 @@ from dagger.serde.types import (
     table_schema,
     timestamp_field,
 )
+from dagger.session.pandas_free import lit
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -245,10 +246,10 @@ def conform(df: Any, descriptor: Descriptor, rowtime_field: str | None, rowtime:
         for f in descriptor.fields
     ]
     if rowtime_field is not None:
-        time = F.coalesce(F.col(f"`{rowtime_field}`"), F.timestamp_seconds(F.lit(0)))
+        time = F.coalesce(F.col(f"`{rowtime_field}`"), F.timestamp_seconds(lit(0)))
     else:
-        time = F.lit(None).cast("timestamp")
-    out = df.select(*fields).select("*", F.lit(True).alias(VALIDITY_COLUMN), time.alias(rowtime))
+        time = lit(None).cast("timestamp")
+    out = df.select(*fields).select("*", lit(True).alias(VALIDITY_COLUMN), time.alias(rowtime))
     return out.to(table_schema(descriptor, rowtime))  # the nullability a Kafka stream of the message has
 
 
@@ -313,8 +314,8 @@ def _single(col: Any, ptype: Any, field: FieldDescriptor, where: str) -> Any:
         if name in (TIMESTAMP, DURATION):
             micros = None
             if isinstance(ptype, StructType) and {"seconds"} <= {f.name for f in ptype.fields}:
-                nanos = col["nanos"] if "nanos" in {f.name for f in ptype.fields} else F.lit(0)
-                micros = col["seconds"].cast("long") * 1_000_000 + F.floor(F.coalesce(nanos, F.lit(0)) / 1000)
+                nanos = col["nanos"] if "nanos" in {f.name for f in ptype.fields} else lit(0)
+                micros = col["seconds"].cast("long") * 1_000_000 + F.floor(F.coalesce(nanos, lit(0)) / 1000)
             if name == DURATION:
                 if micros is not None:
                     return micros.cast("long")
@@ -363,13 +364,13 @@ def _scalar(col: Any, ptype: Any, field: FieldDescriptor, where: str, keep_null:
         names = [v.name for v in field.enum_type.values]
         default = field.enum_type.values[0].name
         if isinstance(ptype, StringType):
-            value = F.when(col.isin(names), col).otherwise(F.when(col.isNotNull(), F.lit(default)))
+            value = F.when(col.isin(names), col).otherwise(F.when(col.isNotNull(), lit(default)))
         elif isinstance(ptype, NumericType):
-            lookup = F.create_map(*[x for v in field.enum_type.values for x in (F.lit(v.number), F.lit(v.name))])
+            lookup = F.create_map(*[x for v in field.enum_type.values for x in (lit(v.number), lit(v.name))])
             value = F.coalesce(F.element_at(lookup, col.cast("int")), col.cast("string"))
         else:
             raise _mismatch(where, ptype, field, "enum names (STRING) or numbers")
-        return value if keep_null else F.coalesce(value, F.lit(default))
+        return value if keep_null else F.coalesce(value, lit(default))
     kind = target.typeName()
     compatible = {
         "string": (StringType, BinaryType),
@@ -389,18 +390,16 @@ def _scalar(col: Any, ptype: Any, field: FieldDescriptor, where: str, keep_null:
 
 
 def _scalar_default(field: FieldDescriptor, target: Any) -> Any:
-    from pyspark.sql import functions as F
-
     if field.type == FieldDescriptor.TYPE_ENUM:
-        return F.lit(field.enum_type.values[0].name)
+        return lit(field.enum_type.values[0].name)
     kind = target.typeName()
     if kind == "string":
-        return F.lit("")
+        return lit("")
     if kind == "binary":
-        return F.lit(b"").cast("binary")
+        return lit(b"").cast("binary")
     if kind == "boolean":
-        return F.lit(False)
-    return F.lit(0).cast(target)
+        return lit(False)
+    return lit(0).cast(target)
 
 
 def _default(field: FieldDescriptor, target: Any) -> Any:
@@ -412,7 +411,7 @@ def _default(field: FieldDescriptor, target: Any) -> Any:
     if field.is_repeated:
         return F.array().cast(target)
     if field.type == FieldDescriptor.TYPE_MESSAGE or field.has_presence:
-        return F.lit(None).cast(target)
+        return lit(None).cast(target)
     return _scalar_default(field, target)
 
 

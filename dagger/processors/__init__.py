@@ -24,6 +24,7 @@ from pydantic import ValidationError
 from dagger.errors import DaggerConfigError
 from dagger.plugins.processor import ProcessorContext, ProcessorEnv
 from dagger.plugins.transformer import resolve_transformer
+from dagger.session.pandas_free import lit
 
 if TYPE_CHECKING:
     from dagger.config.model import JobConfig
@@ -141,7 +142,7 @@ def internal_column(df: Any, source: Any, context: ProcessorContext, where: str)
             )
         return F.col(_quote(source.value))
     if source.type == "constant":
-        return F.lit(source.value)
+        return lit(source.value)
     if source.value == "CURRENT_TIMESTAMP":
         return F.current_timestamp()
     if source.value == "JSON_PAYLOAD":

@@ -59,7 +59,8 @@ class ProtoEncoder:
 
     def check(self, schema: pa.Schema) -> list[str]:
         """Problems mapping a batch of ``schema`` onto the message (empty when it maps cleanly)."""
-        empty = pa.RecordBatch.from_pylist([], schema=schema)
+        # pa.nulls, not from_pylist: converting a Python list makes pyarrow import pandas (dagger.session.converters)
+        empty = pa.RecordBatch.from_arrays([pa.nulls(0, f.type) for f in schema], schema=schema)
         try:
             self.conform(empty)
         except SinkError as exc:
@@ -142,6 +143,8 @@ class ProtoEncoder:
         return out
 
     def _check_enum(self, array: pa.Array, field: FieldDescriptor, path: str) -> None:
+        if not len(array):  # the planning's empty batch
+            return
         names = pa.array([v.name for v in field.enum_type.values])
         values = array
         unknown = pc.filter(values, pc.and_(pc.is_valid(values), pc.invert(pc.is_in(values, value_set=names))))

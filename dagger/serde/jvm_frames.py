@@ -32,6 +32,7 @@ from pyspark.sql.types import (
 
 from dagger.dead_letter import DeadLetterSpec
 from dagger.serde.types import VALIDITY_COLUMN
+from dagger.session.pandas_free import lit
 
 #: the columns the Python reader hands the JVM (then replaced by the table's)
 SCHEMA_ID = "__dagger_schema_id"
@@ -86,11 +87,11 @@ def record_at(table: str, coordinates: tuple[str, str, str] = ("topic", "partiti
 
     topic, partition, offset = coordinates
     return F.concat(
-        F.lit(f"stream '{table}': record at topic "),
+        lit(f"stream '{table}': record at topic "),
         F.col(topic),
-        F.lit(" partition "),
+        lit(" partition "),
         F.col(partition).cast("string"),
-        F.lit(" offset "),
+        lit(" offset "),
         F.col(offset).cast("string"),
     )
 
@@ -117,16 +118,16 @@ def decoded_table(
     coordinates (``named`` adds to them: the message a protobuf record was read as)."""
     from pyspark.sql import functions as F
 
-    valid = F.col(VALIDITY_COLUMN) if VALIDITY_COLUMN in df.columns else F.lit(True)
+    valid = F.col(VALIDITY_COLUMN) if VALIDITY_COLUMN in df.columns else lit(True)
     df = df.withColumn(RECORD, F.when(valid, decoded))
     df = df.withColumn(REASON, F.when(valid, reason))
     if policy == "fail":
         message = F.concat(
-            F.lit("InvalidRecordError: "),  # the runner's marker of our errors
+            lit("InvalidRecordError: "),  # the runner's marker of our errors
             record_at(table, coordinates),
-            F.lit(" cannot be decoded: "),
+            lit(" cannot be decoded: "),
             F.col(REASON),
-            F.lit(
+            lit(
                 ". Set SOURCE_KAFKA_INVALID_RECORD_POLICY to 'drop' or 'dead-letter' to keep the job running past "
                 "undecodable records."
             ),
@@ -139,12 +140,12 @@ def decoded_table(
     if dead_letter is not None:
         keep = df.columns
         if VALIDITY_COLUMN not in keep:
-            df = df.withColumn(VALIDITY_COLUMN, F.lit(True))
+            df = df.withColumn(VALIDITY_COLUMN, lit(True))
         df = df.mapInArrow(_dead_letters(dead_letter, table, payload, coordinates, named or {}), df.schema)
         ok = F.col(VALIDITY_COLUMN)
-    epoch = F.lit(dt.datetime(1970, 1, 1, tzinfo=dt.UTC)).cast("timestamp")
+    epoch = lit(dt.datetime(1970, 1, 1, tzinfo=dt.UTC)).cast("timestamp")
     if rowtime_field is None:
-        stamp = F.lit(None).cast("timestamp")
+        stamp = lit(None).cast("timestamp")
     else:
         stamp = F.when(ok, F.coalesce(F.col(f"{RECORD}.`{rowtime_field}`").cast("timestamp"), epoch)).otherwise(epoch)
     columns = [F.col(f"{RECORD}.`{name}`").alias(name) for name in names]

@@ -33,6 +33,7 @@ from dagger.serde.confluent import read_frames
 from dagger.serde.confluent_decode import ConfluentVerdicts
 from dagger.serde.decode import DecodeResult, validity_and_rowtime
 from dagger.serde.jvm_frames import PAYLOAD, RECORD, START, decoded_table, frame_columns, frames_schema
+from dagger.session.pandas_free import lit
 
 log = logging.getLogger("dagger")
 
@@ -236,7 +237,7 @@ def proto_bytes(
     if problem is None:
         return encoded
     return F.when(problem.isNull(), encoded).otherwise(
-        F.struct(F.lit(None).cast("binary").alias("value"), problem.alias("error"))
+        F.struct(lit(None).cast("binary").alias("value"), problem.alias("error"))
     )
 
 
@@ -271,7 +272,7 @@ def _conformed(given: dict[str, tuple[Any, Any]], target: Any, message: str, pre
             inner = _conformed(nested[field.name], field.dataType, message, path + ".", problems)
             values.append(inner.alias(field.name))
         else:
-            values.append(F.lit(None).cast(field.dataType).alias(field.name))
+            values.append(lit(None).cast(field.dataType).alias(field.name))
     return F.struct(*values)
 
 
@@ -285,7 +286,7 @@ def _cast(column: Any, source: Any, target: Any, path: str, message: str, proble
     if _same_type(source, target):
         return column
     if isinstance(source, NullType):
-        return F.lit(None).cast(target)
+        return lit(None).cast(target)
     if isinstance(target, TimestampType) and isinstance(source, NumericType):
         return F.timestamp_micros(F.round(column.cast("double") * 1_000_000).cast("long"))
     if isinstance(target, (ArrayType, MapType, StructType)) or isinstance(source, (ArrayType, MapType, StructType)):
@@ -295,9 +296,9 @@ def _cast(column: Any, source: Any, target: Any, path: str, message: str, proble
         F.when(
             column.isNotNull() & cast.isNull(),
             F.concat(
-                F.lit(f"column '{path}' ({source.simpleString().upper()}) holds "),
+                lit(f"column '{path}' ({source.simpleString().upper()}) holds "),
                 column.cast("string"),
-                F.lit(f", which field '{path}' of {message} ({target.simpleString().upper()}) cannot hold"),
+                lit(f", which field '{path}' of {message} ({target.simpleString().upper()}) cannot hold"),
             ),
         )
     )

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from dagger import job_log
 from dagger.cache import cache_dir
 from dagger.errors import DaggerConfigError
-from dagger.session import class_data, forkserver, jars
+from dagger.session import class_data, forkserver, jars, pandas_free
 
 if TYPE_CHECKING:
     from dagger.config.model import JobConfig
@@ -56,6 +56,7 @@ def get_session(config: JobConfig, extra: dict[str, str] | None = None) -> Any:
     from pyspark import SparkConf, SparkContext
     from pyspark.sql import SparkSession
 
+    pandas_free.install()  # before the first py4j call (SparkConf): PySpark's converters import pandas
     active = SparkSession.getActiveSession()
     if active is not None:
         return active

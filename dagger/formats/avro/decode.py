@@ -53,6 +53,7 @@ from dagger.serde.jvm_frames import (
     frame_columns,
     frames_schema,
 )
+from dagger.session.pandas_free import lit
 
 __all__ = ["OFFSET", "PARTITION", "PAYLOAD", "SCHEMA_ID", "TOPIC", "AvroFrames", "avro_table", "jvm_rows"]
 
@@ -233,9 +234,9 @@ def avro_table(
         decoded = _from_avro(writers, expected, header)
     reason = F.when(
         F.col(f"{RECORD}.{DECODED}").isNull(),
-        F.concat(F.lit("not an Avro datum of schema id "), F.col(SCHEMA_ID).cast("string"))
+        F.concat(lit("not an Avro datum of schema id "), F.col(SCHEMA_ID).cast("string"))
         if framed
-        else F.lit("not an Avro datum"),
+        else lit("not an Avro datum"),
     )
     names = [f.name for f in avro_struct(reader, table).fields]
     if fields is not None:

@@ -12,6 +12,7 @@ from dagger.formats.json.schema import JsonSchemaError, json_struct
 from dagger.formats.records import key_of, registered, stream_subject
 from dagger.plugins.format import Format, FormatEnv
 from dagger.serde.confluent_header import header
+from dagger.session.pandas_free import lit
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -125,7 +126,7 @@ class JsonReading(Format):
         if where.policy == "fail":
             message = F.concat(
                 record_at(stream.INPUT_SCHEMA_TABLE),
-                F.lit(
+                lit(
                     " cannot be decoded as JSON of INPUT_SCHEMA_JSON_SCHEMA. Set SOURCE_KAFKA_INVALID_RECORD_POLICY to "
                     "'drop' to keep the job running past undecodable records."
                 ),
@@ -133,12 +134,12 @@ class JsonReading(Format):
             parsed = parsed.where(F.assert_true(valid, message).isNull())
         columns = [F.col(f"r.`{f.name}`").alias(f.name) for f in record.fields]
         if time_field is None:
-            event = F.lit(None).cast(TimestampType())
+            event = lit(None).cast(TimestampType())
         elif isinstance(record[time_field].dataType, TimestampType):
             event = F.col(f"r.`{time_field}`")
         else:  # a number of epoch seconds, as Dagger reads one
             event = F.timestamp_micros((F.col(f"r.`{time_field}`") * 1_000_000).cast("long"))
-        validity = F.coalesce(valid, F.lit(False)).alias(VALIDITY_COLUMN)
+        validity = F.coalesce(valid, lit(False)).alias(VALIDITY_COLUMN)
         return parsed.select(*columns, validity, event.alias(where.rowtime))
 
     # --- dagger test ----------------------------------------------------------------------------------------------

@@ -18,6 +18,7 @@ from dagger.formats.json.schema import JsonSchemaError, json_struct
 from dagger.schema.confluent import register
 from dagger.serde.confluent_header import framed
 from dagger.serde.variant import is_json_text
+from dagger.session.pandas_free import lit
 from dagger.sinks.rejected import RowsRefused
 from dagger.worker_cache import BuiltCache, content_key
 
@@ -85,7 +86,7 @@ class JsonWriting:
 
         names = list(part.columns) if part.columns is not None else df.columns
         text = F.to_json(F.struct(*[F.col(f"`{c}`") for c in names])).cast("binary")
-        return F.concat(F.lit(part.header), text) if part.header else text
+        return F.concat(lit(part.header), text) if part.header else text
 
 
 def json_shape(schema: str, key: str = "SINK_KAFKA_JSON_SCHEMA") -> JsonShape:

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from dagger.serde.jvm_frames import RECORD, decoded_table, record_at
 from dagger.serde.proto_jvm import ERROR, proto_record, record_names
+from dagger.session.pandas_free import lit
 
 if TYPE_CHECKING:
     from dagger.plugins.format import TableRead
@@ -34,11 +35,11 @@ def kafka_table(
     names = record_names(spark, descriptor_set, message, fields)
     reason = F.col(f"{RECORD}.{ERROR}")
     unknown = F.concat(
-        F.lit("InvalidRecordError: "),
+        lit("InvalidRecordError: "),
         record_at(table),
-        F.lit(": "),
+        lit(": "),
         reason,
-        F.lit(
+        lit(
             ". If the subject has a version registered since the job started, restart the job: it resumes from its "
             "checkpoint and reads every version the subject has then; nothing is lost"
         ),

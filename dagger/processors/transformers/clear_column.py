@@ -7,6 +7,7 @@ from typing import Any
 from pydantic import Field
 
 from dagger.plugins.transformer import Transformer, TransformerArguments, register_transformer
+from dagger.session.pandas_free import lit
 
 
 class ClearColumnArguments(TransformerArguments):
@@ -22,10 +23,8 @@ class ClearColumnTransformer(Transformer):
     stages = ("post",)
 
     def transform(self, df: Any) -> Any:
-        from pyspark.sql import functions as F
-
         target = self.column(self.settings.targetColumnName, "targetColumnName")
-        return df.withColumn(target, F.lit(""))
+        return df.withColumn(target, lit(""))
 
 
 register_transformer("ClearColumnTransformer", ClearColumnArguments, ClearColumnTransformer)

@@ -8,6 +8,7 @@ from pydantic import Field
 
 from dagger.errors import DaggerConfigError
 from dagger.plugins.transformer import Transformer, TransformerArguments, register_transformer
+from dagger.session.pandas_free import lit
 
 
 def _little_endian(hex_text: Any, width: int) -> Any:
@@ -29,14 +30,14 @@ def sha256_hash(column: Any, kind: str) -> Any:
         return F.sha2(column.cast("binary"), 256)
     width = 4 if kind == "integer" else 8
     if kind == "integer":
-        raw = F.lpad(F.hex(column.cast("bigint").bitwiseAND(F.lit(0xFFFFFFFF))), 8, "0")
+        raw = F.lpad(F.hex(column.cast("bigint").bitwiseAND(lit(0xFFFFFFFF))), 8, "0")
     else:
         raw = F.lpad(F.hex(column.cast("bigint")), 16, "0")
     digest = F.sha2(F.unhex(_little_endian(raw, width)), 256)
     head = _little_endian(F.substring(digest, 1, 2 * width), width)
     unsigned = F.conv(head, 16, 10).cast("decimal(21,0)")
     bound = 2 ** (8 * width)
-    half, full = (F.lit(str(b)).cast("decimal(21,0)") for b in (bound // 2, bound))
+    half, full = (lit(str(b)).cast("decimal(21,0)") for b in (bound // 2, bound))
     signed = F.when(unsigned >= half, unsigned - full).otherwise(unsigned)
     result = signed.cast("int" if kind == "integer" else "bigint")
     return F.when(column.isNull(), None).otherwise(result)
