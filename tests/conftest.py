@@ -152,12 +152,11 @@ def elasticsearch():
 def spark():
     from pyspark.sql import SparkSession
 
-    from dagger.session import jars
-    from dagger.session.spark import DEFAULT_CONF, use_worker_python
+    from dagger.session.spark import DEFAULT_CONF, local_settings, use_worker_python
 
     use_worker_python()
     builder = SparkSession.builder.master("local[2]").appName("dagger-tests")
-    conf = {**jars.session_settings(), **DEFAULT_CONF}
+    conf = {**local_settings(), **DEFAULT_CONF}
     conf.update({"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2"})
     for k, v in conf.items():
         builder = builder.config(k, v)

@@ -49,6 +49,23 @@ def session_conf(config: JobConfig, local_master: str | None, extra: dict[str, s
     return conf
 
 
+#: Hadoop's local file system, checksummed as Hadoop's own, that sets permissions with a system call where Hadoop
+#: (without its native library, which pyspark does not ship) runs a ``chmod`` process for every file it creates:
+#: each checkpoint offset and commit file, its ``.crc``, each state store delta. A file's create and close from
+#: the driver took 14.5 ms through Hadoop's and 2.7 through this one, both with the same 0644 modes
+#: (``dagger/jvm/LocalFileSystem.java``)
+LOCAL_FILE_SYSTEM = {"spark.hadoop.fs.file.impl": "dagger.hadoop.LocalFileSystem"}
+
+
+def local_settings() -> dict[str, str]:
+    """What a local session gets below the job's settings: the connectors' jars on the driver's class path and,
+    where our helper jar is among them, :data:`LOCAL_FILE_SYSTEM`."""
+    settings = jars.session_settings()
+    if jars.helper_name() in settings.get("spark.driver.extraClassPath", ""):
+        settings.update(LOCAL_FILE_SYSTEM)
+    return settings
+
+
 def get_session(config: JobConfig, extra: dict[str, str] | None = None) -> Any:
     """A SparkSession for ``config``: the one spark-submit created, or a local one on all cores."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -78,7 +95,7 @@ def get_session(config: JobConfig, extra: dict[str, str] | None = None) -> Any:
         use_worker_python(defer=config.SPARK_KAFKA_CONNECTOR == "auto")
     conf = session_conf(config, master if local else None, extra)
     if local:  # Spark's Kafka connector and spark-avro (make install caches them); the job's settings win
-        conf = {**jars.session_settings(), **conf}
+        conf = {**local_settings(), **conf}
     if local:  # the driver JVM starts here: Spark's classes from the class-data archive, its logging to the log file
         extra_classes = [conf[k] for k in ("spark.driver.extraClassPath", "spark.jars") if conf.get(k)]
         cds = class_data.java_options(",".join(extra_classes))

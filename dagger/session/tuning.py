@@ -49,8 +49,9 @@ def tune(spark: SparkSession, config: JobConfig, checkpoint_local: bool, process
     * **A local checkpoint is written through Hadoop's FileSystem API** instead of its FileContext API: without
       Hadoop's native library (never shipped with pyspark) FileContext starts a ``chmod`` or ``readlink`` process
       for most files it writes, about 30 per run of the window benchmark, 40-90 ms of each micro-batch's commits.
-      The FileSystem-based writer (a temporary file renamed, atomic on a local disk) starts almost none. Remote
-      checkpoints (HDFS, S3, GCS) keep Spark's default.
+      The FileSystem-based writer (a temporary file renamed, atomic on a local disk) starts no ``readlink``; the
+      ``chmod`` of each file goes with ``dagger.session.spark.LOCAL_FILE_SYSTEM``. Remote checkpoints (HDFS, S3,
+      GCS) keep Spark's default.
     * **The state store provider** a processor asked for (RocksDB for the DeDuplication transformer's TTL state).
     """
     user = config.SPARK_CONF
