@@ -59,7 +59,7 @@ class ProtoEncoder:
 
     def check(self, schema: pa.Schema) -> list[str]:
         """Problems mapping a batch of ``schema`` onto the message (empty when it maps cleanly)."""
-        # pa.nulls, not from_pylist: converting a Python list makes pyarrow import pandas (dagger.session.converters)
+        # pa.nulls, not from_pylist: converting a Python list makes pyarrow import pandas (dagger.session.pandas_free)
         empty = pa.RecordBatch.from_arrays([pa.nulls(0, f.type) for f in schema], schema=schema)
         try:
             self.conform(empty)
