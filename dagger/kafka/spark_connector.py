@@ -59,7 +59,9 @@ def jvm_reader_refusals(stream: StreamConfig, jvm_protobuf: bool = True) -> list
     table = stream.INPUT_SCHEMA_TABLE
     if not source_of(stream).supports_real_time:
         return [f"STREAMS[{table}]: Dagger's reader in the JVM reads Kafka streams only"]
-    why = format_of(stream).jvm_reader_refusal(stream, jvm_protobuf)
+    why = format_of(stream).spark_kafka_refusal(stream, jvm_protobuf)
+    if why is None and stream.settings.SOURCE_KAFKA_INVALID_RECORD_POLICY == "dead-letter":
+        why = "SOURCE_KAFKA_INVALID_RECORD_POLICY=dead-letter (Dagger's reader writes them in Python workers)"
     return [] if why is None else [f"STREAMS[{table}]: {why}"]
 
 
@@ -87,7 +89,7 @@ def refusals(
         out.append("real-time mode writes one Kafka sink (SINK_TYPE=kafka); SINKS with several, or other types, no")
         return out
     sink = sinks[0][1].settings
-    for part, data_type in (("value", sink.SINK_KAFKA_DATA_TYPE), ("key", _key_type(sink))):
+    for part, data_type in (("value", sink.SINK_KAFKA_DATA_TYPE), ("key", sink.key_data_type)):
         key = "SINK_KAFKA_DATA_TYPE" if part == "value" else "SINK_KAFKA_KEY_DATA_TYPE"
         if data_type is None:  # the records have no key
             continue
@@ -167,7 +169,7 @@ def connector_refusals(
     if sinks[0].dead_letter is not None:
         out.append("the job has a dead-letter output for rejected rows (DEAD_LETTER_KAFKA_TOPIC or DEAD_LETTER_PATH)")
     settings = config.sink_configs[0][1].settings
-    for part, data_type in (("value", settings.SINK_KAFKA_DATA_TYPE), ("key", _key_type(settings))):
+    for part, data_type in (("value", settings.SINK_KAFKA_DATA_TYPE), ("key", settings.key_data_type)):
         key = "SINK_KAFKA_DATA_TYPE" if part == "value" else "SINK_KAFKA_KEY_DATA_TYPE"
         if data_type is None:  # the records have no key
             continue
@@ -192,14 +194,6 @@ def python_nodes(df: Any) -> list[str]:
     """The plan nodes of ``df`` that run Python (a Python UDF, Longbow), sorted."""
     plan = _analyzed_plan(df)
     return sorted({node for node in _PYTHON_NODES if node in plan})
-
-
-def _key_type(sink: Any) -> str | None:
-    """The data type of the sink's keys (None: it writes none)."""
-    if not sink.writes_keys:
-        return None
-    message = sink.SINK_KAFKA_PROTO_KEY or sink.SINK_CONNECTOR_SCHEMA_PROTO_KEY_CLASS
-    return sink.SINK_KAFKA_KEY_DATA_TYPE or ("PROTO" if message else sink.SINK_KAFKA_DATA_TYPE)
 
 
 def partition_counts(config: JobConfig, timeout: float = 5.0) -> dict[str, int] | None:

@@ -253,14 +253,6 @@ class Format(ABC):
         ``topic``, ``partition``, ``offset``) decoded as Spark's Kafka source's are."""
         return self.spark_kafka_table(raw.select("value", "topic", "partition", "offset"), stream, descriptors, where)
 
-    def jvm_reader_refusal(self, stream: StreamConfig, jvm_protobuf: bool) -> str | None:
-        """Why Dagger's Kafka reader in the JVM cannot read the stream (None: it can): what keeps it from Spark's
-        Kafka source, and dead letters (written by Dagger's reader in Python workers)."""
-        why = self.spark_kafka_refusal(stream, jvm_protobuf)
-        if why is None and stream.settings.SOURCE_KAFKA_INVALID_RECORD_POLICY == "dead-letter":
-            return "SOURCE_KAFKA_INVALID_RECORD_POLICY=dead-letter (Dagger's reader writes them in Python workers)"
-        return why
-
     # --- dagger test ----------------------------------------------------------------------------------------------
 
     @abstractmethod
@@ -278,6 +270,14 @@ class Format(ABC):
     registry_type: ClassVar[str | None] = None
     #: whether every output column is matched to a field by name (a key needs no columns named)
     matches_columns_by_name: ClassVar[bool] = False
+    #: the part's keys it reads, by what they hold (:data:`dagger.kafka.sink.records.KEYS`: ``message``,
+    #: ``json_schema``, ``avro_schema``, ``record_name``); a part is given only these
+    part_keys: ClassVar[tuple[str, ...]] = ()
+    #: those of :attr:`part_keys` a value's records cannot be written without (checked as the config loads)
+    required_part_keys: ClassVar[tuple[str, ...]] = ()
+    #: whether its records are protobuf messages: the value's message then types a lookup's outputs, as Dagger's
+    #: does (:meth:`~dagger.plugins.sink.SinkSettings.output_message`)
+    writes_messages: ClassVar[bool] = False
 
     def resolve_part(self, part: Any, descriptors: DescriptorSet | None, schema_text: str | None) -> None:
         """Check and load the part's own keys before the job starts (``schema_text``: the schema key's value)."""

@@ -30,6 +30,7 @@ class AvroWriting:
 
     writes = True
     registry_type = "AVRO"
+    part_keys = ("avro_schema", "record_name")
 
     def resolve_part(self, part: Any, descriptors: DescriptorSet | None, schema_text: str | None) -> None:
         if not part.confluent and schema_text:

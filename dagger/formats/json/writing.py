@@ -35,6 +35,7 @@ class JsonWriting:
 
     writes = True
     registry_type = "JSON"
+    part_keys = ("json_schema", "record_name")
 
     def resolve_part(self, part: Any, descriptors: DescriptorSet | None, schema_text: str | None) -> None:
         if part.json_schema:

@@ -253,7 +253,7 @@ class ProtoReading(Format):
     ) -> DataFrame:
         """The table from the rows of Dagger's Kafka reader in the JVM, decoded as read: its fields, the validity
         flag and rowtime (a stream with dead letters is read by Dagger's reader in Python workers:
-        :meth:`~dagger.plugins.format.Format.jvm_reader_refusal`)."""
+        :func:`dagger.kafka.spark_connector.jvm_reader_refusals`)."""
         names = raw.columns[: raw.columns.index("__dagger_reason")]  # the decoded fields come first
         return raw.select(*[f"`{n}`" for n in names], VALIDITY_COLUMN, f"`{where.rowtime}`")
 

@@ -29,6 +29,9 @@ class ProtoWriting:
 
     writes = True
     registry_type = "PROTOBUF"
+    part_keys = ("message",)
+    required_part_keys = ("message",)
+    writes_messages = True
     matches_columns_by_name = True
 
     def resolve_part(self, part: Any, descriptors: DescriptorSet | None, schema_text: str | None) -> None:

@@ -25,7 +25,7 @@ from dagger.config.model import Json
 from dagger.errors import SinkError
 from dagger.kafka.client import client_config
 from dagger.kafka.sink.readback import canonical, read_back
-from dagger.kafka.sink.records import RecordPart
+from dagger.kafka.sink.records import KEYS, RecordPart, writer
 from dagger.kafka.sink.spark import start_query
 from dagger.librdkafka_logs import quiet
 from dagger.plugins.sink import Sink, SinkEnv, SinkSettings, SinkWriter
@@ -50,8 +50,10 @@ class KafkaSinkSettings(SinkSettings):
     SINK_KAFKA_STREAM: str | None = Field(
         None, description="Logical output cluster name (Dagger's telemetry tag; accepted and ignored)."
     )
-    SINK_KAFKA_DATA_TYPE: Literal["PROTO", "JSON", "AVRO"] = Field(
-        "PROTO", description="PROTO, JSON (one object per row), or beyond Dagger AVRO (encoded by Spark's `to_avro`)."
+    SINK_KAFKA_DATA_TYPE: str = Field(
+        "PROTO",
+        description="PROTO, JSON (one object per row), or beyond Dagger AVRO (encoded by Spark's `to_avro`); or a "
+        "registered format that writes (`dagger.formats`).",
     )
     SINK_KAFKA_WIRE_FORMAT: Literal["plain", "confluent"] = Field(
         "plain",
@@ -95,7 +97,7 @@ class KafkaSinkSettings(SinkSettings):
         "is made of, encoded as `SINK_KAFKA_KEY_DATA_TYPE` says; the value still holds every column. Needed for a "
         "JSON or Avro key whose schema is derived; a looked-up or given key schema names its columns itself.",
     )
-    SINK_KAFKA_KEY_DATA_TYPE: Literal["PROTO", "JSON", "AVRO"] | None = Field(
+    SINK_KAFKA_KEY_DATA_TYPE: str | None = Field(
         None,
         description="The keys' data type; by default PROTO when `SINK_KAFKA_PROTO_KEY` names the key message, "
         "otherwise the value's `SINK_KAFKA_DATA_TYPE` when `SINK_KAFKA_KEY_COLUMNS` is set. No key is written "
@@ -142,8 +144,9 @@ class KafkaSinkSettings(SinkSettings):
     @model_validator(mode="after")
     def _required(self) -> KafkaSinkSettings:
         self.require("kafka", "SINK_KAFKA_BROKERS", "SINK_KAFKA_TOPIC")
-        if self.SINK_KAFKA_DATA_TYPE == "PROTO":
-            self.require("kafka", "SINK_KAFKA_PROTO_MESSAGE")
+        self.require("kafka", *(KEYS["value"][what] for what in writer(self.SINK_KAFKA_DATA_TYPE).required_part_keys))
+        if self.SINK_KAFKA_KEY_DATA_TYPE is not None:
+            writer(self.SINK_KAFKA_KEY_DATA_TYPE, "SINK_KAFKA_KEY_DATA_TYPE")
         named = {self.SINK_KAFKA_PROTO_KEY, self.SINK_CONNECTOR_SCHEMA_PROTO_KEY_CLASS} - {None, ""}
         if len(named) > 1:
             raise ValueError(
@@ -176,9 +179,23 @@ class KafkaSinkSettings(SinkSettings):
         )
 
     def output_message(self) -> str | None:
-        if self.SINK_KAFKA_DATA_TYPE == "PROTO" and self.SINK_KAFKA_PROTO_MESSAGE:
+        if writer(self.SINK_KAFKA_DATA_TYPE).writes_messages and self.SINK_KAFKA_PROTO_MESSAGE:
             return self.SINK_KAFKA_PROTO_MESSAGE
         return None
+
+    def part_message(self, part: str) -> str | None:
+        """The message a ``part`` (value or key) names: a key's also by Depot's key."""
+        if part == "value":
+            return self.SINK_KAFKA_PROTO_MESSAGE
+        return self.SINK_KAFKA_PROTO_KEY or self.SINK_CONNECTOR_SCHEMA_PROTO_KEY_CLASS
+
+    @property
+    def key_data_type(self) -> str | None:
+        """The data type of the keys (None: no key): ``SINK_KAFKA_KEY_DATA_TYPE``; else, as Dagger, PROTO when a key
+        message is named; else the value's."""
+        if not self.writes_keys:
+            return None
+        return self.SINK_KAFKA_KEY_DATA_TYPE or ("PROTO" if self.part_message("key") else self.SINK_KAFKA_DATA_TYPE)
 
     def registry_subjects(self) -> list[tuple[str, str]]:
         """The registry subjects the sink looks its schemas up in when the job starts, each with the key that

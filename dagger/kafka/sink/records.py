@@ -18,7 +18,7 @@ import pyarrow as pa
 
 import dagger.formats  # noqa: F401 - registers the built-in formats, in a Python worker too
 from dagger.errors import DaggerConfigError
-from dagger.plugins.format import Format, format_named
+from dagger.plugins.format import FORMATS, Format, format_named
 from dagger.plugins.sink import JVM_COLUMN_PREFIX
 from dagger.schema.confluent import ConfluentSettings
 from dagger.serde.confluent_header import header
@@ -50,6 +50,16 @@ KEYS = {
         "columns": "SINK_KAFKA_KEY_COLUMNS",
     },
 }
+
+
+def writer(data_type: str, key: str = "SINK_KAFKA_DATA_TYPE") -> Format:
+    """The registered format a part's data type names, or the config error naming ``key`` and the formats a sink
+    writes."""
+    plugin = FORMATS.get(data_type)
+    if plugin is None or not format_named(data_type).writes:
+        accepted = sorted(name for name in FORMATS.plugins() if format_named(name).writes)
+        raise ValueError(f"{key}={data_type!r}: a sink writes {', '.join(accepted)}")
+    return format_named(data_type)
 
 
 @dataclass
@@ -88,28 +98,30 @@ class RecordPart:
         """The ``part`` (value or key) a sink's settings describe, its schema looked up or loaded; None: the
         records have no key."""
         keys = KEYS[part]
-        message = getattr(settings, keys["message"])
         if part == "key":
             if not settings.writes_keys:
                 return None
-            message = message or settings.SINK_CONNECTOR_SCHEMA_PROTO_KEY_CLASS
             columns = [c.strip() for c in (settings.SINK_KAFKA_KEY_COLUMNS or "").split(",") if c.strip()]
-            data_type = settings.SINK_KAFKA_KEY_DATA_TYPE or ("PROTO" if message else settings.SINK_KAFKA_DATA_TYPE)
+            data_type = settings.key_data_type
         else:
             columns, data_type = [], settings.SINK_KAFKA_DATA_TYPE
+        given = {
+            "message": settings.part_message(part),
+            "json_schema": getattr(settings, keys["json_schema"]),
+            "record_name": getattr(settings, keys["record_name"]),
+        }
+        read = format_named(data_type).part_keys  # a part holds only the keys its format reads
         confluent, auto, subject, _ = settings.registry(part)
         out = cls(
             part,
             data_type,
             confluent,
             subject=subject if confluent else None,
-            record_name=getattr(settings, keys["record_name"]),
             auto_register=auto,
-            message=message if data_type == "PROTO" else None,
             columns=tuple(columns) or None,
-            json_schema=getattr(settings, keys["json_schema"]) if data_type == "JSON" else None,
+            **{what: value for what, value in given.items() if what in read and value is not None},
         )
-        out._resolve(descriptors, getattr(settings, keys["avro_schema"]))
+        out._resolve(descriptors, getattr(settings, keys["avro_schema"]) if "avro_schema" in read else None)
         return out
 
     def _resolve(self, descriptors: DescriptorSet | None, schema_text: str | None) -> None:

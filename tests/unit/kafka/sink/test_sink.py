@@ -42,3 +42,36 @@ def test_with_several_sinks_each_problem_names_its_sink():
         "sink 'by-customer': SINK_KAFKA_KEY_COLUMNS: customer_id not among the output columns (order_number, "
         "service_area_id)"
     ]
+
+
+def test_a_data_type_no_registered_format_writes_is_refused_naming_the_ones_that_do():
+    import pytest
+
+    from dagger.errors import DaggerConfigError
+
+    for key in ("SINK_KAFKA_DATA_TYPE", "SINK_KAFKA_KEY_DATA_TYPE"):
+        with pytest.raises(DaggerConfigError) as refused:
+            load_config(data={**BASE, **KAFKA, key: "CSV"})
+        assert f"{key}='CSV': a sink writes AVRO, JSON, PROTO" in str(refused.value)
+
+
+def test_a_part_holds_only_the_keys_its_format_reads():
+    """A JSON value with SINK_KAFKA_PROTO_MESSAGE left in the config (as ported Dagger configs have it) is not typed
+    by that message, and a PROTO key is not shaped by the value's JSON Schema."""
+    from dagger.kafka.sink.records import RecordPart
+
+    config = load_config(
+        data={
+            **BASE,
+            **KAFKA,
+            "SINK_KAFKA_DATA_TYPE": "JSON",
+            "SINK_KAFKA_JSON_SCHEMA": '{"type": "object", "properties": {"order_number": {"type": "string"}}}',
+            "SINK_KAFKA_PROTO_KEY": "dagger.examples.BookingSummaryMessage",
+        }
+    )
+    settings = config.sink_configs[0][1].settings
+    value = RecordPart.of(settings, "value", example_descriptors())
+    key = RecordPart.of(settings, "key", example_descriptors())
+    assert (value.data_type, value.message, value.json_schema is not None) == ("JSON", None, True)
+    assert (key.data_type, key.message, key.json_schema) == ("PROTO", "dagger.examples.BookingSummaryMessage", None)
+    assert settings.output_message() is None  # a JSON sink types no lookup output
