@@ -24,6 +24,7 @@ from pydantic import Field, model_validator
 from dagger.config.model import Json
 from dagger.errors import SinkError
 from dagger.kafka.client import client_config
+from dagger.kafka.refusals import BrokerErrors, refusal_kind
 from dagger.kafka.sink.readback import canonical, read_back
 from dagger.kafka.sink.records import KEYS, RecordPart, writer
 from dagger.kafka.sink.spark import start_query
@@ -37,6 +38,9 @@ class KafkaSinkSettings(SinkSettings):
     """Kafka: rows encoded as protobuf (or JSON objects) and produced in batches with librdkafka."""
 
     supports_real_time: ClassVar[bool] = True  # Spark's own Kafka sink writes it
+    ignored_keys: ClassVar[dict[str, str]] = {
+        "SINK_KAFKA_STREAM": "a name for Dagger's telemetry tags; metrics here name a sink by `SINK_NAME`",
+    }
 
     SINK_KAFKA_BROKERS: str | None = Field(None, description="Bootstrap servers of the output cluster.")
     SINK_KAFKA_TOPIC: str | None = Field(None, description="Output topic.")
@@ -362,24 +366,16 @@ class KafkaSink(Sink):
         ``message.timeout.ms``, five minutes by default); an outage once the job ran is left to the producers'
         retries."""
 
-        from confluent_kafka import KafkaError, KafkaException, Producer
+        from confluent_kafka import KafkaException, Producer
 
         from dagger.kafka.producer import PYTHON_CLIENT_ONLY  # start-up: loads numpy
 
-        refused: list[str] = []
-        said: list[str] = []  # librdkafka's own reasons (a refused connection), which a metadata timeout does not say
-
-        def on_error(error: Any) -> None:
-            if error.code() != KafkaError._ALL_BROKERS_DOWN:  # "1/1 brokers are down" follows the reason: keep that
-                said.append(error.str())
-            if error.code() in (KafkaError._AUTHENTICATION, KafkaError._SSL, KafkaError.SASL_AUTHENTICATION_FAILED):
-                refused.append(error.str())
-
+        errors = BrokerErrors()
         config = {k: v for k, v in self.producer_config.items() if k not in PYTHON_CLIENT_ONLY}
-        producer = Producer(quiet({**config, "error_cb": on_error}))
+        producer = Producer(quiet({**config, "error_cb": errors}))
         deadline = time.monotonic() + self.first_contact_s
         answered, last = False, ""
-        while time.monotonic() < deadline and not refused:
+        while time.monotonic() < deadline and not errors.refused:
             try:
                 producer.list_topics(timeout=max(0.2, min(1.0, deadline - time.monotonic())))
                 answered = True
@@ -388,22 +384,21 @@ class KafkaSink(Sink):
                 last = exc.args[0].str()
                 producer.poll(0)  # hands the error callbacks over
         producer.poll(0)
-        if refused:
-            text = refused[0].lower()
+        if errors.refused:
             hint = (
                 "sasl.username and sasl.password (and sasl.mechanism)"
-                if "authentication" in text or "sasl" in text
+                if refusal_kind(errors.refused) == "login"
                 else "ssl.ca.location and the ssl.* settings"
             )
             raise SinkError(
                 f"SINK_KAFKA_BROKERS {self.producer_config.get('bootstrap.servers')}: the brokers refused the "
-                f"sink's connection: {refused[0]} (check SINK_KAFKA_PRODUCER_CONFIG's {hint})"
+                f"sink's connection: {errors.refused} (check SINK_KAFKA_PRODUCER_CONFIG's {hint})"
             )
         if not answered:
             raise SinkError(
                 f"sink '{self.display_name}': no broker of SINK_KAFKA_BROKERS "
                 f"{self.producer_config.get('bootstrap.servers')} answered in {self.first_contact_s:.0f} s "
-                f"(SPARK_FIRST_CONTACT_TIMEOUT_MS): {(said or [last])[-1] or 'no answer'} (check SINK_KAFKA_BROKERS; "
+                f"(SPARK_FIRST_CONTACT_TIMEOUT_MS): {errors.last or last or 'no answer'} (check SINK_KAFKA_BROKERS; "
                 "raise "
                 "SPARK_FIRST_CONTACT_TIMEOUT_MS when the brokers start after the job)"
             )

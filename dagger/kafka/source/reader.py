@@ -52,6 +52,7 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMa
 from pyspark.sql.types import StructType
 
 from dagger.errors import SourceError
+from dagger.kafka.refusals import BrokerErrors, refusal_kind
 from dagger.kafka.source.event_time import EventTimeAligner, EventTimeProbe
 from dagger.kafka.source.positions import Position, resolve
 from dagger.kafka.source.spec import (
@@ -91,6 +92,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.spec = spec
         self._pattern = re.compile(spec.topic_pattern)
         self._consumer = None
+        self._errors = BrokerErrors()  # what librdkafka said of the brokers (the planning consumer's error_cb)
         self._groups = None  # the admin client that commits to the consumer group
         self._available_now_end: dict[str, int] | None = None
         self._first_batch = True
@@ -115,26 +117,17 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
             conf = dict(self.spec.client_config)
             conf["enable.auto.commit"] = "false"
-            conf["error_cb"] = self._client_error
+            conf["error_cb"] = self._errors
             self._consumer = Consumer(quiet(conf))
         return self._consumer
-
-    def _client_error(self, error: Any) -> None:
-        """librdkafka's own reason (authentication, TLS, DNS); a metadata timeout alone does not say it."""
-        from confluent_kafka import KafkaError
-
-        if error.code() != KafkaError._ALL_BROKERS_DOWN:  # "1/1 brokers are down" follows the reason: keep that
-            self._last_client_error = error.str()
-        if error.code() in (KafkaError._AUTHENTICATION, KafkaError._SSL, KafkaError.SASL_AUTHENTICATION_FAILED):
-            self._refused = error.str()  # a refusal, not an outage: waiting cannot help
 
     def _hint(self, reason: str) -> str:
         """Which of the stream's keys the reason points at."""
         key = f"STREAMS[{self.spec.table}].SOURCE_KAFKA_CONSUMER_CONFIG_"
-        text = reason.lower()
-        if "authentication" in text or "sasl" in text:
+        kind = refusal_kind(reason)
+        if kind == "login":
             return f"check {key}SASL_JAAS_CONFIG (its username and password) and {key}SASL_MECHANISM"
-        if "ssl" in text or "certificate" in text or "tls" in text:
+        if kind == "tls":
             return f"check {key}SSL_TRUSTSTORE_LOCATION (the CA that signed the brokers' certificates) and {key}SSL_*"
         return (
             "check SOURCE_KAFKA_CONSUMER_CONFIG_BOOTSTRAP_SERVERS and the SECURITY_PROTOCOL / SASL_* / SSL_* keys "
@@ -160,8 +153,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 result = call(max(1.0, min(ANSWER_SECONDS if reached else 2.0, left)))
             except KafkaException as exc:
                 self._admin().poll(0)  # librdkafka hands its error callbacks over on poll
-                reason = getattr(self, "_last_client_error", None) or exc.args[0].str()
-                refused = getattr(self, "_refused", None)
+                reason = self._errors.last or exc.args[0].str()
+                refused = self._errors.refused
                 if not reached and (refused or time.monotonic() - since >= limit):
                     waited = "" if refused else f" (no answer in {limit:.0f} s, SPARK_FIRST_CONTACT_TIMEOUT_MS)"
                     reason = refused or reason
