@@ -26,6 +26,7 @@ from dagger.config.ignored import ignored_keys_set
 from dagger.config.instants import parse_instant
 from dagger.container import exec_role
 from dagger.errors import DaggerConfigError, DaggerError
+from dagger.kafka.client import client_config
 from dagger.kafka.dead_letters import job_dead_letters
 from dagger.longbow.classic import table_name
 from dagger.longbow.plus import input_message
@@ -264,6 +265,7 @@ def _generate(args: argparse.Namespace) -> int:
 
     message, topic, bootstrap, timestamp_field = args.message, args.topic, args.bootstrap_servers, args.timestamp_field
     settings = StencilSettings(urls=list(args.stencil_url))
+    connection: dict[str, str] = {}  # the stream's security settings (--config), as its consumers connect
     if args.config:
         from dagger.job import load_config  # start-up: loads fastavro, google, pyarrow, pyspark
 
@@ -281,6 +283,8 @@ def _generate(args: argparse.Namespace) -> int:
         message = message or stream.format.INPUT_SCHEMA_PROTO_CLASS
         topic = topic or stream.settings.SOURCE_KAFKA_TOPIC_NAMES.split(",")[0].strip()
         bootstrap = bootstrap or stream.settings.SOURCE_KAFKA_CONSUMER_CONFIG_BOOTSTRAP_SERVERS
+        connection = client_config(stream.settings, "stream_producer", table=stream.INPUT_SCHEMA_TABLE)
+        connection = {k: v for k, v in connection.items() if k != "bootstrap.servers"}
         if timestamp_field is None and stream.format.INPUT_SCHEMA_EVENT_TIMESTAMP_FIELD_INDEX is not None:
             timestamp_field = str(stream.format.INPUT_SCHEMA_EVENT_TIMESTAMP_FIELD_INDEX)
         if not settings.urls:
@@ -330,7 +334,14 @@ def _generate(args: argparse.Namespace) -> int:
 
     try:
         produce_generated(
-            generator, bootstrap, topic, args.count, rate=args.rate, partitions=args.partitions, progress=progress
+            generator,
+            bootstrap,
+            topic,
+            args.count,
+            rate=args.rate,
+            partitions=args.partitions,
+            producer_config=connection,
+            progress=progress,
         )
     except KeyboardInterrupt:
         log.info("stopped after %s records", f"{generator.produced:,}")

@@ -22,6 +22,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -29,6 +30,7 @@ import pyarrow.compute as pc
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
 from dagger.errors import DaggerConfigError
+from dagger.kafka.client import SECURITY
 from dagger.kafka.producer import ProduceError, open_producer
 
 log = logging.getLogger(__name__)
@@ -260,7 +262,7 @@ def produce_generated(
     a second.
     """
 
-    spread = ensure_topic(bootstrap, topic, partitions)
+    spread = ensure_topic(bootstrap, topic, partitions, producer_config)
     config = {
         "bootstrap.servers": bootstrap,
         "linger.ms": "20",
@@ -332,11 +334,13 @@ def produce_generated(
     return produced
 
 
-def ensure_topic(bootstrap: str, topic: str, partitions: int | None) -> int:
-    """The topic's partition count, creating the topic with ``partitions`` (default 1) when it is missing."""
+def ensure_topic(bootstrap: str, topic: str, partitions: int | None, client: dict[str, Any] | None = None) -> int:
+    """The topic's partition count, creating the topic with ``partitions`` (default 1) when it is missing;
+    ``client``: the connection's security settings (``security.*``, ``sasl.*``, ``ssl.*``), if any."""
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    security = {k: v for k, v in (client or {}).items() if k.startswith(SECURITY)}
+    admin = AdminClient({**security, "bootstrap.servers": bootstrap})
     try:
         metadata = admin.list_topics(timeout=10)  # all topics: asking for one would auto-create it
     except Exception as exc:  # noqa: BLE001 - librdkafka reports an unreachable broker as a KafkaException

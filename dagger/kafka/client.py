@@ -10,6 +10,7 @@ role                 settings                                    the client
 ``spark_producer``   the Kafka sink's                            Spark's Kafka sink (the Java client)
 ``dead_letters``     the job's (``DEAD_LETTER_KAFKA_*``)         the dead-letter producer (librdkafka)
 ``stream_dead_...``  a stream's (``SOURCE_KAFKA_DEAD_LETTER_*``)  a stream's own dead-letter producer (librdkafka)
+``stream_producer``  a stream's                                  ``dagger generate --config`` (librdkafka)
 ===================  ==========================================  ==================================================
 
 Dagger's keys are the Java client's names. For librdkafka, SASL's JAAS line becomes a username and password and
@@ -28,7 +29,9 @@ from dagger.errors import DaggerConfigError
 from dagger.kafka.java_client import producer_options
 from dagger.kafka.tls import keystore_pem, store_type, truststore_pem
 
-Role = Literal["consumer", "spark_consumer", "producer", "spark_producer", "dead_letters", "stream_dead_letters"]
+Role = Literal[
+    "consumer", "spark_consumer", "producer", "spark_producer", "dead_letters", "stream_dead_letters", "stream_producer"
+]
 #: the settings a producer shares with its cluster's consumers: the connection's security
 SECURITY = ("security.", "sasl.", "ssl.")
 
@@ -48,7 +51,8 @@ def client_config(
     ``STREAMS[table]``). ``large_messages``: ``SOURCE_KAFKA_CONSUME_LARGE_MESSAGE_ENABLE``. ``known``: the Java
     producer's setting names, when a Spark session can say (``spark_producer`` refuses a setting neither client has).
     ``stream_dead_letters`` writes to a stream's own dead-letter topic, on the stream's cluster
-    (``SOURCE_KAFKA_DEAD_LETTER_BROKERS``, else the stream's brokers) with the stream's security settings.
+    (``SOURCE_KAFKA_DEAD_LETTER_BROKERS``, else the stream's brokers) with the stream's security settings;
+    ``stream_producer`` writes to the stream's own topics, with the same settings.
     """
     if role == "consumer":
         return _consumer(settings, table, job_slug, large_messages)
@@ -62,10 +66,12 @@ def client_config(
         producer = {"bootstrap.servers": settings.DEAD_LETTER_KAFKA_BROKERS}
         producer.update({k: str(v) for k, v in settings.DEAD_LETTER_KAFKA_PRODUCER_CONFIG.items()})
         return producer
-    if role == "stream_dead_letters":
+    if role in ("stream_producer", "stream_dead_letters"):
         consumer = _consumer(settings, table, job_slug, large_messages)
         producer = {k: v for k, v in consumer.items() if k.startswith(SECURITY)}
-        producer["bootstrap.servers"] = settings.SOURCE_KAFKA_DEAD_LETTER_BROKERS or consumer["bootstrap.servers"]
+        producer["bootstrap.servers"] = consumer["bootstrap.servers"]
+        if role == "stream_dead_letters" and settings.SOURCE_KAFKA_DEAD_LETTER_BROKERS:
+            producer["bootstrap.servers"] = settings.SOURCE_KAFKA_DEAD_LETTER_BROKERS
         return producer
     raise ValueError(f"no Kafka client plays {role!r}; the roles: {', '.join(Role.__args__)}")
 

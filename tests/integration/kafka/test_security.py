@@ -384,3 +384,19 @@ def test_sparks_own_kafka_connector_reads_and_writes_through_sasl_ssl(spark, tmp
         rows = secured.read(out, 20)
     assert len(rows) == 20 == written
     assert sorted(r.value() for r in rows) == sorted(bookings(20, START))
+
+
+def test_dagger_generate_with_a_config_produces_through_the_streams_own_login(stencil, tmp_path):
+    """``dagger generate --config``: the stream's SASL keys reach the producer and the admin client that creates
+    the topic (before, only its brokers did, and a secured cluster refused both)."""
+    with Secured(None, sasl=True) as secured:
+        topic = f"generated-{uuid.uuid4().hex[:6]}"  # missing: dagger generate creates it through the login
+        stream = kafka_stream(
+            secured, topic, SOURCE_KAFKA_CONSUMER_CONFIG_SECURITY_PROTOCOL="SASL_PLAINTEXT", **_sasl("PLAIN")
+        )
+        config = tmp_path / "job.json"
+        config.write_text(json.dumps(job(stencil, [stream], "SELECT order_number FROM data_stream_0")))
+        done = dagger("generate", "--config", str(config), "--count", "25", timeout=120)
+        assert done.returncode == 0, done.stderr
+        assert PASSWORD not in done.stdout + done.stderr
+        assert len(secured.read(topic, 25)) == 25
