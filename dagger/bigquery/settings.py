@@ -21,6 +21,12 @@ class BigQuerySinkSettings(SinkSettings):
     ignored_keys: ClassVar[dict[str, str]] = {
         "SINK_CONNECTOR_SCHEMA_PROTO_KEY_CLASS": "BigQuery rows have no key (a Kafka sink encodes its record keys "
         "with this message)",
+        "SINK_CONNECTOR_SCHEMA_DATA_TYPE": "rows are typed through `SINK_CONNECTOR_SCHEMA_PROTO_MESSAGE_CLASS`",
+        "SINK_CONNECTOR_SCHEMA_MESSAGE_MODE": "rows are the SQL's output columns (Dagger's LOG_MESSAGE mode)",
+        "SINK_CONNECTOR_SCHEMA_PROTO_ALLOW_UNKNOWN_FIELDS_ENABLE": "output columns the message lacks are left out",
+        "SINK_BIGQUERY_METADATA_NAMESPACE": "no Kafka metadata columns are written to BigQuery",
+        "SINK_BIGQUERY_CLIENT_CONNECT_TIMEOUT_MS": "Google's clients take one timeout per call: "
+        "`SINK_BIGQUERY_CLIENT_READ_TIMEOUT_MS`",
     }
 
     SINK_BIGQUERY_BATCH_SIZE: int = Field(

@@ -1,7 +1,8 @@
 """Keys a Dagger config may hold that this runner accepts and does nothing with, each with the reason.
 
-Every key of every settings model is either used by the code or listed here (``tests/unit/config/test_silent_keys.py`` walks
-them all). ``dagger validate`` and the start of a run name each listed key a config sets, with its reason, so a
+Every key of every settings model is either used by the code or listed: here when it is the job's (Flink's runtime,
+Python UDFs), or by the plugin whose settings accept it, in its settings model's ``ignored_keys`` (a sink's, a
+source's; ``tests/unit/config/test_silent_keys.py`` walks them all). ``dagger validate`` and the start of a run name each listed key a config sets, with its reason, so a
 migrating user never relies on a key in silence; ``docs/config.md`` shows the table.
 """
 
@@ -32,16 +33,6 @@ IGNORED_KEYS: dict[str, str] = {
     "PYTHON_FN_EXECUTION_BUNDLE_TIME": "Spark hands Python UDFs whole Arrow batches within a micro-batch; there is no "
     "bundle timer (`SPARK_TRIGGER_INTERVAL_MS` paces the micro-batches)",
     "UDF_DART_GCS_PROJECT_ID": "the GCS client finds the bucket's project itself (credentials from the environment)",
-    # sinks
-    "SINK_KAFKA_STREAM": "a name for Dagger's telemetry tags; metrics here name a sink by `SINK_NAME`",
-    "SINK_CONNECTOR_SCHEMA_DATA_TYPE": "rows are typed through `SINK_CONNECTOR_SCHEMA_PROTO_MESSAGE_CLASS`",
-    "SINK_CONNECTOR_SCHEMA_MESSAGE_MODE": "rows are the SQL's output columns (Dagger's LOG_MESSAGE mode)",
-    "SINK_CONNECTOR_SCHEMA_PROTO_ALLOW_UNKNOWN_FIELDS_ENABLE": "output columns the message lacks are left out",
-    "SINK_BIGQUERY_METADATA_NAMESPACE": "no Kafka metadata columns are written to BigQuery",
-    "SINK_BIGQUERY_CLIENT_CONNECT_TIMEOUT_MS": "Google's clients take one timeout per call: "
-    "`SINK_BIGQUERY_CLIENT_READ_TIMEOUT_MS`",
-    # sources and input data types
-    "SOURCE_PARQUET_SCHEMA_MATCH_STRATEGY": "unused by Dagger too: columns are matched to the message by name",
 }
 
 
@@ -51,6 +42,9 @@ def ignored_keys_set(config: Any) -> list[tuple[str, str]]:
     found = [(key, IGNORED_KEYS[key]) for key in sorted(config.model_fields_set) if key in IGNORED_KEYS]
     for i, stream in enumerate(config.STREAMS):
         found += [(f"STREAMS[{i}].{k}", IGNORED_KEYS[k]) for k in stream.keys_set if k in IGNORED_KEYS]
+        scoped = getattr(stream, "settings", None)  # bound to its source (dagger.plugins.bound), or not yet
+        scoped = scoped.ignored_keys if scoped is not None else {}
+        found += [(f"STREAMS[{i}].{k}", scoped[k]) for k in stream.keys_set if k in scoped]
     udf = getattr(config, "PYTHON_UDF_CONFIG", None)
     if udf is not None:
         found += [
@@ -60,19 +54,20 @@ def ignored_keys_set(config: Any) -> list[tuple[str, str]]:
     for i, sink in enumerate(entries):
         where = f"SINKS[{i}]." if config.SINKS is not None else ""
         found += [(f"{where}{k}", IGNORED_KEYS[k]) for k in sink.keys_set if k in IGNORED_KEYS]
-        scoped = sink.settings.ignored_keys  # keys another sink type uses that this one does nothing with
+        scoped = sink.settings.ignored_keys  # keys of its own, or of another sink type, it does nothing with
         found += [(f"{where}{k}", scoped[k]) for k in sink.keys_set if k in scoped]
     return found
 
 
-def markdown_table(sink_settings: dict[str, Any]) -> str:
-    """The table ``docs/config.md`` shows; ``sink_settings``: each ``SINK_TYPE``'s settings model, whose
-    ``ignored_keys`` are listed for it."""
+def markdown_table(sink_settings: dict[str, Any], source_settings: dict[str, Any]) -> str:
+    """The table ``docs/config.md`` shows; ``sink_settings`` and ``source_settings``: each ``SINK_TYPE``'s and
+    ``SOURCE_NAME``'s settings model, whose ``ignored_keys`` are listed for it."""
     rows = ["| Key | Why it does nothing here |", "|---|---|"]
     rows += [f"| `{key}` | {reason} |" for key, reason in sorted(IGNORED_KEYS.items())]
-    rows += [
-        f"| `{key}` (`SINK_TYPE={sink}`) | {reason} |"
-        for sink, model in sorted(sink_settings.items())
-        for key, reason in sorted(model.ignored_keys.items())
-    ]
+    for what, models in (("SINK_TYPE", sink_settings), ("SOURCE_NAME", source_settings)):
+        rows += [
+            f"| `{key}` (`{what}={name}`) | {reason} |"
+            for name, model in sorted(models.items())
+            for key, reason in sorted(model.ignored_keys.items())
+        ]
     return "\n".join(rows)

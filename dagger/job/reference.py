@@ -136,7 +136,10 @@ def render_reference() -> str:
         "A Dagger config may set these; they load and do nothing here, for the reason given. `dagger validate` and",
         "the start of a run name each one a config sets.",
         "",
-        ignored_table({name: plugin.settings for name, plugin in SINKS.plugins().items()}),
+        ignored_table(
+            {name: plugin.settings for name, plugin in SINKS.plugins().items()},
+            {name: plugin.settings for name, plugin in SOURCES.plugins().items()},
+        ),
         "",
         "## `PROCESSOR_PREPROCESSOR_CONFIG`",
         "",

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import logging
 from functools import reduce
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from pydantic import Field
@@ -112,6 +112,10 @@ def _is_marker(relative: str) -> bool:
 
 class ParquetSourceSettings(SourceSettings):
     """Parquet files in the `dt=/hr=` layout, read in time order by Spark's Parquet reader."""
+
+    ignored_keys: ClassVar[dict[str, str]] = {
+        "SOURCE_PARQUET_SCHEMA_MATCH_STRATEGY": "unused by Dagger too: columns are matched to the message by name",
+    }
 
     SOURCE_PARQUET_FILE_PATHS: Annotated[list[str], Json] | None = Field(
         None, description="Parquet files or directories (searched recursively)."

@@ -66,7 +66,8 @@ class SinkSettings(BaseModel):
     #: Dagger writes this sink at each checkpoint (InfluxDB, BigQuery): a job whose sinks all do takes a config's
     #: ``FLINK_CHECKPOINT_INTERVAL_MS`` as its micro-batch interval, the same write cadence
     flushes_at_checkpoint: ClassVar[bool] = False
-    #: keys other sink types use that this one does nothing with, each with why (listed in docs/config.md)
+    #: keys of its own or of other sink types that this one does nothing with, each with why (``dagger validate``
+    #: names those a config sets; listed in docs/config.md)
     ignored_keys: ClassVar[dict[str, str]] = {}
     #: Spark's own Kafka sink can write it: real-time mode and ``SPARK_KAFKA_CONNECTOR``
     supports_real_time: ClassVar[bool] = False

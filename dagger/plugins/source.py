@@ -51,6 +51,10 @@ class SourceSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
+    #: keys it accepts and does nothing with, each with why (``dagger validate`` names those a config sets;
+    #: listed in docs/config.md)
+    ignored_keys: ClassVar[dict[str, str]] = {}
+
     def require(self, what: str, *keys: str) -> None:
         """Raise the config error for the first of ``keys`` left empty (``what``: the stream, for the message)."""
         for key in keys:
