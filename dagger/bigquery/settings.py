@@ -88,6 +88,9 @@ class BigQuerySinkSettings(SinkSettings):
         "(so a broken server never hangs a micro-batch for the client's default ten minutes).",
     )
 
+    def written_message(self) -> str | None:
+        return self.SINK_CONNECTOR_SCHEMA_PROTO_MESSAGE_CLASS
+
     @model_validator(mode="after")
     def _required(self) -> BigQuerySinkSettings:
         self.require(

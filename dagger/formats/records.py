@@ -12,6 +12,7 @@ from pydantic import Field
 
 from dagger.errors import DaggerConfigError
 from dagger.plugins.format import InputFormatSettings
+from dagger.plugins.source import source_of
 
 if TYPE_CHECKING:
     from dagger.config.model import StreamConfig
@@ -53,7 +54,7 @@ def stream_subject(stream: StreamConfig) -> tuple[str, str] | None:
         return None
     if stream.format.INPUT_SCHEMA_SUBJECT:
         return stream.format.INPUT_SCHEMA_SUBJECT, key_of(stream, "INPUT_SCHEMA_SUBJECT")
-    topics = getattr(stream.settings, "SOURCE_KAFKA_TOPIC_NAMES", None)
+    topics = source_of(stream).topics(stream)
     if not topics or not re.fullmatch(r"[A-Za-z0-9._-]+", topics):
         raise DaggerConfigError(
             f"{key_of(stream, 'INPUT_SCHEMA_SUBJECT')} is required: the stream reads {topics!r}, not one topic, so "

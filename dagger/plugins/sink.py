@@ -77,6 +77,15 @@ class SinkSettings(BaseModel):
         None when it writes no protobuf."""
         return None
 
+    def output_topic(self) -> str | None:
+        """The topic it writes (Dagger's ``output_topic`` telemetry tag); None: it writes none."""
+        return None
+
+    def written_message(self) -> str | None:
+        """The protobuf message its rows are written as or typed through (Dagger's ``output_proto`` telemetry tag);
+        by default :meth:`output_message`."""
+        return self.output_message()
+
     @property
     def large_messages(self) -> bool:
         """Whether this sink is set up for records of megabytes (the session then keeps Spark's byte cap on the

@@ -149,6 +149,15 @@ class Source(ABC):
     def location(self, stream: StreamConfig) -> str:
         """Where the stream reads from, for ``dagger validate`` and logs."""
 
+    def topics(self, stream: StreamConfig) -> str | None:
+        """The topics the stream reads (a name or a pattern, as its keys give them), for Dagger's ``input_topic``
+        telemetry tag and a registry subject's default name; None: it reads no topics."""
+        return None
+
+    def label(self, stream: StreamConfig) -> str:
+        """The ``stream`` label of the stream's metrics (by default its table)."""
+        return stream.INPUT_SCHEMA_TABLE
+
     @abstractmethod
     def input_description(
         self, spark: SparkSession, stream: StreamConfig, from_ms: int | None, to_ms: int | None

@@ -324,10 +324,7 @@ class JobMetrics:
     def stream_tag(self, table: str) -> str:
         """The ``stream`` label of a table's metrics: its ``SOURCE_KAFKA_NAME`` (Dagger's tag), else the table."""
         if self._stream_tags is None:
-            self._stream_tags = {
-                s.INPUT_SCHEMA_TABLE: getattr(s.settings, "SOURCE_KAFKA_NAME", None) or s.INPUT_SCHEMA_TABLE
-                for s in self.job.config.STREAMS
-            }
+            self._stream_tags = {s.INPUT_SCHEMA_TABLE: source_of(s).label(s) for s in self.job.config.STREAMS}
         return self._stream_tags.get(table, table)
 
     # -- updates ------------------------------------------------------------------------------------------------
@@ -545,12 +542,10 @@ class JobMetrics:
             BY_NAME["dagger_job_info"],
             {
                 "sink_type": ",".join(entry.SINK_TYPE for _, entry in sinks),
-                "input_topics": ",".join(getattr(s.settings, "SOURCE_KAFKA_TOPIC_NAMES", None) or "" for s in streams),
+                "input_topics": ",".join(source_of(s).topics(s) or "" for s in streams),
                 "input_protos": ",".join(format_of(s).describe(s) for s in streams),
-                "output_topic": getattr(first, "SINK_KAFKA_TOPIC", None) or "",
-                "output_proto": getattr(first, "SINK_KAFKA_PROTO_MESSAGE", None)
-                or getattr(first, "SINK_CONNECTOR_SCHEMA_PROTO_MESSAGE_CLASS", None)
-                or "",
+                "output_topic": (first.output_topic() if first else None) or "",
+                "output_proto": (first.written_message() if first else None) or "",
             },
             1,
         )

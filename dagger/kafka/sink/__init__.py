@@ -187,6 +187,12 @@ class KafkaSinkSettings(SinkSettings):
             return self.SINK_KAFKA_PROTO_MESSAGE
         return None
 
+    def output_topic(self) -> str | None:
+        return self.SINK_KAFKA_TOPIC
+
+    def written_message(self) -> str | None:
+        return self.SINK_KAFKA_PROTO_MESSAGE
+
     def part_message(self, part: str) -> str | None:
         """The message a ``part`` (value or key) names: a key's also by Depot's key."""
         if part == "value":

@@ -100,6 +100,13 @@ class KafkaSource(Source):
     def location(self, stream: StreamConfig) -> str:
         return f"topics /{stream.settings.SOURCE_KAFKA_TOPIC_NAMES}/"
 
+    def topics(self, stream: StreamConfig) -> str | None:
+        return stream.settings.SOURCE_KAFKA_TOPIC_NAMES
+
+    def label(self, stream: StreamConfig) -> str:
+        """``SOURCE_KAFKA_NAME`` (Dagger's tag), else the table."""
+        return stream.settings.SOURCE_KAFKA_NAME or stream.INPUT_SCHEMA_TABLE
+
     def input_description(
         self, spark: SparkSession, stream: StreamConfig, from_ms: int | None, to_ms: int | None
     ) -> dict[str, Any]:
