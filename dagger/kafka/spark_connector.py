@@ -60,7 +60,7 @@ def jvm_reader_refusals(stream: StreamConfig, jvm_protobuf: bool = True) -> list
     if not source_of(stream).supports_real_time:
         return [f"STREAMS[{table}]: Dagger's reader in the JVM reads Kafka streams only"]
     why = format_of(stream).spark_kafka_refusal(stream, jvm_protobuf)
-    if why is None and stream.settings.SOURCE_KAFKA_INVALID_RECORD_POLICY == "dead-letter":
+    if why is None and source_of(stream).invalid_record_policy(stream) == "dead-letter":
         why = "SOURCE_KAFKA_INVALID_RECORD_POLICY=dead-letter (Dagger's reader writes them in Python workers)"
     return [] if why is None else [f"STREAMS[{table}]: {why}"]
 
@@ -150,7 +150,7 @@ def connector_refusals(
             why = jvm_reader_refusals(stream, jvm_protobuf)
         else:
             why = [w for w in stream_refusals(stream, jvm_protobuf) if "dead-letter" not in w]
-            if getattr(stream.settings, "SOURCE_KAFKA_INVALID_RECORD_POLICY", None) == "dead-letter":
+            if source_of(stream).invalid_record_policy(stream) == "dead-letter":
                 out.append(
                     f"STREAMS[{table}]: SOURCE_KAFKA_INVALID_RECORD_POLICY=dead-letter (Dagger's reader writes them)"
                 )
@@ -203,7 +203,7 @@ def partition_counts(config: JobConfig, timeout: float = 5.0) -> dict[str, int] 
 
     counts = {}
     for stream in config.STREAMS:
-        pattern = getattr(stream.settings, "SOURCE_KAFKA_TOPIC_NAMES", None)
+        pattern = source_of(stream).topics(stream)
         if not pattern:
             continue
         conf = client_config(stream.settings, "consumer", table=stream.INPUT_SCHEMA_TABLE, job_slug=config.job_slug)
