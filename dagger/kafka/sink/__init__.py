@@ -8,7 +8,7 @@
   commits; a delivery error fails the micro-batch with the broker's reason, and a restart re-runs it
   (records of a failed batch may be written twice; a cleanly stopped job writes each record once).
 
-One module (~360 lines) because it is one sink: its keys (half the module, each with its description), the writer
+One module (~420 lines) because it is one sink: its keys (half the module, each with its description), the writer
 and the sink; the records' encoding is :mod:`dagger.kafka.sink.records`'.
 """
 
