@@ -83,8 +83,9 @@ def test_one_function_gives_every_client_its_settings_by_role():
         "sasl.password": "secret",
     }
 
-    generated = client_config(stream, "stream_producer", table="bookings")  # dagger generate --config: the stream's
-    assert generated == own  # topic, on the stream's cluster, with its security (the stream sets no dead-letter brokers)
+    # dagger generate --config: the stream's topic, on the stream's cluster, with its security (the stream sets no
+    # dead-letter brokers)
+    assert client_config(stream, "stream_producer", table="bookings") == own
 
     with pytest.raises(ValueError, match="no Kafka client plays 'admin'; the roles: consumer, spark_consumer"):
         client_config(stream, "admin")  # type: ignore[arg-type]
