@@ -42,8 +42,7 @@ def ignored_keys_set(config: Any) -> list[tuple[str, str]]:
     found = [(key, IGNORED_KEYS[key]) for key in sorted(config.model_fields_set) if key in IGNORED_KEYS]
     for i, stream in enumerate(config.STREAMS):
         found += [(f"STREAMS[{i}].{k}", IGNORED_KEYS[k]) for k in stream.keys_set if k in IGNORED_KEYS]
-        scoped = getattr(stream, "settings", None)  # bound to its source (dagger.plugins.bound), or not yet
-        scoped = scoped.ignored_keys if scoped is not None else {}
+        scoped = stream.settings.ignored_keys  # keys of its source's own it does nothing with
         found += [(f"STREAMS[{i}].{k}", scoped[k]) for k in stream.keys_set if k in scoped]
     udf = getattr(config, "PYTHON_UDF_CONFIG", None)
     if udf is not None:

@@ -69,9 +69,8 @@ def client_config(
     if role in ("stream_producer", "stream_dead_letters"):
         consumer = _consumer(settings, table, job_slug, large_messages)
         producer = {k: v for k, v in consumer.items() if k.startswith(SECURITY)}
-        producer["bootstrap.servers"] = consumer["bootstrap.servers"]
-        if role == "stream_dead_letters" and settings.SOURCE_KAFKA_DEAD_LETTER_BROKERS:
-            producer["bootstrap.servers"] = settings.SOURCE_KAFKA_DEAD_LETTER_BROKERS
+        dead_letters = settings.SOURCE_KAFKA_DEAD_LETTER_BROKERS if role == "stream_dead_letters" else None
+        producer["bootstrap.servers"] = dead_letters or consumer["bootstrap.servers"]
         return producer
     raise ValueError(f"no Kafka client plays {role!r}; the roles: {', '.join(Role.__args__)}")
 

@@ -55,8 +55,7 @@ KEYS = {
 def writer(data_type: str, key: str = "SINK_KAFKA_DATA_TYPE") -> Format:
     """The registered format a part's data type names, or the config error naming ``key`` and the formats a sink
     writes."""
-    plugin = FORMATS.get(data_type)
-    if plugin is None or not format_named(data_type).writes:
+    if FORMATS.get(data_type) is None or not format_named(data_type).writes:
         accepted = sorted(name for name in FORMATS.plugins() if format_named(name).writes)
         raise ValueError(f"{key}={data_type!r}: a sink writes {', '.join(accepted)}")
     return format_named(data_type)
